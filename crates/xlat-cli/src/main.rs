@@ -1,0 +1,2 @@
+//! The `xlat` command-line tool.
+fn main() {}

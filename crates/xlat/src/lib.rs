@@ -1,0 +1,25 @@
+//! xlat: a fast, trace-driven simulator of virtual-memory address translation.
+//!
+//! Data flows in one direction:
+//! a [`source::RefSource`] fills [`memref::Batch`]es of [`memref::MemRef`]s, which are fed to one
+//! or more [`sim::Machine`]s (TLB hierarchy + OS model) that count into [`sim::Stats`].
+//! [`sim::Experiment`] runs workloads × machine configurations, reading each workload once.
+//! See `docs/architecture.md` for the map of modules.
+
+pub mod config;
+pub mod error;
+pub mod memref;
+pub mod os;
+pub mod sim;
+pub mod source;
+pub mod trace;
+pub mod tlb;
+pub mod types;
+pub mod units;
+
+pub use error::{Error, Result};
+pub use memref::{AccessKind, Batch, MemRef};
+pub use types::{Asid, PageSize, Pfn, VirtAddr, Vpn};
+
+/// The version of this crate, recorded in every result file.
+pub const VERSION: &str = env!("CARGO_PKG_VERSION");

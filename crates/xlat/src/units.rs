@@ -1,0 +1,75 @@
+//! Parsing of human-friendly sizes (`4KiB`, `2MiB`, `16GiB`, `1.5GB`, `4096`).
+
+/// Parses a byte size. Binary suffixes (`KiB`, `MiB`, `GiB`, `TiB`, also `K`, `M`, `G`, `T`)
+/// multiply by powers of 1024, decimal ones (`KB`, `MB`, `GB`, `TB`) by powers of 1000.
+/// Underscores are allowed as digit separators. Returns a message on failure.
+pub fn parse_bytes(text: &str) -> Result<u64, String> {
+    let t = text.trim().replace('_', "");
+    let split = t
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(t.len());
+    let (num, suffix) = t.split_at(split);
+    let mult: u64 = match suffix.trim().to_ascii_lowercase().as_str() {
+        "" | "b" => 1,
+        "k" | "kib" => 1 << 10,
+        "m" | "mib" => 1 << 20,
+        "g" | "gib" => 1 << 30,
+        "t" | "tib" => 1 << 40,
+        "kb" => 1_000,
+        "mb" => 1_000_000,
+        "gb" => 1_000_000_000,
+        "tb" => 1_000_000_000_000,
+        other => return Err(format!("unknown size suffix `{other}` in `{text}`")),
+    };
+    if num.is_empty() {
+        return Err(format!("`{text}` is not a size (expected e.g. `4KiB`, `16GiB`)"));
+    }
+    let value: f64 = num
+        .parse()
+        .map_err(|_| format!("`{text}` is not a size (expected e.g. `4KiB`, `16GiB`)"))?;
+    let bytes = value * mult as f64;
+    if !(0.0..1.8e19).contains(&bytes) || bytes.fract() != 0.0 {
+        return Err(format!("`{text}` is not a whole number of bytes below 2^64"));
+    }
+    Ok(bytes as u64)
+}
+
+/// Formats a byte count with the largest binary unit that divides it (`4KiB`, `1.5GiB` style
+/// for non-exact values).
+pub fn format_bytes(bytes: u64) -> String {
+    const UNITS: [(&str, u64); 4] = [("TiB", 1 << 40), ("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)];
+    for (name, size) in UNITS {
+        if bytes >= size {
+            return if bytes % size == 0 {
+                format!("{}{name}", bytes / size)
+            } else {
+                format!("{:.2}{name}", bytes as f64 / size as f64)
+            };
+        }
+    }
+    format!("{bytes}B")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_sizes() {
+        assert_eq!(parse_bytes("4KiB"), Ok(4096));
+        assert_eq!(parse_bytes("16GiB"), Ok(16 << 30));
+        assert_eq!(parse_bytes("1.5 MiB"), Ok(3 << 19));
+        assert_eq!(parse_bytes("4_096"), Ok(4096));
+        assert_eq!(parse_bytes("2MB"), Ok(2_000_000));
+        assert!(parse_bytes("4XB").is_err());
+        assert!(parse_bytes("KiB").is_err());
+        assert!(parse_bytes("0.5B").is_err());
+    }
+
+    #[test]
+    fn formats_sizes() {
+        assert_eq!(format_bytes(4096), "4KiB");
+        assert_eq!(format_bytes(3 << 29), "1.50GiB");
+        assert_eq!(format_bytes(12), "12B");
+    }
+}
