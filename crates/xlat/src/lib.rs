@@ -19,7 +19,7 @@ pub mod units;
 
 pub use error::{Error, Result};
 pub use memref::{AccessKind, Batch, MemRef};
-pub use types::{Asid, PageSize, Pfn, VirtAddr, Vpn};
+pub use types::{Asid, PageSize, Pfn, Translation, VirtAddr, Vpn};
 
 /// The version of this crate, recorded in every result file.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");

@@ -105,6 +105,41 @@ impl PageSize {
     }
 }
 
+/// A mapping of one page: what a page-table walk returns and what a TLB entry caches.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Translation {
+    /// Address space of the mapping.
+    pub asid: Asid,
+    /// First base page of the mapped page (aligned to `size`).
+    pub vpn: Vpn,
+    /// First base frame of the mapped page (aligned to `size`).
+    pub pfn: Pfn,
+    /// Size of the mapped page.
+    pub size: PageSize,
+}
+
+impl Translation {
+    /// True if this mapping translates `vaddr` in address space `asid`.
+    #[inline]
+    pub fn covers(&self, asid: Asid, vaddr: u64) -> bool {
+        asid == self.asid && vaddr >> self.size.shift() == self.vpn.0 >> (self.size.shift() - BASE_PAGE_SHIFT)
+    }
+
+    /// The base frame that holds `vaddr` (which must be covered by this mapping).
+    #[inline]
+    pub fn pfn_of(&self, vaddr: u64) -> Pfn {
+        Pfn(self.pfn.0 + ((vaddr >> BASE_PAGE_SHIFT) - self.vpn.0))
+    }
+
+    /// The part of this mapping, of the smaller `size`, that covers `vaddr` (splintering a huge
+    /// page into a smaller TLB entry, as hardware does when a level lacks the larger size).
+    #[inline]
+    pub fn splinter(&self, vaddr: u64, size: PageSize) -> Translation {
+        let first = (vaddr >> size.shift()) << (size.shift() - BASE_PAGE_SHIFT);
+        Translation { asid: self.asid, vpn: Vpn(first), pfn: self.pfn_of(first << BASE_PAGE_SHIFT), size }
+    }
+}
+
 impl fmt::Display for PageSize {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self {
@@ -127,6 +162,17 @@ mod tests {
         assert_eq!(PageSize::parse("2mib"), Some(PageSize::Size2M));
         assert_eq!(PageSize::parse("1G"), Some(PageSize::Size1G));
         assert_eq!(PageSize::parse("8KiB"), None);
+    }
+
+    #[test]
+    fn translation_covers_and_splinters() {
+        let t = Translation { asid: 1, vpn: Vpn(512), pfn: Pfn(4096), size: PageSize::Size2M };
+        assert!(t.covers(1, 0x20_0000 + 0x1234));
+        assert!(!t.covers(0, 0x20_0000));
+        assert!(!t.covers(1, 0x40_0000));
+        assert_eq!(t.pfn_of(0x20_3000), Pfn(4099));
+        let small = t.splinter(0x20_3abc, PageSize::Size4K);
+        assert_eq!((small.vpn, small.pfn, small.size), (Vpn(515), Pfn(4099), PageSize::Size4K));
     }
 
     #[test]

@@ -1,0 +1,265 @@
+//! Built-in synthetic reference streams for tests, demos and benchmarks: sequential, strided,
+//! uniform random and Zipf-distributed accesses over a footprint, all seeded.
+//!
+//! Each stream produces `refs` references of `size` bytes inside `[base, base + footprint)`,
+//! every one a load or, with probability `store_fraction`, a store. Synthetic streams carry no
+//! instruction count.
+
+use super::RefSource;
+use crate::memref::{AccessKind, Batch, MemRef};
+use crate::types::{Asid, BASE_PAGE_SHIFT};
+use crate::{Error, Result};
+use rand::seq::SliceRandom;
+use rand::{Rng, SeedableRng};
+use rand_distr::{Distribution, Zipf};
+use rand_xoshiro::Xoshiro256PlusPlus;
+use serde::{Deserialize, Serialize};
+
+/// The address pattern of a synthetic stream.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "pattern", rename_all = "kebab-case")]
+pub enum Pattern {
+    /// Consecutive `size`-byte accesses, wrapping at the end of the footprint.
+    Sequential,
+    /// Accesses `stride` bytes apart, wrapping at the end of the footprint.
+    Strided {
+        /// Distance between consecutive accesses, in bytes.
+        stride: u64,
+    },
+    /// Each access at a uniformly random `size`-aligned offset.
+    Uniform,
+    /// Each access to a page drawn from a Zipf distribution over the footprint's pages (rank 1
+    /// most popular), at a uniformly random aligned offset within the page. Ranks are scattered
+    /// over the footprint by a seeded permutation so that hot pages are not all neighbours.
+    Zipf {
+        /// The Zipf exponent `s` (0.99 is the YCSB default).
+        exponent: f64,
+    },
+}
+
+/// Parameters of a synthetic stream.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SyntheticSpec {
+    /// The address pattern.
+    #[serde(flatten)]
+    pub pattern: Pattern,
+    /// Bytes covered by the stream.
+    pub footprint: u64,
+    /// Number of references.
+    pub refs: u64,
+    /// First address of the footprint.
+    pub base: u64,
+    /// Bytes per access (also the alignment of random accesses).
+    pub size: u16,
+    /// Probability that an access is a store.
+    pub store_fraction: f64,
+    /// Address space of every reference.
+    pub asid: Asid,
+    /// Seed of the generator.
+    pub seed: u64,
+}
+
+impl SyntheticSpec {
+    /// Checks the parameters, naming the offending field under `path`.
+    pub fn validate(&self, path: &str) -> Result<()> {
+        let err = |field: &str, msg: String| Err(Error::config(format!("{path}.{field}"), msg));
+        if self.size == 0 || !self.size.is_power_of_two() {
+            return err("size", format!("access size {} is not a power of two ≥ 1", self.size));
+        }
+        if self.footprint < u64::from(self.size) {
+            return err("footprint", format!("footprint {} is smaller than one access", self.footprint));
+        }
+        if self.footprint % u64::from(self.size) != 0 {
+            return err("footprint", format!("footprint {} is not a multiple of the access size {}", self.footprint, self.size));
+        }
+        if self.base.checked_add(self.footprint).is_none() {
+            return err("base", "base + footprint overflows the 64-bit address space".into());
+        }
+        if !(0.0..=1.0).contains(&self.store_fraction) {
+            return err("store_fraction", format!("{} is not a probability", self.store_fraction));
+        }
+        match self.pattern {
+            Pattern::Strided { stride: 0 } => err("stride", "stride must be at least 1 byte".into()),
+            Pattern::Zipf { exponent } if !(exponent > 0.0 && exponent.is_finite()) => {
+                err("exponent", format!("Zipf exponent {exponent} must be positive"))
+            }
+            _ => Ok(()),
+        }
+    }
+}
+
+/// A running synthetic stream.
+pub struct Synthetic {
+    spec: SyntheticSpec,
+    produced: u64,
+    cursor: u64,
+    rng: Xoshiro256PlusPlus,
+    /// Store threshold on a 32-bit uniform draw.
+    store_below: u64,
+    zipf: Option<(Zipf<f64>, Vec<u32>)>,
+}
+
+impl Synthetic {
+    /// A stream of `spec`, which must have passed [`SyntheticSpec::validate`].
+    pub fn new(spec: SyntheticSpec) -> Result<Synthetic> {
+        spec.validate("workload")?;
+        let mut rng = Xoshiro256PlusPlus::seed_from_u64(spec.seed);
+        let zipf = match spec.pattern {
+            Pattern::Zipf { exponent } => {
+                let pages = spec.footprint.div_ceil(1 << BASE_PAGE_SHIFT);
+                let pages32 = u32::try_from(pages)
+                    .map_err(|_| Error::config("workload.footprint", "Zipf footprints are limited to 2^32 pages"))?;
+                let mut perm: Vec<u32> = (0..pages32).collect();
+                perm.shuffle(&mut rng);
+                let dist = Zipf::new(pages as f64, exponent)
+                    .map_err(|e| Error::config("workload.exponent", e.to_string()))?;
+                Some((dist, perm))
+            }
+            _ => None,
+        };
+        let store_below = (spec.store_fraction * (1u64 << 32) as f64) as u64;
+        Ok(Synthetic { spec, produced: 0, cursor: 0, rng, store_below, zipf })
+    }
+
+    #[inline]
+    fn kind(&mut self, draw: u64) -> AccessKind {
+        if (draw >> 32) < self.store_below {
+            AccessKind::Store
+        } else {
+            AccessKind::Load
+        }
+    }
+
+    #[inline]
+    fn next_offset(&mut self) -> (u64, u64) {
+        let slots = self.spec.footprint / u64::from(self.spec.size);
+        match &self.spec.pattern {
+            Pattern::Sequential | Pattern::Strided { .. } => {
+                let step = match self.spec.pattern {
+                    Pattern::Strided { stride } => stride,
+                    _ => u64::from(self.spec.size),
+                };
+                let offset = self.cursor;
+                // Wrap so that the whole access stays inside the footprint.
+                let limit = self.spec.footprint - u64::from(self.spec.size) + 1;
+                self.cursor = (self.cursor + step) % limit;
+                let draw = if self.store_below == 0 { u64::MAX } else { self.rng.random() };
+                (offset, draw)
+            }
+            Pattern::Uniform => {
+                let draw: u64 = self.rng.random();
+                // Lemire's multiply-shift maps the low 32 bits to a slot without division;
+                // the high 32 bits decide load or store.
+                let slot = if slots <= 1 << 32 {
+                    ((draw & 0xffff_ffff) * slots) >> 32
+                } else {
+                    self.rng.random_range(0..slots)
+                };
+                (slot * u64::from(self.spec.size), draw)
+            }
+            Pattern::Zipf { .. } => {
+                let (dist, perm) = self.zipf.as_ref().expect("zipf state");
+                let rank = dist.sample(&mut self.rng) as usize - 1;
+                let page = u64::from(perm[rank.min(perm.len() - 1)]);
+                let draw: u64 = self.rng.random();
+                let per_page = (1u64 << BASE_PAGE_SHIFT) / u64::from(self.spec.size).min(1 << BASE_PAGE_SHIFT);
+                let within = ((draw & 0xffff_ffff) * per_page) >> 32;
+                let offset = (page << BASE_PAGE_SHIFT) + within * u64::from(self.spec.size);
+                (offset.min(self.spec.footprint - u64::from(self.spec.size)), draw)
+            }
+        }
+    }
+}
+
+impl RefSource for Synthetic {
+    fn fill(&mut self, batch: &mut Batch, max: usize) -> Result<usize> {
+        let n = (self.spec.refs - self.produced).min(max as u64) as usize;
+        batch.refs.reserve(n);
+        for _ in 0..n {
+            let (offset, draw) = self.next_offset();
+            let kind = self.kind(draw);
+            batch.refs.push(MemRef { vaddr: self.spec.base + offset, asid: self.spec.asid, size: self.spec.size, kind });
+        }
+        self.produced += n as u64;
+        Ok(n)
+    }
+
+    fn identity(&self) -> serde_json::Value {
+        serde_json::json!({ "kind": "synthetic", "spec": self.spec })
+    }
+
+    fn len_hint(&self) -> Option<u64> {
+        Some(self.spec.refs)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::source::collect;
+
+    fn spec(pattern: Pattern) -> SyntheticSpec {
+        SyntheticSpec {
+            pattern,
+            footprint: 1 << 20,
+            refs: 20_000,
+            base: 0x1000_0000,
+            size: 8,
+            store_fraction: 0.25,
+            asid: 3,
+            seed: 42,
+        }
+    }
+
+    fn run(pattern: Pattern) -> Vec<MemRef> {
+        collect(&mut Synthetic::new(spec(pattern)).unwrap()).unwrap().0
+    }
+
+    #[test]
+    fn every_pattern_stays_inside_the_footprint() {
+        for p in [Pattern::Sequential, Pattern::Strided { stride: 4160 }, Pattern::Uniform, Pattern::Zipf { exponent: 0.99 }] {
+            let refs = run(p.clone());
+            assert_eq!(refs.len(), 20_000);
+            for r in &refs {
+                assert!(r.vaddr >= 0x1000_0000 && r.vaddr + 8 <= 0x1000_0000 + (1 << 20), "{p:?} {r:?}");
+                assert_eq!(r.asid, 3);
+            }
+            let stores = refs.iter().filter(|r| r.kind == AccessKind::Store).count();
+            assert!((4000..6000).contains(&stores), "{p:?}: {stores} stores");
+        }
+    }
+
+    #[test]
+    fn sequential_wraps() {
+        let refs = run(Pattern::Sequential);
+        assert_eq!(refs[1].vaddr - refs[0].vaddr, 8);
+        assert_eq!(refs[(1 << 17) % 20_000].vaddr, refs[0].vaddr + ((1u64 << 17) % 20_000) * 8);
+    }
+
+    #[test]
+    fn same_seed_same_stream() {
+        assert_eq!(run(Pattern::Uniform), run(Pattern::Uniform));
+        let mut other = spec(Pattern::Uniform);
+        other.seed = 43;
+        assert_ne!(collect(&mut Synthetic::new(other).unwrap()).unwrap().0, run(Pattern::Uniform));
+    }
+
+    #[test]
+    fn zipf_is_skewed() {
+        let refs = run(Pattern::Zipf { exponent: 1.2 });
+        let mut counts = std::collections::HashMap::new();
+        for r in &refs {
+            *counts.entry(r.vaddr >> 12).or_insert(0u32) += 1;
+        }
+        let max = *counts.values().max().unwrap();
+        assert!(max > 2000, "hottest page has only {max} of 20000 references");
+    }
+
+    #[test]
+    fn bad_parameters_are_named() {
+        let mut s = spec(Pattern::Uniform);
+        s.size = 6;
+        let e = s.validate("workload[2]").unwrap_err().to_string();
+        assert!(e.contains("workload[2].size"), "{e}");
+    }
+}

@@ -1,0 +1,251 @@
+//! One set-associative TLB array: `entries` entries in `entries / ways` sets, each entry tagged
+//! with its ASID and page size. An array may hold several page sizes (a unified array, probed
+//! once per size, as Skylake's STLB holds 4 KiB and 2 MiB entries) or just one (split arrays).
+//!
+//! The set index is the page number (in units of the entry's own page size) modulo the number
+//! of sets; any number of sets is allowed, not only powers of two (1536 entries, 12 ways).
+
+use super::replacement::{Policy, ReplacementState};
+use crate::types::{Asid, PageSize, Pfn, Translation, Vpn, BASE_PAGE_SHIFT};
+use rustc_hash::FxHashMap;
+
+/// Above this associativity, tags are found through a hash index instead of a linear scan of
+/// the set, so that a fully associative 1024-entry TLB costs the same per lookup as a 4-way one.
+const INDEX_ABOVE_WAYS: usize = 32;
+
+/// Marks a valid entry in its metadata word.
+const VALID: u32 = 1 << 31;
+
+/// Shape and policy of one TLB array, already validated.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ArrayGeometry {
+    /// Total entries.
+    pub entries: usize,
+    /// Ways per set (equal to `entries` for a fully associative array).
+    pub ways: usize,
+    /// Replacement policy.
+    pub policy: Policy,
+    /// Page sizes the array holds, probed smallest first.
+    pub page_sizes: Vec<PageSize>,
+}
+
+/// A set-associative array of translations.
+#[derive(Clone, Debug)]
+pub struct TlbArray {
+    sets: usize,
+    ways: usize,
+    set_mask: Option<u64>,
+    sizes: Vec<PageSize>,
+    /// Page number in units of the entry's page size.
+    tags: Vec<u64>,
+    /// `VALID | size index << 16 | asid`; 0 when invalid.
+    metas: Vec<u32>,
+    pfns: Vec<u64>,
+    valid_in_set: Vec<u32>,
+    repl: ReplacementState,
+    index: Option<FxHashMap<(u64, u32), u32>>,
+}
+
+#[inline]
+fn meta(asid: Asid, size: PageSize) -> u32 {
+    VALID | (size.index() as u32) << 16 | u32::from(asid)
+}
+
+impl TlbArray {
+    /// An empty array. `geometry` must be valid (ways divide entries, at least one size);
+    /// `seed` drives the random replacement policy.
+    pub fn new(geometry: &ArrayGeometry, seed: u64) -> TlbArray {
+        let ways = geometry.ways;
+        let sets = geometry.entries / ways;
+        let mut sizes = geometry.page_sizes.clone();
+        sizes.sort();
+        sizes.dedup();
+        TlbArray {
+            sets,
+            ways,
+            set_mask: sets.is_power_of_two().then_some(sets as u64 - 1),
+            sizes,
+            tags: vec![0; sets * ways],
+            metas: vec![0; sets * ways],
+            pfns: vec![0; sets * ways],
+            valid_in_set: vec![0; sets],
+            repl: ReplacementState::new(geometry.policy, sets, ways, seed),
+            index: (ways > INDEX_ABOVE_WAYS).then(FxHashMap::default),
+        }
+    }
+
+    /// The page sizes this array holds, smallest first.
+    pub fn page_sizes(&self) -> &[PageSize] {
+        &self.sizes
+    }
+
+    /// True if the array can hold entries of `size`.
+    #[inline]
+    pub fn holds(&self, size: PageSize) -> bool {
+        self.sizes.contains(&size)
+    }
+
+    #[inline]
+    fn set_of(&self, tag: u64) -> usize {
+        match self.set_mask {
+            Some(mask) => (tag & mask) as usize,
+            None => (tag % self.sets as u64) as usize,
+        }
+    }
+
+    /// The slot holding (`tag`, `meta`) in `set`, if any.
+    #[inline]
+    fn find(&self, set: usize, tag: u64, meta: u32) -> Option<usize> {
+        if let Some(index) = &self.index {
+            return index.get(&(tag, meta)).map(|&slot| slot as usize);
+        }
+        let base = set * self.ways;
+        (base..base + self.ways).find(|&i| self.tags[i] == tag && self.metas[i] == meta)
+    }
+
+    fn translation_at(&self, slot: usize) -> Translation {
+        let size = PageSize::ALL[(self.metas[slot] >> 16 & 0x3) as usize];
+        Translation {
+            asid: (self.metas[slot] & 0xffff) as Asid,
+            vpn: Vpn(self.tags[slot] << (size.shift() - BASE_PAGE_SHIFT)),
+            pfn: Pfn(self.pfns[slot]),
+            size,
+        }
+    }
+
+    /// Looks up `vaddr`; on a hit updates the replacement state and returns the entry.
+    #[inline]
+    pub fn lookup(&mut self, asid: Asid, vaddr: u64) -> Option<Translation> {
+        for &size in &self.sizes {
+            let tag = vaddr >> size.shift();
+            let set = self.set_of(tag);
+            if let Some(slot) = self.find(set, tag, meta(asid, size)) {
+                self.repl.touch(set, slot - set * self.ways);
+                return Some(self.translation_at(slot));
+            }
+        }
+        None
+    }
+
+    /// Inserts `t` (whose size this array must hold) and returns the entry it evicted, if any.
+    /// Inserting an entry that is already present refreshes it and evicts nothing.
+    pub fn fill(&mut self, t: &Translation) -> Option<Translation> {
+        debug_assert!(self.holds(t.size), "array does not hold {} pages", t.size);
+        let tag = t.vpn.0 >> (t.size.shift() - BASE_PAGE_SHIFT);
+        let set = self.set_of(tag);
+        let m = meta(t.asid, t.size);
+        if let Some(slot) = self.find(set, tag, m) {
+            self.pfns[slot] = t.pfn.0;
+            self.repl.fill(set, slot - set * self.ways);
+            return None;
+        }
+        let base = set * self.ways;
+        let way = if (self.valid_in_set[set] as usize) < self.ways {
+            self.valid_in_set[set] += 1;
+            (0..self.ways).find(|&w| self.metas[base + w] == 0).expect("a free way")
+        } else {
+            self.repl.victim(set)
+        };
+        let slot = base + way;
+        let evicted = (self.metas[slot] != 0).then(|| self.translation_at(slot));
+        if let Some(index) = &mut self.index {
+            if evicted.is_some() {
+                index.remove(&(self.tags[slot], self.metas[slot]));
+            }
+            index.insert((tag, m), slot as u32);
+        }
+        self.tags[slot] = tag;
+        self.metas[slot] = m;
+        self.pfns[slot] = t.pfn.0;
+        self.repl.fill(set, way);
+        evicted
+    }
+
+    /// Removes every entry that translates `vaddr` in `asid`; returns how many were removed.
+    pub fn invalidate(&mut self, asid: Asid, vaddr: u64) -> usize {
+        let mut removed = 0;
+        for i in 0..self.sizes.len() {
+            let size = self.sizes[i];
+            let tag = vaddr >> size.shift();
+            let set = self.set_of(tag);
+            let m = meta(asid, size);
+            if let Some(slot) = self.find(set, tag, m) {
+                if let Some(index) = &mut self.index {
+                    index.remove(&(tag, m));
+                }
+                self.metas[slot] = 0;
+                self.valid_in_set[set] -= 1;
+                self.repl.invalidate(set, slot - set * self.ways);
+                removed += 1;
+            }
+        }
+        removed
+    }
+
+    /// Number of valid entries.
+    pub fn occupancy(&self) -> usize {
+        self.valid_in_set.iter().map(|&v| v as usize).sum()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn t4k(vpn: u64) -> Translation {
+        Translation { asid: 0, vpn: Vpn(vpn), pfn: Pfn(vpn + 100), size: PageSize::Size4K }
+    }
+
+    fn geometry(entries: usize, ways: usize, policy: Policy) -> ArrayGeometry {
+        ArrayGeometry { entries, ways, policy, page_sizes: vec![PageSize::Size4K] }
+    }
+
+    #[test]
+    fn direct_mapped_conflict() {
+        let mut a = TlbArray::new(&geometry(4, 1, Policy::Lru), 0);
+        assert_eq!(a.fill(&t4k(1)), None);
+        assert_eq!(a.lookup(0, 0x1000).map(|t| t.pfn), Some(Pfn(101)));
+        assert_eq!(a.fill(&t4k(5)), Some(t4k(1)));
+        assert_eq!(a.lookup(0, 0x1000), None);
+    }
+
+    #[test]
+    fn asid_tags_separate_entries() {
+        let mut a = TlbArray::new(&geometry(8, 2, Policy::Lru), 0);
+        a.fill(&t4k(3));
+        assert!(a.lookup(1, 0x3000).is_none());
+        assert!(a.lookup(0, 0x3abc).is_some());
+    }
+
+    #[test]
+    fn unified_array_holds_two_sizes() {
+        let g = ArrayGeometry {
+            entries: 16,
+            ways: 4,
+            policy: Policy::Lru,
+            page_sizes: vec![PageSize::Size2M, PageSize::Size4K],
+        };
+        let mut a = TlbArray::new(&g, 0);
+        let huge = Translation { asid: 0, vpn: Vpn(512), pfn: Pfn(0), size: PageSize::Size2M };
+        a.fill(&huge);
+        a.fill(&t4k(7));
+        assert_eq!(a.lookup(0, 0x3f_f000), Some(huge));
+        assert_eq!(a.lookup(0, 0x7000).map(|t| t.size), Some(PageSize::Size4K));
+        assert_eq!(a.invalidate(0, 0x20_0000), 1);
+        assert_eq!(a.lookup(0, 0x3f_f000), None);
+        assert_eq!(a.occupancy(), 1);
+    }
+
+    #[test]
+    fn fully_associative_with_index() {
+        let mut a = TlbArray::new(&geometry(64, 64, Policy::Lru), 0);
+        for v in 0..64 {
+            assert_eq!(a.fill(&t4k(v)), None);
+        }
+        a.lookup(0, 0);
+        assert_eq!(a.fill(&t4k(64)), Some(t4k(1)));
+        assert!(a.lookup(0, 0).is_some());
+        assert_eq!(a.invalidate(0, 64 << 12), 1);
+        assert_eq!(a.fill(&t4k(65)), None);
+    }
+}

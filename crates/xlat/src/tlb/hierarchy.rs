@@ -1,0 +1,219 @@
+//! A TLB hierarchy: any number of levels, each with one or more arrays, optionally split into
+//! instruction and data sides, optionally inclusive of the levels above it.
+//!
+//! A reference probes level 0 first (the level closest to the core). On a hit at level `i`
+//! the translation is filled into levels `0..i`; a miss in every level walks the page table
+//! and fills every level. Fills go deepest first, so that an inclusive level's
+//! back-invalidations happen before the levels above it are filled. A level that lacks an
+//! array for the page size of a translation stores the largest smaller size it has
+//! (splintering, as hardware does); if it has none, the level is not filled.
+
+use super::array::{ArrayGeometry, TlbArray};
+use crate::memref::AccessKind;
+use crate::types::{Asid, PageSize, Translation};
+use serde::Serialize;
+
+/// Which references an array or statistics row serves.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Side {
+    /// Loads, stores and instruction fetches (an unsplit level).
+    Unified,
+    /// Loads and stores of a split level.
+    Data,
+    /// Instruction fetches of a split level.
+    Instr,
+}
+
+/// Shape of one level, already validated.
+#[derive(Clone, Debug, PartialEq)]
+pub struct LevelGeometry {
+    /// Name used in statistics (`L1`, `L2`, `STLB`...).
+    pub name: String,
+    /// Arrays for data references (and for all references when `instr_arrays` is empty).
+    pub arrays: Vec<ArrayGeometry>,
+    /// Arrays for instruction fetches; non-empty makes the level split.
+    pub instr_arrays: Vec<ArrayGeometry>,
+    /// Whether evicting an entry here removes it from every level above (inclusion).
+    pub inclusive: bool,
+}
+
+/// Accesses, hits and misses of one side of one level.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct Counters {
+    /// Lookups.
+    pub accesses: u64,
+    /// Lookups that found an entry.
+    pub hits: u64,
+    /// Lookups that found none.
+    pub misses: u64,
+}
+
+/// Counters of one side of one level, with its name, for reporting.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct LevelStats {
+    /// The level's name.
+    pub level: String,
+    /// Which references the row counts.
+    pub side: Side,
+    /// The counts.
+    #[serde(flatten)]
+    pub counters: Counters,
+}
+
+/// The arrays of one side of a level and where each page size is filled.
+#[derive(Clone, Debug)]
+struct SideArrays {
+    arrays: Vec<TlbArray>,
+    /// For each page size (by index): the array and the size to store it as.
+    fill_target: [Option<(usize, PageSize)>; 3],
+    counters: Counters,
+}
+
+impl SideArrays {
+    fn new(geometries: &[ArrayGeometry], seed: u64) -> SideArrays {
+        let arrays: Vec<TlbArray> = geometries
+            .iter()
+            .enumerate()
+            .map(|(i, g)| TlbArray::new(g, seed.wrapping_add(i as u64 * 0x9e37_79b9)))
+            .collect();
+        let fill_target = PageSize::ALL.map(|size| {
+            PageSize::ALL
+                .iter()
+                .rev()
+                .filter(|&&s| s <= size)
+                .find_map(|&s| arrays.iter().position(|a| a.holds(s)).map(|i| (i, s)))
+        });
+        SideArrays { arrays, fill_target, counters: Counters::default() }
+    }
+
+    #[inline]
+    fn lookup(&mut self, asid: Asid, vaddr: u64) -> Option<Translation> {
+        self.counters.accesses += 1;
+        for array in &mut self.arrays {
+            if let Some(t) = array.lookup(asid, vaddr) {
+                self.counters.hits += 1;
+                return Some(t);
+            }
+        }
+        self.counters.misses += 1;
+        None
+    }
+
+    fn fill(&mut self, t: &Translation, vaddr: u64) -> Option<Translation> {
+        let (array, size) = self.fill_target[t.size.index()]?;
+        let entry = if size == t.size { *t } else { t.splinter(vaddr, size) };
+        self.arrays[array].fill(&entry)
+    }
+
+    fn invalidate(&mut self, asid: Asid, vaddr: u64) -> usize {
+        self.arrays.iter_mut().map(|a| a.invalidate(asid, vaddr)).sum()
+    }
+}
+
+#[derive(Clone, Debug)]
+struct Level {
+    name: String,
+    data: SideArrays,
+    instr: Option<SideArrays>,
+    inclusive: bool,
+}
+
+impl Level {
+    #[inline]
+    fn side(&mut self, kind: AccessKind) -> &mut SideArrays {
+        match (&mut self.instr, kind) {
+            (Some(instr), AccessKind::IFetch) => instr,
+            _ => &mut self.data,
+        }
+    }
+
+    fn invalidate(&mut self, asid: Asid, vaddr: u64) -> usize {
+        self.data.invalidate(asid, vaddr) + self.instr.as_mut().map_or(0, |s| s.invalidate(asid, vaddr))
+    }
+}
+
+/// A multi-level TLB.
+#[derive(Clone, Debug)]
+pub struct TlbHierarchy {
+    levels: Vec<Level>,
+}
+
+impl TlbHierarchy {
+    /// Builds the hierarchy; `seed` drives random replacement (each array gets its own stream).
+    pub fn new(levels: &[LevelGeometry], seed: u64) -> TlbHierarchy {
+        let levels = levels
+            .iter()
+            .enumerate()
+            .map(|(i, g)| {
+                let level_seed = seed ^ (i as u64 + 1).wrapping_mul(0xa076_1d64_78bd_642f);
+                Level {
+                    name: g.name.clone(),
+                    data: SideArrays::new(&g.arrays, level_seed),
+                    instr: (!g.instr_arrays.is_empty())
+                        .then(|| SideArrays::new(&g.instr_arrays, level_seed ^ 0x5851_f42d)),
+                    inclusive: g.inclusive,
+                }
+            })
+            .collect();
+        TlbHierarchy { levels }
+    }
+
+    /// Translates the page holding `vaddr`. Returns the level that hit, or `None` when every
+    /// level missed and `walk` supplied the translation. An error from `walk` is passed on.
+    #[inline]
+    pub fn access<E>(
+        &mut self,
+        asid: Asid,
+        vaddr: u64,
+        kind: AccessKind,
+        walk: impl FnOnce() -> Result<Translation, E>,
+    ) -> Result<Option<usize>, E> {
+        for i in 0..self.levels.len() {
+            if let Some(t) = self.levels[i].side(kind).lookup(asid, vaddr) {
+                self.fill_above(i, &t, vaddr, kind);
+                return Ok(Some(i));
+            }
+        }
+        let t = walk()?;
+        self.fill_above(self.levels.len(), &t, vaddr, kind);
+        Ok(None)
+    }
+
+    /// Fills levels `0..upto`, deepest first.
+    fn fill_above(&mut self, upto: usize, t: &Translation, vaddr: u64, kind: AccessKind) {
+        for j in (0..upto).rev() {
+            let evicted = self.levels[j].side(kind).fill(t, vaddr);
+            if let (Some(victim), true) = (evicted, self.levels[j].inclusive) {
+                let victim_addr = victim.vpn.addr().0;
+                for upper in &mut self.levels[..j] {
+                    upper.invalidate(victim.asid, victim_addr);
+                }
+            }
+        }
+    }
+
+    /// Removes every entry translating `vaddr` in `asid` from every level (a shootdown of one
+    /// page); returns how many entries were removed.
+    pub fn invalidate(&mut self, asid: Asid, vaddr: u64) -> usize {
+        self.levels.iter_mut().map(|l| l.invalidate(asid, vaddr)).sum()
+    }
+
+    /// Counters of every level and side, top level first, data side before instruction side.
+    pub fn stats(&self) -> Vec<LevelStats> {
+        let mut rows = Vec::new();
+        for level in &self.levels {
+            let data_side = if level.instr.is_some() { Side::Data } else { Side::Unified };
+            rows.push(LevelStats { level: level.name.clone(), side: data_side, counters: level.data.counters.clone() });
+            if let Some(instr) = &level.instr {
+                rows.push(LevelStats { level: level.name.clone(), side: Side::Instr, counters: instr.counters.clone() });
+            }
+        }
+        rows
+    }
+
+    /// Number of levels.
+    pub fn depth(&self) -> usize {
+        self.levels.len()
+    }
+}
