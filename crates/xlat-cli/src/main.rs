@@ -1,2 +1,74 @@
-//! The `xlat` command-line tool.
-fn main() {}
+//! The `xlat` command-line tool: run experiments, inspect and convert traces, benchmark.
+//!
+//! Exit codes: 0 success; 1 error (bad input, bad configuration, simulation failure);
+//! 2 usage error (unknown flag or subcommand); 130 interrupted by Ctrl-C (partial results,
+//! flagged `partial`, were written).
+
+mod commands;
+mod progress;
+mod report;
+
+use clap::{Parser, Subcommand};
+use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+/// xlat: a fast simulator of virtual-memory address translation.
+#[derive(Parser)]
+#[command(version, about, long_about = None, propagate_version = true)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run an experiment (workloads × machines); without a file, the built-in default.
+    Run(commands::run::RunArgs),
+    /// Inspect and convert trace files.
+    #[command(subcommand)]
+    Trace(commands::trace::TraceCommand),
+    /// Measure simulation speed on fixed configurations.
+    Bench(commands::bench::BenchArgs),
+    /// List the built-in machines, or print one as TOML to start a configuration from.
+    Presets(commands::presets::PresetsArgs),
+}
+
+/// What a command reports back to `main`.
+pub enum Outcome {
+    /// Finished normally.
+    Done,
+    /// Stopped by Ctrl-C after writing partial results.
+    Interrupted,
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let interrupt = Arc::new(AtomicBool::new(false));
+    install_interrupt_handler(Arc::clone(&interrupt));
+    let result = match cli.command {
+        Command::Run(args) => commands::run::run(&args, &interrupt),
+        Command::Trace(cmd) => commands::trace::run(&cmd, &interrupt),
+        Command::Bench(args) => commands::bench::run(&args),
+        Command::Presets(args) => commands::presets::run(&args),
+    };
+    match result {
+        Ok(Outcome::Done) => ExitCode::SUCCESS,
+        Ok(Outcome::Interrupted) => ExitCode::from(130),
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// The first Ctrl-C asks the run to stop after its current batch and write partial results;
+/// a second one exits at once.
+fn install_interrupt_handler(flag: Arc<AtomicBool>) {
+    let _ = ctrlc::set_handler(move || {
+        if flag.swap(true, Ordering::SeqCst) {
+            std::process::exit(130);
+        }
+        eprintln!("\ninterrupted: finishing the current batch and writing partial results (Ctrl-C again to abort)");
+    });
+}

@@ -1,1 +1,80 @@
-fn main() {}
+//! Criterion benchmarks of the engine's hot paths: one TLB array, the machine loop over a
+//! reference batch, and synthetic generation. `xlat bench` measures whole runs end to end.
+
+use criterion::{criterion_group, criterion_main, Criterion, Throughput};
+use std::hint::black_box;
+use xlat::config::raw::{RawMachine, RawWays};
+use xlat::config::validate;
+use xlat::memref::Batch;
+use xlat::sim::Machine;
+use xlat::source::synthetic::{Pattern, Synthetic, SyntheticSpec};
+use xlat::source::RefSource;
+use xlat::tlb::{ArrayGeometry, Policy, TlbArray};
+use xlat::{PageSize, Pfn, Translation, Vpn};
+
+const REFS: usize = 1 << 16;
+
+fn uniform(footprint: u64) -> Batch {
+    let spec = SyntheticSpec {
+        pattern: Pattern::Uniform,
+        footprint,
+        refs: REFS as u64,
+        base: 0x7f00_0000_0000,
+        size: 8,
+        store_fraction: 0.0,
+        asid: 0,
+        seed: 7,
+    };
+    let mut batch = Batch::with_capacity(REFS);
+    Synthetic::new(spec).unwrap().fill(&mut batch, REFS).unwrap();
+    batch
+}
+
+fn tlb_array(c: &mut Criterion) {
+    let batch = uniform(16 << 20);
+    let mut group = c.benchmark_group("tlb_array");
+    group.throughput(Throughput::Elements(REFS as u64));
+    for (name, ways, policy) in [("1024x4-lru", 4, Policy::Lru), ("1024x4-plru", 4, Policy::TreePlru), ("1024-full-lru", 1024, Policy::Lru)] {
+        let geometry = ArrayGeometry { entries: 1024, ways, policy, page_sizes: vec![PageSize::Size4K] };
+        let mut array = TlbArray::new(&geometry, 1);
+        group.bench_function(name, |b| {
+            b.iter(|| {
+                for r in &batch.refs {
+                    if array.lookup(0, r.vaddr).is_none() {
+                        let vpn = r.vaddr >> 12;
+                        array.insert_absent(&Translation { asid: 0, vpn: Vpn(vpn), pfn: Pfn(vpn), size: PageSize::Size4K });
+                    }
+                }
+                black_box(array.occupancy())
+            })
+        });
+    }
+    group.finish();
+}
+
+fn machine(c: &mut Criterion) {
+    let mut group = c.benchmark_group("machine");
+    group.throughput(Throughput::Elements(REFS as u64));
+    let presets: [(&str, &str, Option<RawWays>); 2] =
+        [("single-tlb-1024x4", "single-tlb", Some(RawWays::Count(4))), ("skylake-like", "skylake-like", None)];
+    for (footprint_name, footprint) in [("16MiB", 16u64 << 20), ("256MiB", 256 << 20)] {
+        let batch = uniform(footprint);
+        for (name, preset, ways) in &presets {
+            let raw = RawMachine { name: name.to_string(), preset: Some(preset.to_string()), ways: *ways, ..RawMachine::default() };
+            let mut m = Machine::new(&validate::machine(&raw, "bench", 1).unwrap());
+            m.process(&batch).unwrap();
+            group.bench_function(format!("{name}/uniform-{footprint_name}"), |b| b.iter(|| m.process(black_box(&batch)).unwrap()));
+        }
+    }
+    group.finish();
+}
+
+fn synthetic(c: &mut Criterion) {
+    let mut group = c.benchmark_group("synthetic");
+    group.throughput(Throughput::Elements(REFS as u64));
+    group.bench_function("uniform-256MiB", |b| b.iter(|| black_box(uniform(256 << 20).len())));
+    group.finish();
+}
+
+criterion_group!(benches, tlb_array, machine, synthetic);
+criterion_main!(benches);

@@ -6,7 +6,52 @@
 pub mod synthetic;
 
 use crate::memref::Batch;
+use crate::trace::TraceFormat;
 use crate::Result;
+use serde::Serialize;
+use std::path::PathBuf;
+
+/// Where a workload's references come from, validated.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(tag = "kind", rename_all = "kebab-case")]
+pub enum SourceSpec {
+    /// A built-in synthetic stream.
+    Synthetic(synthetic::SyntheticSpec),
+    /// A trace file, in a given or detected format.
+    Trace {
+        /// The file.
+        path: PathBuf,
+        /// Its format; detected from the content when `None`.
+        format: Option<TraceFormat>,
+    },
+}
+
+/// A named workload: a source with an optional prefix skipped and a reference limit.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct WorkloadSpec {
+    /// Name in results.
+    pub name: String,
+    /// The source.
+    pub source: SourceSpec,
+    /// References dropped from the start.
+    pub skip: u64,
+    /// At most this many references are simulated.
+    pub limit: Option<u64>,
+}
+
+impl WorkloadSpec {
+    /// Opens the source, applying `skip` and `limit`.
+    pub fn open(&self) -> Result<Box<dyn RefSource>> {
+        let inner: Box<dyn RefSource> = match &self.source {
+            SourceSpec::Synthetic(spec) => Box::new(synthetic::Synthetic::new(spec.clone())?),
+            SourceSpec::Trace { path, format } => crate::trace::open(path, *format)?,
+        };
+        if self.skip == 0 && self.limit.is_none() {
+            return Ok(inner);
+        }
+        Ok(Box::new(Limited::new(inner, self.skip, self.limit)))
+    }
+}
 
 /// A producer of memory references.
 pub trait RefSource: Send {

@@ -17,7 +17,7 @@ const INDEX_ABOVE_WAYS: usize = 32;
 const VALID: u32 = 1 << 31;
 
 /// Shape and policy of one TLB array, already validated.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
 pub struct ArrayGeometry {
     /// Total entries.
     pub entries: usize,
@@ -42,6 +42,9 @@ pub struct TlbArray {
     metas: Vec<u32>,
     pfns: Vec<u64>,
     valid_in_set: Vec<u32>,
+    /// Valid entries of each page size; sizes with none are not probed, so an array that could
+    /// hold 2 MiB pages costs nothing extra while none is mapped.
+    valid_per_size: [u32; 3],
     repl: ReplacementState,
     index: Option<FxHashMap<(u64, u32), u32>>,
 }
@@ -69,6 +72,7 @@ impl TlbArray {
             metas: vec![0; sets * ways],
             pfns: vec![0; sets * ways],
             valid_in_set: vec![0; sets],
+            valid_per_size: [0; 3],
             repl: ReplacementState::new(geometry.policy, sets, ways, seed),
             index: (ways > INDEX_ABOVE_WAYS).then(FxHashMap::default),
         }
@@ -100,7 +104,9 @@ impl TlbArray {
             return index.get(&(tag, meta)).map(|&slot| slot as usize);
         }
         let base = set * self.ways;
-        (base..base + self.ways).find(|&i| self.tags[i] == tag && self.metas[i] == meta)
+        let tags = &self.tags[base..base + self.ways];
+        let metas = &self.metas[base..base + self.ways];
+        (0..tags.len()).find(|&w| tags[w] == tag && metas[w] == meta).map(|w| base + w)
     }
 
     fn translation_at(&self, slot: usize) -> Translation {
@@ -117,6 +123,9 @@ impl TlbArray {
     #[inline]
     pub fn lookup(&mut self, asid: Asid, vaddr: u64) -> Option<Translation> {
         for &size in &self.sizes {
+            if self.valid_per_size[size.index()] == 0 {
+                continue;
+            }
             let tag = vaddr >> size.shift();
             let set = self.set_of(tag);
             if let Some(slot) = self.find(set, tag, meta(asid, size)) {
@@ -133,21 +142,37 @@ impl TlbArray {
         debug_assert!(self.holds(t.size), "array does not hold {} pages", t.size);
         let tag = t.vpn.0 >> (t.size.shift() - BASE_PAGE_SHIFT);
         let set = self.set_of(tag);
-        let m = meta(t.asid, t.size);
-        if let Some(slot) = self.find(set, tag, m) {
+        if let Some(slot) = self.find(set, tag, meta(t.asid, t.size)) {
             self.pfns[slot] = t.pfn.0;
             self.repl.fill(set, slot - set * self.ways);
             return None;
         }
+        self.insert_absent(t)
+    }
+
+    /// Inserts `t`, which the caller knows is not present (it just missed in a lookup of an
+    /// address `t` covers), and returns the entry it evicted, if any. Skips the tag search that
+    /// [`TlbArray::fill`] does.
+    #[inline]
+    pub fn insert_absent(&mut self, t: &Translation) -> Option<Translation> {
+        debug_assert!(self.holds(t.size), "array does not hold {} pages", t.size);
+        let tag = t.vpn.0 >> (t.size.shift() - BASE_PAGE_SHIFT);
+        let set = self.set_of(tag);
+        let m = meta(t.asid, t.size);
+        debug_assert!(self.find(set, tag, m).is_none(), "insert_absent of a present entry");
         let base = set * self.ways;
         let way = if (self.valid_in_set[set] as usize) < self.ways {
             self.valid_in_set[set] += 1;
-            (0..self.ways).find(|&w| self.metas[base + w] == 0).expect("a free way")
+            self.metas[base..base + self.ways].iter().position(|&m| m == 0).expect("a free way")
         } else {
             self.repl.victim(set)
         };
         let slot = base + way;
         let evicted = (self.metas[slot] != 0).then(|| self.translation_at(slot));
+        if let Some(old) = &evicted {
+            self.valid_per_size[old.size.index()] -= 1;
+        }
+        self.valid_per_size[t.size.index()] += 1;
         if let Some(index) = &mut self.index {
             if evicted.is_some() {
                 index.remove(&(self.tags[slot], self.metas[slot]));
@@ -175,6 +200,7 @@ impl TlbArray {
                 }
                 self.metas[slot] = 0;
                 self.valid_in_set[set] -= 1;
+                self.valid_per_size[size.index()] -= 1;
                 self.repl.invalidate(set, slot - set * self.ways);
                 removed += 1;
             }

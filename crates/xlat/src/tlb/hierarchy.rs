@@ -25,8 +25,19 @@ pub enum Side {
     Instr,
 }
 
+impl Side {
+    /// The name used in results: `unified`, `data` or `instr`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Side::Unified => "unified",
+            Side::Data => "data",
+            Side::Instr => "instr",
+        }
+    }
+}
+
 /// Shape of one level, already validated.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct LevelGeometry {
     /// Name used in statistics (`L1`, `L2`, `STLB`...).
     pub name: String,
@@ -100,10 +111,12 @@ impl SideArrays {
         None
     }
 
-    fn fill(&mut self, t: &Translation, vaddr: u64) -> Option<Translation> {
+    /// Fills `t` after this side missed on `vaddr` (so the entry is absent).
+    #[inline]
+    fn fill_after_miss(&mut self, t: &Translation, vaddr: u64) -> Option<Translation> {
         let (array, size) = self.fill_target[t.size.index()]?;
         let entry = if size == t.size { *t } else { t.splinter(vaddr, size) };
-        self.arrays[array].fill(&entry)
+        self.arrays[array].insert_absent(&entry)
     }
 
     fn invalidate(&mut self, asid: Asid, vaddr: u64) -> usize {
@@ -180,10 +193,10 @@ impl TlbHierarchy {
         Ok(None)
     }
 
-    /// Fills levels `0..upto`, deepest first.
+    /// Fills levels `0..upto`, which all just missed on `vaddr`, deepest first.
     fn fill_above(&mut self, upto: usize, t: &Translation, vaddr: u64, kind: AccessKind) {
         for j in (0..upto).rev() {
-            let evicted = self.levels[j].side(kind).fill(t, vaddr);
+            let evicted = self.levels[j].side(kind).fill_after_miss(t, vaddr);
             if let (Some(victim), true) = (evicted, self.levels[j].inclusive) {
                 let victim_addr = victim.vpn.addr().0;
                 for upper in &mut self.levels[..j] {

@@ -24,6 +24,9 @@ pub enum Policy {
     Random,
 }
 
+/// Largest associativity for which LRU and FIFO use stamps rather than lists.
+const STAMPS_UP_TO_WAYS: usize = 16;
+
 /// Sentinel for "no way" in the recency lists.
 const NIL: u32 = u32::MAX;
 
@@ -36,8 +39,12 @@ pub struct ReplacementState {
 
 #[derive(Clone, Debug)]
 enum State {
-    /// LRU and FIFO: a doubly-linked recency list per set, most recent at the head, so
-    /// touching and choosing a victim are O(1) at any associativity.
+    /// LRU and FIFO up to [`STAMPS_UP_TO_WAYS`] ways: a last-use (LRU) or insertion (FIFO)
+    /// stamp per way; the victim is the smallest stamp. A touch is one store, and scanning a
+    /// few stamps costs less than relinking a list.
+    Stamps { stamps: Vec<u64>, clock: u64, move_on_hit: bool },
+    /// LRU and FIFO above that: a doubly-linked recency list per set, most recent at the head,
+    /// so touching and choosing a victim are O(1) at any associativity.
     List { lists: RecencyLists, move_on_hit: bool },
     /// Tree-PLRU: one bit per internal node of a complete binary tree per set.
     Plru { bits: Vec<bool>, leaves: usize },
@@ -49,6 +56,14 @@ impl ReplacementState {
     /// Metadata for `sets` sets of `ways` ways; `seed` drives the random policy.
     pub fn new(policy: Policy, sets: usize, ways: usize, seed: u64) -> ReplacementState {
         let kind = match policy {
+            Policy::Lru | Policy::Fifo if ways <= STAMPS_UP_TO_WAYS => State::Stamps {
+                // The structures fill invalid ways before asking for a victim, so by the time a
+                // set needs one every way carries a stamp from a fill: initial values never
+                // decide.
+                stamps: vec![0; sets * ways],
+                clock: 0,
+                move_on_hit: policy == Policy::Lru,
+            },
             Policy::Lru | Policy::Fifo => State::List {
                 lists: RecencyLists::new(sets, ways),
                 move_on_hit: policy == Policy::Lru,
@@ -66,8 +81,12 @@ impl ReplacementState {
     #[inline]
     pub fn touch(&mut self, set: usize, way: usize) {
         match &mut self.kind {
+            State::Stamps { stamps, clock, move_on_hit: true } => {
+                *clock += 1;
+                stamps[set * self.ways + way] = *clock;
+            }
             State::List { lists, move_on_hit: true } => lists.move_to_head(set, way),
-            State::List { .. } | State::Random(_) => {}
+            State::Stamps { .. } | State::List { .. } | State::Random(_) => {}
             State::Plru { bits, leaves } => plru_point_away(bits, *leaves, set, way),
         }
     }
@@ -76,6 +95,10 @@ impl ReplacementState {
     #[inline]
     pub fn fill(&mut self, set: usize, way: usize) {
         match &mut self.kind {
+            State::Stamps { stamps, clock, .. } => {
+                *clock += 1;
+                stamps[set * self.ways + way] = *clock;
+            }
             State::List { lists, .. } => lists.move_to_head(set, way),
             State::Random(_) => {}
             State::Plru { bits, leaves } => plru_point_away(bits, *leaves, set, way),
@@ -85,8 +108,10 @@ impl ReplacementState {
     /// The entry in `way` of `set` was invalidated: it becomes the next victim.
     #[inline]
     pub fn invalidate(&mut self, set: usize, way: usize) {
-        if let State::List { lists, .. } = &mut self.kind {
-            lists.move_to_tail(set, way);
+        match &mut self.kind {
+            State::Stamps { stamps, .. } => stamps[set * self.ways + way] = 0,
+            State::List { lists, .. } => lists.move_to_tail(set, way),
+            State::Plru { .. } | State::Random(_) => {}
         }
     }
 
@@ -94,6 +119,16 @@ impl ReplacementState {
     #[inline]
     pub fn victim(&mut self, set: usize) -> usize {
         match &mut self.kind {
+            State::Stamps { stamps, .. } => {
+                let set_stamps = &stamps[set * self.ways..(set + 1) * self.ways];
+                let mut victim = 0;
+                for (w, &s) in set_stamps.iter().enumerate().skip(1) {
+                    if s < set_stamps[victim] {
+                        victim = w;
+                    }
+                }
+                victim
+            }
             State::List { lists, .. } => lists.tail(set),
             State::Plru { bits, leaves } => plru_follow(bits, *leaves, self.ways, set),
             State::Random(rng) => rng.random_range(0..self.ways),

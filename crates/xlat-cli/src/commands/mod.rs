@@ -1,0 +1,6 @@
+//! One module per subcommand.
+
+pub mod bench;
+pub mod presets;
+pub mod run;
+pub mod trace;

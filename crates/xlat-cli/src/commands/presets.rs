@@ -1,0 +1,32 @@
+//! `xlat presets`: list the built-in machines or print one as an editable TOML table.
+
+use crate::Outcome;
+use anyhow::{anyhow, Result};
+use clap::Args;
+use xlat::config::presets::{self, PresetParams};
+use xlat::config::raw::RawMachine;
+
+/// Arguments of `xlat presets`.
+#[derive(Args)]
+pub struct PresetsArgs {
+    /// Print this preset as a `[[machine]]` table with every level spelled out.
+    name: Option<String>,
+}
+
+/// Lists presets or prints one.
+pub fn run(args: &PresetsArgs) -> Result<Outcome> {
+    let Some(name) = &args.name else {
+        for name in presets::NAMES {
+            println!("{name}");
+        }
+        return Ok(Outcome::Done);
+    };
+    let preset = presets::preset(name, PresetParams::default()).map_err(|e| anyhow!(e))?;
+    let machine = RawMachine { name: name.clone(), os: Some(preset.os), tlb: Some(preset.tlb), ..RawMachine::default() };
+    #[derive(serde::Serialize)]
+    struct File {
+        machine: Vec<RawMachine>,
+    }
+    print!("{}", toml::to_string(&File { machine: vec![machine] })?);
+    Ok(Outcome::Done)
+}

@@ -1,0 +1,68 @@
+//! `xlat run`: run an experiment file (or the built-in default) and write its results.
+
+use crate::progress::Bar;
+use crate::{report, Outcome};
+use anyhow::Result;
+use clap::Args;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::AtomicBool;
+use xlat::config::{self, ExperimentSpec};
+use xlat::sim::{run_experiment, write_results};
+
+/// The built-in experiment run when no file is given.
+pub const DEFAULT_EXPERIMENT: &str = include_str!("../../../../experiments/default.toml");
+
+/// Arguments of `xlat run`.
+#[derive(Args)]
+pub struct RunArgs {
+    /// Experiment file (TOML: [[workload]] and [[machine]] tables); the built-in default
+    /// experiment when omitted.
+    experiment: Option<PathBuf>,
+    /// Directory for results.csv and results.json (written atomically); nothing is written
+    /// when omitted.
+    #[arg(long, short)]
+    out: Option<PathBuf>,
+    /// Print no table and no progress bar.
+    #[arg(long, short)]
+    quiet: bool,
+}
+
+/// Loads the experiment named by `path`, or the built-in default.
+fn load(path: Option<&Path>) -> Result<ExperimentSpec> {
+    Ok(match path {
+        Some(p) => config::load_experiment(p)?,
+        None => config::parse_experiment(DEFAULT_EXPERIMENT, Path::new("."))
+            .map_err(|e| anyhow::anyhow!("built-in experiment: {e}"))?,
+    })
+}
+
+/// Runs the experiment, prints a table, writes results.
+pub fn run(args: &RunArgs, interrupt: &AtomicBool) -> Result<Outcome> {
+    let spec = load(args.experiment.as_deref())?;
+    if !args.quiet && args.experiment.is_none() {
+        eprintln!("running the built-in default experiment (see `xlat run --help` to run your own)");
+    }
+    let mut bar = Bar::new(!args.quiet);
+    let result = run_experiment(&spec, interrupt, &mut |p| bar.update(p))?;
+    if !args.quiet {
+        print!("{}", report::table(&result));
+    }
+    if let Some(dir) = &args.out {
+        write_results(dir, &spec, &result)?;
+        if !args.quiet {
+            eprintln!("results written to {}", dir.display());
+        }
+    }
+    Ok(if result.partial { Outcome::Interrupted } else { Outcome::Done })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn default_experiment_is_valid() {
+        let spec = load(None).unwrap();
+        assert!(!spec.workloads.is_empty() && !spec.machines.is_empty());
+    }
+}

@@ -1,0 +1,185 @@
+//! The configuration as written: serde structs that mirror the TOML, with every field optional
+//! where a default exists. Nothing here is trusted; [`super::validate`] turns it into specs.
+
+use super::size::ByteSize;
+use crate::os::Placement;
+use crate::tlb::Policy;
+use serde::{Deserialize, Serialize};
+use std::path::PathBuf;
+
+/// An experiment file: workloads × machines.
+#[derive(Clone, Debug, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct ExperimentFile {
+    /// Configuration schema version; only 1 exists.
+    pub schema: Option<u32>,
+    /// Seed of every random choice not given its own seed.
+    pub seed: Option<u64>,
+    /// References per batch.
+    pub batch: Option<usize>,
+    /// The workloads, each read once.
+    #[serde(default, rename = "workload")]
+    pub workloads: Vec<RawWorkload>,
+    /// The machine configurations, all fed every workload.
+    #[serde(default, rename = "machine")]
+    pub machines: Vec<RawMachine>,
+}
+
+/// Which kind of workload.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum WorkloadType {
+    /// Synthetic sequential stream.
+    Sequential,
+    /// Synthetic strided stream.
+    Strided,
+    /// Synthetic uniform random stream.
+    Uniform,
+    /// Synthetic Zipf stream.
+    Zipf,
+    /// A trace file.
+    Trace,
+}
+
+/// One workload as written.
+#[derive(Clone, Debug, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawWorkload {
+    /// Name in results.
+    pub name: String,
+    /// The kind of workload.
+    #[serde(rename = "type")]
+    pub kind: WorkloadType,
+    /// Synthetic: bytes covered.
+    pub footprint: Option<ByteSize>,
+    /// Synthetic: number of references.
+    pub refs: Option<u64>,
+    /// Synthetic: first address.
+    pub base: Option<u64>,
+    /// Synthetic: bytes per access.
+    pub size: Option<u16>,
+    /// Synthetic: probability of a store.
+    pub store_fraction: Option<f64>,
+    /// Synthetic: address space.
+    pub asid: Option<u16>,
+    /// Synthetic: generator seed (defaults to the experiment seed).
+    pub seed: Option<u64>,
+    /// Strided: bytes between accesses.
+    pub stride: Option<ByteSize>,
+    /// Zipf: exponent.
+    pub exponent: Option<f64>,
+    /// Trace: file to read (relative to the experiment file).
+    pub path: Option<PathBuf>,
+    /// Trace: `native`, `lackey` or `champsim` (detected when absent).
+    pub format: Option<String>,
+    /// Any: references to skip first.
+    pub skip: Option<u64>,
+    /// Any: at most this many references.
+    pub limit: Option<u64>,
+}
+
+/// Associativity as written: a way count, or `"full"` for a fully associative array.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RawWays {
+    /// A way count.
+    Count(usize),
+    /// Fully associative.
+    Full,
+}
+
+impl<'de> Deserialize<'de> for RawWays {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<RawWays, D::Error> {
+        struct V;
+        impl serde::de::Visitor<'_> for V {
+            type Value = RawWays;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a way count or \"full\"")
+            }
+            fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<RawWays, E> {
+                Ok(RawWays::Count(v as usize))
+            }
+            fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<RawWays, E> {
+                usize::try_from(v).map(RawWays::Count).map_err(|_| E::custom(format!("{v} ways is negative")))
+            }
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<RawWays, E> {
+                match v {
+                    "full" => Ok(RawWays::Full),
+                    _ => Err(E::custom(format!("`{v}` is neither a way count nor \"full\""))),
+                }
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+impl Serialize for RawWays {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            RawWays::Count(n) => s.serialize_u64(*n as u64),
+            RawWays::Full => s.serialize_str("full"),
+        }
+    }
+}
+
+/// One machine configuration as written.
+#[derive(Clone, Debug, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawMachine {
+    /// Name in results.
+    pub name: String,
+    /// A built-in machine to start from (`skylake-like`, `mosaic-paper`, `single-tlb`).
+    pub preset: Option<String>,
+    /// Preset parameter: TLB entries (`mosaic-paper`, `single-tlb`).
+    pub entries: Option<usize>,
+    /// Preset parameter: TLB associativity (`mosaic-paper`, `single-tlb`).
+    pub ways: Option<RawWays>,
+    /// Preset parameter: replacement policy (`mosaic-paper`, `single-tlb`).
+    pub replacement: Option<Policy>,
+    /// Seed of this machine's random choices (defaults to the experiment seed).
+    pub seed: Option<u64>,
+    /// The OS model; fields left out keep the preset's or the default values.
+    pub os: Option<RawOs>,
+    /// TLB levels, closest to the core first; replaces the preset's levels when given.
+    pub tlb: Option<Vec<RawLevel>>,
+}
+
+/// The OS model as written.
+#[derive(Clone, Debug, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawOs {
+    /// Physical memory size.
+    pub memory: Option<ByteSize>,
+    /// The page size every fault maps.
+    pub page_size: Option<ByteSize>,
+    /// Frame placement.
+    pub placement: Option<Placement>,
+}
+
+/// One TLB level as written.
+#[derive(Clone, Debug, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawLevel {
+    /// Name in results.
+    pub name: String,
+    /// Whether this level is inclusive of the levels above it.
+    pub inclusive: Option<bool>,
+    /// Arrays for data (or all) references.
+    pub arrays: Vec<RawArray>,
+    /// Arrays for instruction fetches; makes the level split.
+    #[serde(default)]
+    pub instr_arrays: Vec<RawArray>,
+}
+
+/// One TLB array as written.
+#[derive(Clone, Debug, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawArray {
+    /// Entries.
+    pub entries: usize,
+    /// Ways, or `"full"`.
+    pub ways: RawWays,
+    /// Replacement policy (default `lru`).
+    pub replacement: Option<Policy>,
+    /// Page sizes held (default `["4KiB"]`).
+    pub page_sizes: Option<Vec<ByteSize>>,
+}

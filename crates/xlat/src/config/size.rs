@@ -1,0 +1,38 @@
+//! A byte size in configuration files: an integer (bytes) or a string such as `"64MiB"`.
+
+use crate::units::parse_bytes;
+use serde::de::{self, Visitor};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use std::fmt;
+
+/// A size in bytes, written in configurations as `4096` or `"4KiB"`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ByteSize(pub u64);
+
+impl<'de> Deserialize<'de> for ByteSize {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<ByteSize, D::Error> {
+        struct V;
+        impl Visitor<'_> for V {
+            type Value = ByteSize;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a size such as 4096 or \"64MiB\"")
+            }
+            fn visit_u64<E: de::Error>(self, v: u64) -> Result<ByteSize, E> {
+                Ok(ByteSize(v))
+            }
+            fn visit_i64<E: de::Error>(self, v: i64) -> Result<ByteSize, E> {
+                u64::try_from(v).map(ByteSize).map_err(|_| E::custom(format!("size {v} is negative")))
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<ByteSize, E> {
+                parse_bytes(v).map(ByteSize).map_err(E::custom)
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+impl Serialize for ByteSize {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&crate::units::format_bytes(self.0))
+    }
+}

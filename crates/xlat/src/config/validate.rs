@@ -1,0 +1,283 @@
+//! Validation: raw configuration in, typed specs out, every error naming the offending field
+//! (`machine[1].tlb[0].arrays[0].ways: 1536 entries are not divisible by 7 ways`).
+
+use super::presets::{self, PresetParams};
+use super::raw::{ExperimentFile, RawArray, RawLevel, RawMachine, RawOs, RawWays, RawWorkload, WorkloadType};
+use crate::os::OsSpec;
+use crate::sim::MachineSpec;
+use crate::source::synthetic::{Pattern, SyntheticSpec};
+use crate::source::{SourceSpec, WorkloadSpec};
+use crate::tlb::{ArrayGeometry, LevelGeometry, Policy};
+use crate::trace::TraceFormat;
+use crate::types::PageSize;
+use crate::units::format_bytes;
+use crate::{Error, Result};
+use std::path::Path;
+
+/// The validated experiment.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct ExperimentSpec {
+    /// The seed recorded in results.
+    pub seed: u64,
+    /// References per batch.
+    pub batch: usize,
+    /// Workloads, each read once.
+    pub workloads: Vec<WorkloadSpec>,
+    /// Machines, all fed every workload.
+    pub machines: Vec<MachineSpec>,
+}
+
+/// Default seed when a file gives none.
+pub const DEFAULT_SEED: u64 = 1;
+/// Default references per batch: large enough to amortize per-batch work, small enough to stay
+/// in the L2 cache (64 Ki × 16 bytes = 1 MiB).
+pub const DEFAULT_BATCH: usize = 1 << 16;
+
+fn err<T>(path: impl Into<String>, message: impl Into<String>) -> Result<T> {
+    Err(Error::config(path, message))
+}
+
+/// Validates a parsed experiment. Relative trace paths are resolved against `base_dir`.
+pub fn experiment(file: &ExperimentFile, base_dir: &Path) -> Result<ExperimentSpec> {
+    if let Some(v) = file.schema {
+        if v != 1 {
+            return err("schema", format!("schema version {v} is not supported (this xlat reads version 1)"));
+        }
+    }
+    let seed = file.seed.unwrap_or(DEFAULT_SEED);
+    let batch = file.batch.unwrap_or(DEFAULT_BATCH);
+    if batch == 0 {
+        return err("batch", "batch must be at least 1 reference");
+    }
+    if file.workloads.is_empty() {
+        return err("workload", "the experiment has no [[workload]]");
+    }
+    if file.machines.is_empty() {
+        return err("machine", "the experiment has no [[machine]]");
+    }
+    let workloads = file
+        .workloads
+        .iter()
+        .enumerate()
+        .map(|(i, w)| workload(w, &format!("workload[{i}]"), seed, base_dir))
+        .collect::<Result<Vec<_>>>()?;
+    unique_names(workloads.iter().map(|w| w.name.as_str()), "workload")?;
+    let machines = file
+        .machines
+        .iter()
+        .enumerate()
+        .map(|(i, m)| machine(m, &format!("machine[{i}]"), seed))
+        .collect::<Result<Vec<_>>>()?;
+    unique_names(machines.iter().map(|m| m.name.as_str()), "machine")?;
+    Ok(ExperimentSpec { seed, batch, workloads, machines })
+}
+
+fn unique_names<'a>(names: impl Iterator<Item = &'a str>, what: &str) -> Result<()> {
+    let mut seen = std::collections::BTreeSet::new();
+    for (i, name) in names.enumerate() {
+        if name.is_empty() {
+            return err(format!("{what}[{i}].name"), "names must not be empty");
+        }
+        if !seen.insert(name) {
+            return err(format!("{what}[{i}].name"), format!("another {what} is already named `{name}`"));
+        }
+    }
+    Ok(())
+}
+
+/// Validates one workload.
+pub fn workload(w: &RawWorkload, path: &str, seed: u64, base_dir: &Path) -> Result<WorkloadSpec> {
+    let source = match w.kind {
+        WorkloadType::Trace => trace_source(w, path, base_dir)?,
+        _ => SourceSpec::Synthetic(synthetic(w, path, seed)?),
+    };
+    Ok(WorkloadSpec { name: w.name.clone(), source, skip: w.skip.unwrap_or(0), limit: w.limit })
+}
+
+fn trace_source(w: &RawWorkload, path: &str, base_dir: &Path) -> Result<SourceSpec> {
+    let synthetic_only = [
+        ("footprint", w.footprint.is_some()),
+        ("refs", w.refs.is_some()),
+        ("base", w.base.is_some()),
+        ("size", w.size.is_some()),
+        ("store_fraction", w.store_fraction.is_some()),
+        ("asid", w.asid.is_some()),
+        ("seed", w.seed.is_some()),
+        ("stride", w.stride.is_some()),
+        ("exponent", w.exponent.is_some()),
+    ];
+    if let Some((field, _)) = synthetic_only.iter().find(|(_, set)| *set) {
+        return err(format!("{path}.{field}"), "only synthetic workloads take this field (use `limit` to cut a trace)");
+    }
+    let Some(file) = &w.path else {
+        return err(format!("{path}.path"), "a trace workload needs a `path`");
+    };
+    let format = match &w.format {
+        None => None,
+        Some(name) => Some(TraceFormat::from_name(name).ok_or_else(|| {
+            Error::config(format!("{path}.format"), format!("unknown trace format `{name}` (native, lackey, champsim)"))
+        })?),
+    };
+    Ok(SourceSpec::Trace { path: base_dir.join(file), format })
+}
+
+fn synthetic(w: &RawWorkload, path: &str, seed: u64) -> Result<SyntheticSpec> {
+    if w.path.is_some() || w.format.is_some() {
+        return err(format!("{path}.path"), "only `type = \"trace\"` workloads read a file");
+    }
+    if w.stride.is_some() && w.kind != WorkloadType::Strided {
+        return err(format!("{path}.stride"), "only strided workloads take a stride");
+    }
+    if w.exponent.is_some() && w.kind != WorkloadType::Zipf {
+        return err(format!("{path}.exponent"), "only zipf workloads take an exponent");
+    }
+    let pattern = match w.kind {
+        WorkloadType::Sequential => Pattern::Sequential,
+        WorkloadType::Strided => Pattern::Strided {
+            stride: w.stride.ok_or_else(|| Error::config(format!("{path}.stride"), "a strided workload needs a stride"))?.0,
+        },
+        WorkloadType::Uniform => Pattern::Uniform,
+        WorkloadType::Zipf => Pattern::Zipf { exponent: w.exponent.unwrap_or(0.99) },
+        WorkloadType::Trace => unreachable!("trace workloads are validated by trace_source"),
+    };
+    let spec = SyntheticSpec {
+        pattern,
+        footprint: w.footprint.ok_or_else(|| Error::config(format!("{path}.footprint"), "a synthetic workload needs a footprint"))?.0,
+        refs: w.refs.ok_or_else(|| Error::config(format!("{path}.refs"), "a synthetic workload needs a reference count"))?,
+        base: w.base.unwrap_or(0x1000_0000),
+        size: w.size.unwrap_or(8),
+        store_fraction: w.store_fraction.unwrap_or(0.0),
+        asid: w.asid.unwrap_or(0),
+        seed: w.seed.unwrap_or(seed),
+    };
+    spec.validate(path)?;
+    Ok(spec)
+}
+
+/// Validates one machine, starting from its preset when it names one.
+pub fn machine(m: &RawMachine, path: &str, seed: u64) -> Result<MachineSpec> {
+    let params = PresetParams { entries: m.entries, ways: m.ways, replacement: m.replacement };
+    let (preset_tlb, preset_os) = match &m.preset {
+        Some(name) => {
+            let p = presets::preset(name, params).map_err(|e| Error::config(format!("{path}.preset"), e))?;
+            (Some(p.tlb), p.os)
+        }
+        None => {
+            if m.entries.is_some() || m.ways.is_some() || m.replacement.is_some() {
+                return err(format!("{path}.ways"), "entries/ways/replacement at machine level are preset parameters; name a `preset` or put them in a `tlb` array");
+            }
+            (None, presets::default_os())
+        }
+    };
+    let levels = match (&m.tlb, preset_tlb) {
+        (Some(tlb), _) => tlb.clone(),
+        (None, Some(tlb)) => tlb,
+        (None, None) => return err(format!("{path}.tlb"), "a machine needs a `preset` or a `tlb` section"),
+    };
+    let os_raw = merge_os(preset_os, m.os.as_ref());
+    Ok(MachineSpec {
+        name: m.name.clone(),
+        seed: m.seed.unwrap_or(seed),
+        os: os(&os_raw, &format!("{path}.os"))?,
+        tlb: tlb(&levels, &format!("{path}.tlb"))?,
+    })
+}
+
+fn merge_os(base: RawOs, over: Option<&RawOs>) -> RawOs {
+    let Some(over) = over else { return base };
+    RawOs {
+        memory: over.memory.or(base.memory),
+        page_size: over.page_size.or(base.page_size),
+        placement: over.placement.or(base.placement),
+    }
+}
+
+fn os(raw: &RawOs, path: &str) -> Result<OsSpec> {
+    let defaults = presets::default_os();
+    let page_size = raw.page_size.or(defaults.page_size).expect("default page size").0;
+    let page_size = page_size_of(page_size, &format!("{path}.page_size"))?;
+    let memory = raw.memory.or(defaults.memory).expect("default memory").0;
+    if memory < page_size.bytes() || memory % page_size.bytes() != 0 {
+        return err(
+            format!("{path}.memory"),
+            format!("{} is not a positive multiple of the {page_size} page size", format_bytes(memory)),
+        );
+    }
+    if memory / page_size.bytes() > crate::os::PageTable::MAX_FRAMES {
+        return err(format!("{path}.memory"), format!("{} holds more than 2^32 - 1 frames", format_bytes(memory)));
+    }
+    Ok(OsSpec { memory, page_size, placement: raw.placement.or(defaults.placement).expect("default placement") })
+}
+
+fn page_size_of(bytes: u64, path: &str) -> Result<PageSize> {
+    PageSize::ALL
+        .into_iter()
+        .find(|s| s.bytes() == bytes)
+        .ok_or_else(|| Error::config(path, format!("{} is not a page size (4KiB, 2MiB or 1GiB)", format_bytes(bytes))))
+}
+
+fn tlb(levels: &[RawLevel], path: &str) -> Result<Vec<LevelGeometry>> {
+    if levels.is_empty() {
+        return err(path, "a TLB needs at least one level");
+    }
+    levels.iter().enumerate().map(|(i, l)| level(l, &format!("{path}[{i}]"))).collect()
+}
+
+fn level(l: &RawLevel, path: &str) -> Result<LevelGeometry> {
+    if l.arrays.is_empty() {
+        return err(format!("{path}.arrays"), "a level needs at least one array");
+    }
+    let arrays = |list: &[RawArray], field: &str| {
+        list.iter()
+            .enumerate()
+            .map(|(i, a)| array(a, &format!("{path}.{field}[{i}]")))
+            .collect::<Result<Vec<_>>>()
+    };
+    let geometry = LevelGeometry {
+        name: l.name.clone(),
+        arrays: arrays(&l.arrays, "arrays")?,
+        instr_arrays: arrays(&l.instr_arrays, "instr_arrays")?,
+        inclusive: l.inclusive.unwrap_or(false),
+    };
+    for (field, list) in [("arrays", &geometry.arrays), ("instr_arrays", &geometry.instr_arrays)] {
+        for size in PageSize::ALL {
+            let holders = list.iter().filter(|a| a.page_sizes.contains(&size)).count();
+            if holders > 1 {
+                return err(format!("{path}.{field}"), format!("{holders} arrays hold {size} pages; at most one may"));
+            }
+        }
+    }
+    Ok(geometry)
+}
+
+fn array(a: &RawArray, path: &str) -> Result<ArrayGeometry> {
+    if a.entries == 0 {
+        return err(format!("{path}.entries"), "an array needs at least one entry");
+    }
+    let ways = match a.ways {
+        RawWays::Full => a.entries,
+        RawWays::Count(0) => return err(format!("{path}.ways"), "an array needs at least one way"),
+        RawWays::Count(w) if w > a.entries => {
+            return err(format!("{path}.ways"), format!("{w} ways exceed the {} entries", a.entries))
+        }
+        RawWays::Count(w) if a.entries % w != 0 => {
+            return err(format!("{path}.ways"), format!("{} entries are not divisible by {w} ways", a.entries))
+        }
+        RawWays::Count(w) => w,
+    };
+    if ways > u16::MAX as usize {
+        return err(format!("{path}.ways"), format!("{ways} ways exceed the supported 65535"));
+    }
+    let sizes = a.page_sizes.clone().unwrap_or_else(|| vec![super::size::ByteSize(4096)]);
+    if sizes.is_empty() {
+        return err(format!("{path}.page_sizes"), "an array must hold at least one page size");
+    }
+    let mut page_sizes = sizes
+        .iter()
+        .enumerate()
+        .map(|(i, s)| page_size_of(s.0, &format!("{path}.page_sizes[{i}]")))
+        .collect::<Result<Vec<_>>>()?;
+    page_sizes.sort();
+    page_sizes.dedup();
+    Ok(ArrayGeometry { entries: a.entries, ways, policy: a.replacement.unwrap_or(Policy::Lru), page_sizes })
+}

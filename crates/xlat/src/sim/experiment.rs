@@ -1,0 +1,162 @@
+//! Running an experiment: every workload is read once, and each batch it yields is fed to
+//! every machine configuration before the next batch is read.
+//!
+//! The source is read on its own thread, two batches ahead, so decoding a trace or generating
+//! a synthetic stream overlaps with simulation on the machine's other core.
+
+use super::machine::Machine;
+use super::stats::{MachineStats, ResultRow};
+use crate::config::ExperimentSpec;
+use crate::memref::Batch;
+use crate::source::{RefSource, WorkloadSpec};
+use crate::sim::MachineSpec;
+use crate::Result;
+use serde::Serialize;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{channel, sync_channel};
+use std::time::Instant;
+
+/// Batches in flight between the reader thread and the simulation.
+const BATCHES_IN_FLIGHT: usize = 3;
+
+/// What a run reports as it goes, for progress bars.
+#[derive(Clone, Copy, Debug)]
+pub enum Progress<'a> {
+    /// A workload starts; `expected` references when the source knows.
+    Start {
+        /// Workload name.
+        workload: &'a str,
+        /// References expected, if known.
+        expected: Option<u64>,
+    },
+    /// `refs` references of the current workload are done.
+    Advance {
+        /// References simulated so far in this workload.
+        refs: u64,
+    },
+    /// The current workload is done.
+    Finish,
+}
+
+/// The outcome of one workload on every machine.
+#[derive(Clone, Debug, Serialize)]
+pub struct WorkloadResult {
+    /// Workload name.
+    pub workload: String,
+    /// Identity of the input (trace path and size, or synthetic parameters).
+    pub input: serde_json::Value,
+    /// True when interrupted before the end of the stream.
+    pub partial: bool,
+    /// References simulated.
+    pub refs: u64,
+    /// Wall-clock seconds for the workload.
+    pub seconds: f64,
+    /// Per machine statistics.
+    pub machines: Vec<MachineStats>,
+}
+
+/// The outcome of an experiment.
+#[derive(Clone, Debug, Serialize)]
+pub struct ExperimentResult {
+    /// True when the run was interrupted; later workloads were not run.
+    pub partial: bool,
+    /// Results of the workloads run, in order.
+    pub workloads: Vec<WorkloadResult>,
+}
+
+impl ExperimentResult {
+    /// All rows for `results.csv`.
+    pub fn rows(&self) -> Vec<ResultRow> {
+        self.workloads
+            .iter()
+            .flat_map(|w| w.machines.iter().flat_map(|m| m.rows(&w.workload, w.partial)))
+            .collect()
+    }
+}
+
+/// Runs every workload of `spec` through every machine. Setting `interrupt` stops the run
+/// after the current batch; the result is then marked partial.
+pub fn run_experiment(
+    spec: &ExperimentSpec,
+    interrupt: &AtomicBool,
+    progress: &mut dyn FnMut(Progress),
+) -> Result<ExperimentResult> {
+    let mut workloads = Vec::new();
+    for w in &spec.workloads {
+        let result = run_workload(w, &spec.machines, spec.batch, interrupt, progress)?;
+        let partial = result.partial;
+        workloads.push(result);
+        if partial {
+            return Ok(ExperimentResult { partial: true, workloads });
+        }
+    }
+    Ok(ExperimentResult { partial: false, workloads })
+}
+
+/// Runs one workload through fresh machines built from `machines`.
+pub fn run_workload(
+    workload: &WorkloadSpec,
+    machines: &[MachineSpec],
+    batch: usize,
+    interrupt: &AtomicBool,
+    progress: &mut dyn FnMut(Progress),
+) -> Result<WorkloadResult> {
+    let source = workload.open()?;
+    let input = source.identity();
+    progress(Progress::Start { workload: &workload.name, expected: source.len_hint() });
+    let mut sims: Vec<Machine> = machines.iter().map(Machine::new).collect();
+    let started = Instant::now();
+    let (refs, partial) = feed(source, &mut sims, batch, interrupt, progress)?;
+    progress(Progress::Finish);
+    Ok(WorkloadResult {
+        workload: workload.name.clone(),
+        input,
+        partial,
+        refs,
+        seconds: started.elapsed().as_secs_f64(),
+        machines: sims.iter().map(Machine::stats).collect(),
+    })
+}
+
+/// Reads `source` on a helper thread and feeds each batch to every machine. Returns the
+/// references simulated and whether the run was interrupted.
+pub fn feed(
+    mut source: Box<dyn RefSource>,
+    machines: &mut [Machine],
+    batch: usize,
+    interrupt: &AtomicBool,
+    progress: &mut dyn FnMut(Progress),
+) -> Result<(u64, bool)> {
+    std::thread::scope(|scope| {
+        let (full_tx, full_rx) = sync_channel::<Result<Batch>>(BATCHES_IN_FLIGHT);
+        let (empty_tx, empty_rx) = channel::<Batch>();
+        for _ in 0..BATCHES_IN_FLIGHT {
+            empty_tx.send(Batch::with_capacity(batch)).expect("receiver alive");
+        }
+        scope.spawn(move || {
+            // Ends when the stream ends, fails, or the consumer hangs up.
+            while let Ok(mut b) = empty_rx.recv() {
+                b.clear();
+                let filled = source.fill(&mut b, batch);
+                let done = !matches!(filled, Ok(n) if n > 0);
+                if matches!(filled, Ok(0)) || full_tx.send(filled.map(|_| b)).is_err() || done {
+                    return;
+                }
+            }
+        });
+        let mut refs = 0;
+        for item in full_rx {
+            let b = item?;
+            for m in machines.iter_mut() {
+                m.process(&b)?;
+            }
+            refs += b.len() as u64;
+            progress(Progress::Advance { refs });
+            if interrupt.load(Ordering::Relaxed) {
+                return Ok((refs, true));
+            }
+            let _ = empty_tx.send(b);
+        }
+        Ok((refs, false))
+    })
+}

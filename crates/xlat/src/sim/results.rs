@@ -1,0 +1,50 @@
+//! Writing results: `results.csv` (one row per workload × machine × TLB level) and
+//! `results.json` (the resolved configuration, xlat version, input identities, seed and every
+//! statistic). Each file is written to a temporary file in the output directory and renamed
+//! into place, so an interrupted or failed write never leaves a half-written result.
+
+use super::experiment::ExperimentResult;
+use crate::config::ExperimentSpec;
+use crate::{Error, Result};
+use std::io::Write;
+use std::path::Path;
+
+/// Writes both result files into `dir` (created if missing).
+pub fn write_results(dir: &Path, spec: &ExperimentSpec, result: &ExperimentResult) -> Result<()> {
+    std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
+    write_atomically(&dir.join("results.csv"), |out| {
+        let mut w = csv::Writer::from_writer(out);
+        for row in result.rows() {
+            w.serialize(row).map_err(std::io::Error::other)?;
+        }
+        w.flush()
+    })?;
+    let json = serde_json::json!({
+        "xlat_version": crate::VERSION,
+        "seed": spec.seed,
+        "partial": result.partial,
+        "experiment": spec,
+        "results": result.workloads,
+    });
+    write_atomically(&dir.join("results.json"), |out| {
+        serde_json::to_writer_pretty(&mut *out, &json)?;
+        out.write_all(b"\n")
+    })
+}
+
+/// Writes `path` through a temporary file in the same directory, renamed into place only once
+/// `write` succeeded and the data is flushed.
+pub fn write_atomically(
+    path: &Path,
+    write: impl FnOnce(&mut std::io::BufWriter<&mut std::fs::File>) -> std::io::Result<()>,
+) -> Result<()> {
+    let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    let mut tmp = tempfile::NamedTempFile::new_in(dir).map_err(|e| Error::io(dir, e))?;
+    {
+        let mut out = std::io::BufWriter::new(tmp.as_file_mut());
+        write(&mut out).and_then(|()| out.flush()).map_err(|e| Error::io(path, e))?;
+    }
+    tmp.as_file().sync_all().map_err(|e| Error::io(path, e))?;
+    tmp.persist(path).map_err(|e| Error::io(path, e.error))?;
+    Ok(())
+}
