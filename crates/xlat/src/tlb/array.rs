@@ -195,17 +195,42 @@ impl TlbArray {
             let set = self.set_of(tag);
             let m = meta(asid, size);
             if let Some(slot) = self.find(set, tag, m) {
-                if let Some(index) = &mut self.index {
-                    index.remove(&(tag, m));
-                }
-                self.metas[slot] = 0;
-                self.valid_in_set[set] -= 1;
-                self.valid_per_size[size.index()] -= 1;
-                self.repl.invalidate(set, slot - set * self.ways);
+                self.remove(slot);
                 removed += 1;
             }
         }
         removed
+    }
+
+    /// Removes every entry of `t.asid` of a size smaller than `t.size` that lies inside `t`
+    /// (the splinters of a huge page); returns how many were removed. Scans the whole array, so
+    /// it is meant for the rare back-invalidation of a huge entry, not for every reference.
+    pub fn invalidate_inside(&mut self, t: &Translation) -> usize {
+        let span = t.size.base_pages();
+        let mut removed = 0;
+        for slot in 0..self.metas.len() {
+            if self.metas[slot] == 0 {
+                continue;
+            }
+            let e = self.translation_at(slot);
+            if e.asid == t.asid && e.size < t.size && e.vpn.0 >= t.vpn.0 && e.vpn.0 < t.vpn.0 + span {
+                self.remove(slot);
+                removed += 1;
+            }
+        }
+        removed
+    }
+
+    /// Invalidates the valid entry in `slot`.
+    fn remove(&mut self, slot: usize) {
+        if let Some(index) = &mut self.index {
+            index.remove(&(self.tags[slot], self.metas[slot]));
+        }
+        let set = slot / self.ways;
+        self.valid_per_size[(self.metas[slot] >> 16 & 0x3) as usize] -= 1;
+        self.metas[slot] = 0;
+        self.valid_in_set[set] -= 1;
+        self.repl.invalidate(set, slot - set * self.ways);
     }
 
     /// Number of valid entries.

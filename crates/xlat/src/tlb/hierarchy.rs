@@ -144,6 +144,15 @@ impl Level {
     fn invalidate(&mut self, asid: Asid, vaddr: u64) -> usize {
         self.data.invalidate(asid, vaddr) + self.instr.as_mut().map_or(0, |s| s.invalidate(asid, vaddr))
     }
+
+    /// Removes every entry smaller than `t` that lies inside it, on both sides.
+    fn invalidate_inside(&mut self, t: &Translation) {
+        for side in std::iter::once(&mut self.data).chain(self.instr.as_mut()) {
+            for array in &mut side.arrays {
+                array.invalidate_inside(t);
+            }
+        }
+    }
 }
 
 /// A multi-level TLB.
@@ -201,6 +210,12 @@ impl TlbHierarchy {
                 let victim_addr = victim.vpn.addr().0;
                 for upper in &mut self.levels[..j] {
                     upper.invalidate(victim.asid, victim_addr);
+                    // A level above that lacks the victim's (huge) size holds it as splinters,
+                    // one per base page used, not only at the victim's first address: remove
+                    // them all, or they outlive the victim and break inclusion.
+                    if victim.size != PageSize::Size4K {
+                        upper.invalidate_inside(&victim);
+                    }
                 }
             }
         }
