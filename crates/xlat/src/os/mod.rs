@@ -14,7 +14,7 @@ pub use page_table::PageTable;
 
 use crate::types::{Asid, PageSize, Pfn, Translation, Vpn, BASE_PAGE_SHIFT};
 use crate::units::format_bytes;
-use crate::{Error, Result};
+use crate::Error;
 use serde::Serialize;
 
 /// Validated parameters of the OS model.
@@ -41,6 +41,15 @@ pub struct OsStats {
     pub footprint_bytes: u64,
 }
 
+/// A page fault found no frame to map: the reference that faulted.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct OutOfMemory {
+    /// Address space of the faulting reference.
+    pub asid: Asid,
+    /// Its address.
+    pub vaddr: u64,
+}
+
 /// Demand-paging OS over one frame allocator.
 pub struct Os {
     spec: OsSpec,
@@ -61,9 +70,10 @@ impl Os {
         }
     }
 
-    /// Walks the page table for `vaddr`, mapping the page on first touch.
+    /// Walks the page table for `vaddr`, mapping the page on first touch. The error is small
+    /// on purpose (this is the TLB-miss path); [`Os::describe`] turns it into a message.
     #[inline]
-    pub fn translate(&mut self, asid: Asid, vaddr: u64) -> Result<Translation> {
+    pub fn translate(&mut self, asid: Asid, vaddr: u64) -> std::result::Result<Translation, OutOfMemory> {
         self.stats.walks += 1;
         let size = self.spec.page_size;
         if let Some(t) = self.table.lookup(asid, vaddr) {
@@ -72,17 +82,22 @@ impl Os {
         self.fault(asid, vaddr, size)
     }
 
+    /// The error message for `oom`.
+    pub fn describe(&self, oom: OutOfMemory) -> Error {
+        Error::Simulation(format!(
+            "out of physical memory: all {} frames of {} are mapped when asid {} touches {:#x}; \
+             this OS model does not evict, so configure a larger os.memory",
+            self.allocator.capacity(),
+            format_bytes(self.spec.memory),
+            oom.asid,
+            oom.vaddr,
+        ))
+    }
+
     #[cold]
-    fn fault(&mut self, asid: Asid, vaddr: u64, size: PageSize) -> Result<Translation> {
+    fn fault(&mut self, asid: Asid, vaddr: u64, size: PageSize) -> std::result::Result<Translation, OutOfMemory> {
         let vpn = Vpn((vaddr >> size.shift()) << (size.shift() - BASE_PAGE_SHIFT));
-        let frame = self.allocator.allocate(asid, vpn).ok_or_else(|| {
-            Error::Simulation(format!(
-                "out of physical memory: all {} frames of {} are mapped when asid {asid} touches {vaddr:#x}; \
-                 this OS model does not evict, so configure a larger os.memory",
-                self.allocator.capacity(),
-                format_bytes(self.spec.memory),
-            ))
-        })?;
+        let frame = self.allocator.allocate(asid, vpn).ok_or(OutOfMemory { asid, vaddr })?;
         let t = Translation { asid, vpn, pfn: Pfn(frame * size.base_pages()), size };
         self.table.insert(t);
         self.stats.page_faults += 1;
@@ -138,7 +153,8 @@ mod tests {
         let mut os = Os::new(&spec(2 << 12, PageSize::Size4K, Placement::Random), 1);
         os.translate(0, 0).unwrap();
         os.translate(0, 0x1000).unwrap();
-        let err = os.translate(0, 0x2000).unwrap_err().to_string();
+        let oom = os.translate(0, 0x2000).unwrap_err();
+        let err = os.describe(oom).to_string();
         assert!(err.contains("out of physical memory"), "{err}");
     }
 }

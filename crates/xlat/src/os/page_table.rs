@@ -12,6 +12,11 @@ use rustc_hash::FxHashMap;
 
 /// log2 of the pages per leaf.
 const LEAF_BITS: u32 = 9;
+/// Entries of the directory cache.
+const RECENT: usize = 64;
+/// A key no leaf has (ASIDs are 16 bits, so bit 63 is never set in a real key).
+const NO_KEY: u64 = u64::MAX;
+
 /// A leaf slot with no mapping.
 const UNMAPPED: u32 = u32::MAX;
 
@@ -28,6 +33,9 @@ fn leaf_key(asid: Asid, page: u64) -> u64 {
 pub struct PageTable {
     size: PageSize,
     directory: FxHashMap<u64, u32>,
+    /// A direct-mapped cache of directory entries (like a page-walk cache), checked before the
+    /// hash map: one compare instead of hashing and probing on most walks.
+    recent: [(u64, u32); RECENT],
     leaves: Vec<[u32; 1 << LEAF_BITS]>,
     mapped: usize,
 }
@@ -35,7 +43,7 @@ pub struct PageTable {
 impl PageTable {
     /// An empty table of pages of `size`.
     pub fn new(size: PageSize) -> PageTable {
-        PageTable { size, directory: FxHashMap::default(), leaves: Vec::new(), mapped: 0 }
+        PageTable { size, directory: FxHashMap::default(), recent: [(NO_KEY, 0); RECENT], leaves: Vec::new(), mapped: 0 }
     }
 
     /// Largest frame number (in units of the page size) a table can hold.
@@ -43,9 +51,17 @@ impl PageTable {
 
     /// The mapping covering `vaddr`, if any.
     #[inline]
-    pub fn lookup(&self, asid: Asid, vaddr: u64) -> Option<Translation> {
+    pub fn lookup(&mut self, asid: Asid, vaddr: u64) -> Option<Translation> {
         let page = vaddr >> self.size.shift();
-        let leaf = *self.directory.get(&leaf_key(asid, page))?;
+        let key = leaf_key(asid, page);
+        let slot = (key ^ key >> 48) as usize % RECENT;
+        let leaf = if self.recent[slot].0 == key {
+            self.recent[slot].1
+        } else {
+            let leaf = *self.directory.get(&key)?;
+            self.recent[slot] = (key, leaf);
+            leaf
+        };
         let frame = self.leaves[leaf as usize][(page & ((1 << LEAF_BITS) - 1)) as usize];
         (frame != UNMAPPED).then(|| self.translation(asid, page, frame))
     }

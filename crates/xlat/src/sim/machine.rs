@@ -60,8 +60,10 @@ impl Machine {
     #[inline]
     fn translate(&mut self, asid: Asid, vaddr: u64, kind: AccessKind) -> Result<()> {
         let os = &mut self.os;
-        self.tlb.access(asid, vaddr, kind, || os.translate(asid, vaddr))?;
-        Ok(())
+        match self.tlb.access(asid, vaddr, kind, || os.translate(asid, vaddr)) {
+            Ok(_) => Ok(()),
+            Err(oom) => Err(self.os.describe(oom)),
+        }
     }
 
     /// The machine's name.

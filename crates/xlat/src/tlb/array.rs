@@ -106,7 +106,15 @@ impl TlbArray {
         let base = set * self.ways;
         let tags = &self.tags[base..base + self.ways];
         let metas = &self.metas[base..base + self.ways];
-        (0..tags.len()).find(|&w| tags[w] == tag && metas[w] == meta).map(|w| base + w)
+        // No early exit: at most one way matches, and a scan without data-dependent branches
+        // is faster on random streams than one that mispredicts where the match is.
+        let mut found = usize::MAX;
+        for w in 0..tags.len() {
+            if tags[w] == tag && metas[w] == meta {
+                found = w;
+            }
+        }
+        (found != usize::MAX).then(|| base + found)
     }
 
     fn translation_at(&self, slot: usize) -> Translation {

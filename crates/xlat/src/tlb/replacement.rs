@@ -30,108 +30,124 @@ const STAMPS_UP_TO_WAYS: usize = 16;
 /// Sentinel for "no way" in the recency lists.
 const NIL: u32 = u32::MAX;
 
+/// How a [`ReplacementState`] keeps its metadata. A plain `Copy` tag, so dispatching on it
+/// is a compare on a register rather than a match on an enum carrying vectors.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Mode {
+    /// LRU up to [`STAMPS_UP_TO_WAYS`] ways: a last-use stamp per way, victim = oldest. A touch
+    /// is one store, and scanning a few stamps costs less than relinking a list.
+    LruStamps,
+    /// FIFO up to [`STAMPS_UP_TO_WAYS`] ways: an insertion stamp per way.
+    FifoStamps,
+    /// LRU above that: a doubly-linked recency list per set (O(1) at any associativity).
+    LruList,
+    /// FIFO above that: the same list, reordered only on fills.
+    FifoList,
+    /// Tree-PLRU: one bit per internal node of a complete binary tree per set.
+    Plru,
+    /// Random: a seeded generator only.
+    Random,
+}
+
 /// Per-set replacement metadata for every set of one structure.
 #[derive(Clone, Debug)]
 pub struct ReplacementState {
     ways: usize,
-    kind: State,
-}
-
-#[derive(Clone, Debug)]
-enum State {
-    /// LRU and FIFO up to [`STAMPS_UP_TO_WAYS`] ways: a last-use (LRU) or insertion (FIFO)
-    /// stamp per way; the victim is the smallest stamp. A touch is one store, and scanning a
-    /// few stamps costs less than relinking a list.
-    Stamps { stamps: Vec<u64>, clock: u64, move_on_hit: bool },
-    /// LRU and FIFO above that: a doubly-linked recency list per set, most recent at the head,
-    /// so touching and choosing a victim are O(1) at any associativity.
-    List { lists: RecencyLists, move_on_hit: bool },
-    /// Tree-PLRU: one bit per internal node of a complete binary tree per set.
-    Plru { bits: Vec<bool>, leaves: usize },
-    /// Random: a generator only.
-    Random(Box<Xoshiro256PlusPlus>),
+    mode: Mode,
+    stamps: Vec<u64>,
+    clock: u64,
+    lists: Option<RecencyLists>,
+    plru_bits: Vec<bool>,
+    plru_leaves: usize,
+    rng: Xoshiro256PlusPlus,
 }
 
 impl ReplacementState {
     /// Metadata for `sets` sets of `ways` ways; `seed` drives the random policy.
     pub fn new(policy: Policy, sets: usize, ways: usize, seed: u64) -> ReplacementState {
-        let kind = match policy {
-            Policy::Lru | Policy::Fifo if ways <= STAMPS_UP_TO_WAYS => State::Stamps {
-                // The structures fill invalid ways before asking for a victim, so by the time a
-                // set needs one every way carries a stamp from a fill: initial values never
-                // decide.
-                stamps: vec![0; sets * ways],
-                clock: 0,
-                move_on_hit: policy == Policy::Lru,
-            },
-            Policy::Lru | Policy::Fifo => State::List {
-                lists: RecencyLists::new(sets, ways),
-                move_on_hit: policy == Policy::Lru,
-            },
-            Policy::TreePlru => {
-                let leaves = ways.next_power_of_two();
-                State::Plru { bits: vec![false; sets * leaves.max(2)], leaves }
-            }
-            Policy::Random => State::Random(Box::new(Xoshiro256PlusPlus::seed_from_u64(seed))),
+        let small = ways <= STAMPS_UP_TO_WAYS;
+        let mode = match policy {
+            Policy::Lru if small => Mode::LruStamps,
+            Policy::Fifo if small => Mode::FifoStamps,
+            Policy::Lru => Mode::LruList,
+            Policy::Fifo => Mode::FifoList,
+            Policy::TreePlru => Mode::Plru,
+            Policy::Random => Mode::Random,
         };
-        ReplacementState { ways, kind }
+        let plru_leaves = ways.next_power_of_two().max(2);
+        ReplacementState {
+            ways,
+            mode,
+            // The structures fill invalid ways before asking for a victim, so by the time a
+            // set needs one every way carries a stamp from a fill: initial values never decide.
+            stamps: if small { vec![0; sets * ways] } else { Vec::new() },
+            clock: 0,
+            lists: matches!(mode, Mode::LruList | Mode::FifoList).then(|| RecencyLists::new(sets, ways)),
+            plru_bits: if mode == Mode::Plru { vec![false; sets * plru_leaves] } else { Vec::new() },
+            plru_leaves,
+            rng: Xoshiro256PlusPlus::seed_from_u64(seed),
+        }
+    }
+
+    #[inline]
+    fn stamp(&mut self, set: usize, way: usize) {
+        self.clock += 1;
+        self.stamps[set * self.ways + way] = self.clock;
+    }
+
+    #[inline]
+    fn list(&mut self) -> &mut RecencyLists {
+        self.lists.as_mut().expect("list modes have lists")
     }
 
     /// A lookup hit `way` of `set`.
     #[inline]
     pub fn touch(&mut self, set: usize, way: usize) {
-        match &mut self.kind {
-            State::Stamps { stamps, clock, move_on_hit: true } => {
-                *clock += 1;
-                stamps[set * self.ways + way] = *clock;
-            }
-            State::List { lists, move_on_hit: true } => lists.move_to_head(set, way),
-            State::Stamps { .. } | State::List { .. } | State::Random(_) => {}
-            State::Plru { bits, leaves } => plru_point_away(bits, *leaves, set, way),
+        match self.mode {
+            Mode::LruStamps => self.stamp(set, way),
+            Mode::LruList => self.list().move_to_head(set, way),
+            Mode::Plru => plru_point_away(&mut self.plru_bits, self.plru_leaves, set, way),
+            Mode::FifoStamps | Mode::FifoList | Mode::Random => {}
         }
     }
 
     /// A new entry was written into `way` of `set`.
     #[inline]
     pub fn fill(&mut self, set: usize, way: usize) {
-        match &mut self.kind {
-            State::Stamps { stamps, clock, .. } => {
-                *clock += 1;
-                stamps[set * self.ways + way] = *clock;
-            }
-            State::List { lists, .. } => lists.move_to_head(set, way),
-            State::Random(_) => {}
-            State::Plru { bits, leaves } => plru_point_away(bits, *leaves, set, way),
+        match self.mode {
+            Mode::LruStamps | Mode::FifoStamps => self.stamp(set, way),
+            Mode::LruList | Mode::FifoList => self.list().move_to_head(set, way),
+            Mode::Plru => plru_point_away(&mut self.plru_bits, self.plru_leaves, set, way),
+            Mode::Random => {}
         }
     }
 
     /// The entry in `way` of `set` was invalidated: it becomes the next victim.
     #[inline]
     pub fn invalidate(&mut self, set: usize, way: usize) {
-        match &mut self.kind {
-            State::Stamps { stamps, .. } => stamps[set * self.ways + way] = 0,
-            State::List { lists, .. } => lists.move_to_tail(set, way),
-            State::Plru { .. } | State::Random(_) => {}
+        match self.mode {
+            Mode::LruStamps | Mode::FifoStamps => self.stamps[set * self.ways + way] = 0,
+            Mode::LruList | Mode::FifoList => self.list().move_to_tail(set, way),
+            Mode::Plru | Mode::Random => {}
         }
     }
 
     /// The way to evict from a full `set`.
     #[inline]
     pub fn victim(&mut self, set: usize) -> usize {
-        match &mut self.kind {
-            State::Stamps { stamps, .. } => {
-                let set_stamps = &stamps[set * self.ways..(set + 1) * self.ways];
-                let mut victim = 0;
-                for (w, &s) in set_stamps.iter().enumerate().skip(1) {
-                    if s < set_stamps[victim] {
-                        victim = w;
-                    }
-                }
-                victim
+        match self.mode {
+            Mode::LruStamps | Mode::FifoStamps => {
+                // Branch-free minimum: the way number rides in the low bits of each stamp, so
+                // a plain `min` (compiled to conditional moves) finds the oldest way without
+                // the mispredicted branches of a compare-and-jump scan. Stamps stay far below
+                // 2^59, and ways ≤ 16 fit in 4 bits.
+                let stamps = &self.stamps[set * self.ways..(set + 1) * self.ways];
+                let oldest = stamps.iter().enumerate().map(|(w, &s)| s << 4 | w as u64).min();
+                (oldest.expect("at least one way") & 0xf) as usize
             }
-            State::List { lists, .. } => lists.tail(set),
-            State::Plru { bits, leaves } => plru_follow(bits, *leaves, self.ways, set),
-            State::Random(rng) => rng.random_range(0..self.ways),
+            Mode::LruList | Mode::FifoList => self.list().tail(set),
+            Mode::Plru => plru_follow(&self.plru_bits, self.plru_leaves, self.ways, set),
+            Mode::Random => self.rng.random_range(0..self.ways),
         }
     }
 }
@@ -225,7 +241,7 @@ impl RecencyLists {
 /// order) has children `2n` and `2n+1`; bit `false` means "the victim is on the left".
 #[inline]
 fn plru_point_away(bits: &mut [bool], leaves: usize, set: usize, way: usize) {
-    let tree = &mut bits[set * leaves.max(2)..];
+    let tree = &mut bits[set * leaves..];
     let mut node = 1;
     let mut span = leaves;
     while span > 1 {
@@ -239,7 +255,7 @@ fn plru_point_away(bits: &mut [bool], leaves: usize, set: usize, way: usize) {
 /// Follows the bits from the root to a victim, refusing subtrees that hold no real way.
 #[inline]
 fn plru_follow(bits: &[bool], leaves: usize, ways: usize, set: usize) -> usize {
-    let tree = &bits[set * leaves.max(2)..];
+    let tree = &bits[set * leaves..];
     let (mut node, mut way, mut span) = (1, 0, leaves);
     while span > 1 {
         span /= 2;
