@@ -1,0 +1,95 @@
+//! Tests of the `xlat` binary: help, exit codes, results files, presets.
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+fn xlat(args: &[&str], dir: &Path) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_xlat")).args(args).current_dir(dir).output().expect("xlat runs")
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+const EXPERIMENT: &str = r#"
+[[workload]]
+name = "uniform"
+type = "uniform"
+footprint = "4MiB"
+refs = 20000
+
+[[machine]]
+name = "m"
+preset = "single-tlb"
+entries = 64
+ways = 4
+"#;
+
+#[test]
+fn help_everywhere() {
+    let dir = tempfile::tempdir().unwrap();
+    for args in [&["--help"][..], &["run", "--help"], &["trace", "--help"], &["bench", "--help"], &["presets", "--help"]] {
+        let out = xlat(args, dir.path());
+        assert!(out.status.success(), "{args:?}: {}", text(&out.stderr));
+        assert!(text(&out.stdout).contains("Usage"), "{args:?}");
+    }
+}
+
+#[test]
+fn run_writes_results_and_prints_a_table() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("exp.toml"), EXPERIMENT).unwrap();
+    let out = xlat(&["run", "exp.toml", "--out", "res"], dir.path());
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    assert!(stdout.contains("workload uniform: 20,000 references"), "{stdout}");
+    let csv = std::fs::read_to_string(dir.path().join("res/results.csv")).unwrap();
+    assert!(csv.starts_with("workload,config,level,side,accesses,hits,misses"), "{csv}");
+    assert!(csv.lines().nth(1).unwrap().starts_with("uniform,m,TLB,unified,20000,"), "{csv}");
+    assert!(dir.path().join("res/results.json").exists());
+}
+
+#[test]
+fn bad_configuration_exits_1_naming_file_and_field() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("bad.toml"), EXPERIMENT.replace("ways = 4", "ways = 5")).unwrap();
+    let out = xlat(&["run", "bad.toml"], dir.path());
+    assert_eq!(out.status.code(), Some(1));
+    let err = text(&out.stderr);
+    assert!(err.contains("bad.toml") && err.contains("machine[0].tlb[0].arrays[0].ways"), "{err}");
+    let missing = xlat(&["run", "missing.toml"], dir.path());
+    assert_eq!(missing.status.code(), Some(1));
+    assert!(text(&missing.stderr).contains("missing.toml"));
+}
+
+#[test]
+fn syntax_errors_give_line_and_column() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("broken.toml"), "[[workload]\nname = 1\n").unwrap();
+    let out = xlat(&["run", "broken.toml"], dir.path());
+    assert_eq!(out.status.code(), Some(1));
+    let err = text(&out.stderr);
+    assert!(err.contains("broken.toml") && err.contains("line 1"), "{err}");
+}
+
+#[test]
+fn usage_errors_exit_2() {
+    let dir = tempfile::tempdir().unwrap();
+    assert_eq!(xlat(&["frobnicate"], dir.path()).status.code(), Some(2));
+    assert_eq!(xlat(&["run", "--no-such-flag"], dir.path()).status.code(), Some(2));
+}
+
+#[test]
+fn printed_presets_are_valid_configurations() {
+    let dir = tempfile::tempdir().unwrap();
+    let list = text(&xlat(&["presets"], dir.path()).stdout);
+    for name in list.lines() {
+        let out = xlat(&["presets", name], dir.path());
+        assert!(out.status.success());
+        let machine = text(&out.stdout);
+        let workload = "[[workload]]\nname = \"w\"\ntype = \"sequential\"\nfootprint = \"64KiB\"\nrefs = 100\n";
+        std::fs::write(dir.path().join("p.toml"), format!("{workload}\n{machine}")).unwrap();
+        let run = xlat(&["run", "p.toml", "--quiet"], dir.path());
+        assert!(run.status.success(), "preset {name}: {}\n{machine}", text(&run.stderr));
+    }
+}

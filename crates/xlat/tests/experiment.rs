@@ -1,0 +1,156 @@
+//! End-to-end tests of experiments: configuration errors, one read per workload, results files,
+//! interruption.
+
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use xlat::config::parse_experiment;
+use xlat::memref::Batch;
+use xlat::sim::experiment::feed;
+use xlat::sim::{run_experiment, write_results, Machine};
+use xlat::source::RefSource;
+use xlat::{MemRef, Result};
+
+const SMALL: &str = r#"
+schema = 1
+seed = 9
+
+[[workload]]
+name = "seq"
+type = "sequential"
+footprint = "1MiB"
+refs = 50_000
+
+[[workload]]
+name = "zipf"
+type = "zipf"
+footprint = "8MiB"
+refs = 50_000
+store_fraction = 0.5
+
+[[machine]]
+name = "sky"
+preset = "skylake-like"
+
+[[machine]]
+name = "tiny"
+[machine.os]
+memory = "64MiB"
+placement = "sequential"
+[[machine.tlb]]
+name = "L1"
+arrays = [{ entries = 8, ways = 2 }]
+"#;
+
+fn config_error(text: &str) -> String {
+    parse_experiment(text, Path::new(".")).unwrap_err().to_string()
+}
+
+#[test]
+fn runs_every_workload_on_every_machine() {
+    let spec = parse_experiment(SMALL, Path::new(".")).unwrap();
+    let result = run_experiment(&spec, &AtomicBool::new(false), &mut |_| {}).unwrap();
+    assert!(!result.partial);
+    let rows = result.rows();
+    // skylake-like: L1 data + L1 instr + L2; tiny: one unified level.
+    assert_eq!(rows.len(), 2 * (3 + 1));
+    for row in &rows {
+        assert_eq!(row.refs, 50_000);
+        if row.level == "L1" && row.side != "instr" {
+            assert_eq!(row.accesses, 50_000, "{row:?}");
+            assert_eq!(row.hits + row.misses, row.accesses);
+        }
+    }
+    // 50,000 sequential 8-byte loads cover 400,000 bytes: 98 pages, one miss each.
+    let seq_tiny = rows.iter().find(|r| r.workload == "seq" && r.config == "tiny").unwrap();
+    assert_eq!(seq_tiny.misses, 98);
+    assert_eq!(seq_tiny.page_faults, 98);
+    assert_eq!(seq_tiny.footprint_bytes, 98 * 4096);
+}
+
+/// A source that counts how often it is asked for references.
+struct Counting {
+    inner: xlat::source::VecSource,
+    produced: Arc<std::sync::atomic::AtomicU64>,
+}
+
+impl RefSource for Counting {
+    fn fill(&mut self, batch: &mut Batch, max: usize) -> Result<usize> {
+        let n = self.inner.fill(batch, max)?;
+        self.produced.fetch_add(n as u64, Ordering::SeqCst);
+        Ok(n)
+    }
+    fn identity(&self) -> serde_json::Value {
+        serde_json::Value::Null
+    }
+}
+
+#[test]
+fn a_workload_is_read_once_for_all_machines() {
+    let spec = parse_experiment(SMALL, Path::new(".")).unwrap();
+    let refs: Vec<MemRef> = (0..10_000u64).map(|i| MemRef::load(i * 4096 * 7 % (1 << 24), 8)).collect();
+    let produced = Arc::new(std::sync::atomic::AtomicU64::new(0));
+    let source = Box::new(Counting { inner: xlat::source::VecSource::new(refs), produced: Arc::clone(&produced) });
+    let mut machines: Vec<Machine> = spec.machines.iter().map(Machine::new).collect();
+    let (done, partial) = feed(source, &mut machines, 1000, &AtomicBool::new(false), &mut |_| {}).unwrap();
+    assert_eq!((done, partial), (10_000, false));
+    assert_eq!(produced.load(Ordering::SeqCst), 10_000);
+    for m in &machines {
+        assert_eq!(m.stats().counters.refs, 10_000);
+    }
+}
+
+#[test]
+fn interruption_yields_partial_results() {
+    let spec = parse_experiment(SMALL, Path::new(".")).unwrap();
+    let result = run_experiment(&spec, &AtomicBool::new(true), &mut |_| {}).unwrap();
+    assert!(result.partial);
+    assert_eq!(result.workloads.len(), 1, "later workloads do not start once interrupted");
+    assert!(result.rows().iter().all(|r| r.partial));
+}
+
+#[test]
+fn results_are_written_with_identity_and_config() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = parse_experiment(SMALL, Path::new(".")).unwrap();
+    let result = run_experiment(&spec, &AtomicBool::new(false), &mut |_| {}).unwrap();
+    write_results(dir.path(), &spec, &result).unwrap();
+    let csv = std::fs::read_to_string(dir.path().join("results.csv")).unwrap();
+    let header = csv.lines().next().unwrap();
+    for column in ["workload", "config", "level", "side", "accesses", "misses", "mpki", "partial"] {
+        assert!(header.split(',').any(|c| c == column), "missing column {column} in {header}");
+    }
+    assert_eq!(csv.lines().count(), 1 + result.rows().len());
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join("results.json")).unwrap()).unwrap();
+    assert_eq!(json["xlat_version"], xlat::VERSION);
+    assert_eq!(json["seed"], 9);
+    assert_eq!(json["partial"], false);
+    assert_eq!(json["experiment"]["machines"][0]["tlb"][1]["arrays"][0]["entries"], 1536);
+    assert_eq!(json["results"][0]["input"]["spec"]["pattern"], "sequential");
+    let leftovers: Vec<_> = std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
+    assert_eq!(leftovers.len(), 2, "only the two result files remain: {leftovers:?}");
+}
+
+#[test]
+fn configuration_errors_name_the_field() {
+    let cases = [
+        (SMALL.replace("ways = 2", "ways = 3"), "machine[1].tlb[0].arrays[0].ways", "not divisible by 3 ways"),
+        (SMALL.replace("ways = 2", "ways = 0"), "machine[1].tlb[0].arrays[0].ways", "at least one way"),
+        (SMALL.replace("ways = 2", "ways = \"most\""), "ways", "neither a way count nor"),
+        (SMALL.replace("preset = \"skylake-like\"", "preset = \"skylake\""), "machine[0].preset", "unknown preset"),
+        (SMALL.replace("preset = \"skylake-like\"", "preset = \"skylake-like\"\nways = 4"), "machine[0].preset", "takes no"),
+        (SMALL.replace("memory = \"64MiB\"", "memory = \"5000\""), "machine[1].os.memory", "multiple of the 4KiB"),
+        (SMALL.replace("memory = \"64MiB\"", "memory = \"64XB\""), "", "unknown size suffix"),
+        (SMALL.replace("refs = 50_000\n\n[[workload]]", "refs = 50_000\nstride = 64\n\n[[workload]]"), "workload[0].stride", "only strided"),
+        (SMALL.replace("type = \"sequential\"", "type = \"trace\""), "workload[0].footprint", "only synthetic"),
+        (SMALL.replace("name = \"zipf\"", "name = \"seq\""), "workload[1].name", "already named"),
+        (SMALL.replace("schema = 1", "schema = 2"), "schema", "not supported"),
+        (SMALL.replace("placement = \"sequential\"", "placement = \"sequential\"\ncolour = 1"), "", "unknown field `colour`"),
+        (SMALL.replace("footprint = \"1MiB\"", "footprint = \"1MiB\"\nsize = 12"), "workload[0].size", "power of two"),
+    ];
+    for (text, path, message) in cases {
+        let e = config_error(&text);
+        assert!(e.contains(path) && e.contains(message), "expected `{path}` and `{message}` in: {e}");
+    }
+}
