@@ -178,7 +178,7 @@ mod tests {
     #[test]
     fn vpn_round_trip() {
         let a = VirtAddr(0x7fff_1234_5678);
-        assert_eq!(a.vpn(), Vpn(0x7fff_1234_5));
+        assert_eq!(a.vpn(), Vpn(0x0007_fff1_2345));
         assert_eq!(a.vpn().addr(), VirtAddr(0x7fff_1234_5000));
     }
 }

@@ -366,6 +366,8 @@ pub struct RefLevel {
 }
 
 impl RefLevel {
+    // Written plainly on purpose, unlike the model's pattern match.
+    #[allow(clippy::unnecessary_unwrap)]
     fn side(&mut self, kind: AccessKind) -> &mut RefSide {
         if kind == AccessKind::IFetch && self.instr.is_some() {
             self.instr.as_mut().unwrap()
