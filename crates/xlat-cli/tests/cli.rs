@@ -93,3 +93,27 @@ fn printed_presets_are_valid_configurations() {
         assert!(run.status.success(), "preset {name}: {}\n{machine}", text(&run.stderr));
     }
 }
+
+#[test]
+fn ctrl_c_writes_partial_results_and_exits_130() {
+    let dir = tempfile::tempdir().unwrap();
+    let long = EXPERIMENT.replace("refs = 20000", "refs = 100_000_000_000");
+    std::fs::write(dir.path().join("long.toml"), long).unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_xlat"))
+        .args(["run", "long.toml", "--out", "res", "--quiet"])
+        .current_dir(dir.path())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    let killed = Command::new("kill").args(["-INT", &child.id().to_string()]).status().unwrap();
+    assert!(killed.success());
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(130));
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join("res/results.json")).unwrap()).unwrap();
+    assert_eq!(json["partial"], true);
+    let refs = json["results"][0]["refs"].as_u64().unwrap();
+    assert!(refs > 0 && refs < 100_000_000_000, "{refs}");
+    let csv = std::fs::read_to_string(dir.path().join("res/results.csv")).unwrap();
+    assert!(csv.lines().nth(1).unwrap().ends_with(",true"), "{csv}");
+}
