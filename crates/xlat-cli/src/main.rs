@@ -51,7 +51,7 @@ fn main() -> ExitCode {
     install_interrupt_handler(Arc::clone(&interrupt));
     let result = match cli.command {
         Command::Run(args) => commands::run::run(&args, &interrupt),
-        Command::Trace(cmd) => commands::trace::run(&cmd, &interrupt),
+        Command::Trace(cmd) => commands::trace::run(&cmd),
         Command::Bench(args) => commands::bench::run(&args),
         Command::Presets(args) => commands::presets::run(&args),
     };

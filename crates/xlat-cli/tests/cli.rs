@@ -117,3 +117,69 @@ fn ctrl_c_writes_partial_results_and_exits_130() {
     let csv = std::fs::read_to_string(dir.path().join("res/results.csv")).unwrap();
     assert!(csv.lines().nth(1).unwrap().ends_with(",true"), "{csv}");
 }
+
+/// Records `/bin/true` with Valgrind Lackey (Valgrind is on every machine of this project's
+/// kind), so the trace tests run on the references of a real program.
+fn lackey_trace(dir: &Path) -> std::path::PathBuf {
+    let path = dir.join("true.lackey");
+    let status = Command::new("valgrind")
+        .args(["--tool=lackey", "--trace-mem=yes", &format!("--log-file={}", path.display()), "/bin/true"])
+        .status()
+        .expect("valgrind is required for the trace tests (apt-get install valgrind)");
+    assert!(status.success());
+    path
+}
+
+#[test]
+fn real_program_trace_converts_and_replays() {
+    let dir = tempfile::tempdir().unwrap();
+    lackey_trace(dir.path());
+    let info = xlat(&["trace", "info", "true.lackey", "--json"], dir.path());
+    assert!(info.status.success(), "{}", text(&info.stderr));
+    let info: serde_json::Value = serde_json::from_slice(&info.stdout).unwrap();
+    let references = info["references"].as_u64().unwrap();
+    let instructions = info["instructions"].as_u64().unwrap();
+    assert!(references > 10_000 && instructions > 10_000 && info["pages"].as_u64().unwrap() > 10, "{info}");
+
+    let convert = xlat(&["trace", "convert", "true.lackey", "true.xlat"], dir.path());
+    assert!(convert.status.success(), "{}", text(&convert.stderr));
+    let native: serde_json::Value =
+        serde_json::from_slice(&xlat(&["trace", "info", "true.xlat", "--json"], dir.path()).stdout).unwrap();
+    assert_eq!(native, info, "native conversion preserves the summary");
+
+    let champsim = xlat(&["trace", "convert", "true.xlat", "true.champsim.xz", "--lossy"], dir.path());
+    assert!(champsim.status.success(), "{}", text(&champsim.stderr));
+    let strict = xlat(&["trace", "convert", "true.xlat", "strict.champsim"], dir.path());
+    assert_eq!(strict.status.code(), Some(1));
+    assert!(text(&strict.stderr).contains("reference"), "{}", text(&strict.stderr));
+    assert!(!dir.path().join("strict.champsim").exists(), "a failed conversion leaves no file");
+
+    let experiment = "[[workload]]\nname = \"true\"\ntype = \"trace\"\npath = \"true.xlat\"\n\n\
+                      [[machine]]\nname = \"sky\"\npreset = \"skylake-like\"\n";
+    std::fs::write(dir.path().join("replay.toml"), experiment).unwrap();
+    let run = xlat(&["run", "replay.toml", "--out", "res", "--quiet"], dir.path());
+    assert!(run.status.success(), "{}", text(&run.stderr));
+    let csv = std::fs::read_to_string(dir.path().join("res/results.csv")).unwrap();
+    let instr_row = csv.lines().find(|l| l.starts_with("true,sky,L1,instr,")).expect("an instruction-side row");
+    let fields: Vec<&str> = instr_row.split(',').collect();
+    // One I-TLB access per fetch, plus one for each fetch that straddles a page boundary.
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join("res/results.json")).unwrap()).unwrap();
+    let straddles = json["results"][0]["machines"][0]["straddles"].as_u64().unwrap();
+    let accesses = fields[4].parse::<u64>().unwrap();
+    assert!(accesses >= instructions && accesses - instructions <= straddles, "{instr_row}, {straddles} straddles");
+    assert!(!fields[8].is_empty(), "MPKI is known for a Lackey trace: {instr_row}");
+}
+
+#[test]
+fn trace_errors_name_file_and_line() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("bad.lackey"), "I  0400000,3\n L 0x1000,8\n S zz12,4\n").unwrap();
+    let out = xlat(&["trace", "info", "bad.lackey", "--format", "lackey"], dir.path());
+    assert_eq!(out.status.code(), Some(1));
+    let err = text(&out.stderr);
+    assert!(err.contains("bad.lackey:3"), "{err}");
+    let unknown = xlat(&["trace", "info", "bad.lackey", "--format", "pin"], dir.path());
+    assert_eq!(unknown.status.code(), Some(1));
+    assert!(text(&unknown.stderr).contains("unknown format"));
+}

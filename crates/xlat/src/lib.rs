@@ -6,6 +6,7 @@
 //! [`sim::Experiment`] runs workloads × machine configurations, reading each workload once.
 //! See `docs/architecture.md` for the map of modules.
 
+pub mod atomic;
 pub mod config;
 pub mod error;
 pub mod memref;

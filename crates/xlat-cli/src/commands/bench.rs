@@ -12,7 +12,10 @@ use xlat::config::validate;
 use xlat::sim::experiment::feed;
 use xlat::sim::Machine;
 use xlat::source::synthetic::{Pattern, Synthetic, SyntheticSpec};
+use xlat::memref::Batch;
 use xlat::source::RefSource;
+use xlat::trace::{self, NativeWriter, TraceFormat};
+use xlat::MemRef;
 
 /// Arguments of `xlat bench`.
 #[derive(Args)]
@@ -112,11 +115,69 @@ fn measure(case: &Case, refs: u64) -> Result<Measurement> {
     })
 }
 
+/// Writes a native trace of `refs` references (a uniform 8-byte heap stream over 1 GiB with
+/// one instruction fetch per three data references, the shape of real traces) and times
+/// reading it back without simulating.
+fn measure_native_read(refs: u64) -> Result<Measurement> {
+    let dir = tempfile::tempdir()?;
+    let path = dir.path().join("bench.xlat");
+    let spec = SyntheticSpec {
+        pattern: Pattern::Uniform,
+        footprint: 1 << 30,
+        refs,
+        base: 0x7f00_0000_0000,
+        size: 8,
+        store_fraction: 0.3,
+        asid: 0,
+        seed: 42,
+    };
+    let mut source = Synthetic::new(spec)?;
+    let mut writer = NativeWriter::create(&path, &serde_json::json!({ "bench": NATIVE_READ }))?;
+    let mut batch = Batch::with_capacity(1 << 16);
+    let mut pc = 0x40_0000u64;
+    while source.fill(&mut batch, 1 << 16)? > 0 {
+        for (i, r) in batch.refs.iter().enumerate() {
+            if i % 3 == 0 {
+                pc = 0x40_0000 + (pc + 4 - 0x40_0000) % (1 << 20);
+                writer.write(&MemRef::ifetch(pc, 4), 1)?;
+            }
+            writer.write(r, 0)?;
+        }
+        batch.clear();
+    }
+    writer.finish()?;
+    let mut reader = trace::open(&path, Some(TraceFormat::Native))?;
+    let started = Instant::now();
+    let mut done = 0u64;
+    loop {
+        batch.clear();
+        let n = reader.fill(&mut batch, validate::DEFAULT_BATCH)?;
+        if n == 0 {
+            break;
+        }
+        done += n as u64;
+    }
+    let seconds = started.elapsed().as_secs_f64();
+    Ok(Measurement {
+        name: NATIVE_READ,
+        description: "reading a native trace (uniform heap stream over 1 GiB + instruction fetches), no simulation",
+        refs: done,
+        seconds,
+        refs_per_second: done as f64 / seconds,
+    })
+}
+
+/// Name of the trace-reading benchmark.
+const NATIVE_READ: &str = "native-read";
+
 /// Runs the benchmarks and prints their speed.
 pub fn run(args: &BenchArgs) -> Result<Outcome> {
+    let selected = |name: &str| args.filter.as_ref().is_none_or(|f| name.contains(f.as_str()));
     let mut results = Vec::new();
-    for case in CASES.iter().filter(|c| args.filter.as_ref().is_none_or(|f| c.name.contains(f.as_str()))) {
-        let m = measure(case, args.refs)?;
+    let simulations = CASES.iter().filter(|c| selected(c.name)).map(|case| measure(case, args.refs));
+    let reads = selected(NATIVE_READ).then(|| measure_native_read(args.refs));
+    for m in simulations.chain(reads) {
+        let m = m?;
         if !args.json {
             println!("{:<28} {:>8.1} M refs/s  ({} refs in {:.2} s)  {}", m.name, m.refs_per_second / 1e6,
                 thousands(m.refs), m.seconds, m.description);

@@ -1,24 +1,75 @@
 //! `xlat trace`: inspect and convert trace files.
 
 use crate::Outcome;
-use anyhow::Result;
+use anyhow::{anyhow, Result};
 use clap::Subcommand;
 use std::path::PathBuf;
-use std::sync::atomic::AtomicBool;
+use xlat::trace::{self, TraceFormat};
 
 /// Subcommands of `xlat trace`.
 #[derive(Subcommand)]
 pub enum TraceCommand {
     /// Summarize a trace: references, instructions, distinct pages, load/store/fetch mix.
     Info {
-        /// The trace file (`-` for a Lackey trace on stdin).
+        /// The trace file (`-` reads Lackey text from stdin).
         file: PathBuf,
+        /// The format (`native`, `lackey`, `champsim`); detected from the content when omitted.
+        #[arg(long)]
+        format: Option<String>,
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Convert a trace to another format.
+    Convert {
+        /// The input trace (`-` reads Lackey text from stdin).
+        input: PathBuf,
+        /// The output file, written atomically (complete or not at all).
+        output: PathBuf,
+        /// Input format; detected when omitted.
+        #[arg(long)]
+        from: Option<String>,
+        /// Output format; taken from the output's extension when omitted (`.xlat` native,
+        /// `.lackey` Lackey, `.champsim`/`.champsim.xz`/`.champsim.gz` ChampSim).
+        #[arg(long)]
+        to: Option<String>,
+        /// Write ChampSim even where it cannot hold the stream exactly: sizes are dropped (each
+        /// reference then translates only the page of its first byte), loads are recorded
+        /// before stores, and wide instructions continue in extra records.
+        #[arg(long)]
+        lossy: bool,
     },
 }
 
+fn format_arg(name: Option<&String>, flag: &str) -> Result<Option<TraceFormat>> {
+    name.map(|n| TraceFormat::from_name(n).ok_or_else(|| anyhow!("--{flag} {n}: unknown format (native, lackey, champsim)")))
+        .transpose()
+}
+
 /// Runs a trace subcommand.
-pub fn run(cmd: &TraceCommand, _interrupt: &AtomicBool) -> Result<Outcome> {
+pub fn run(cmd: &TraceCommand) -> Result<Outcome> {
     match cmd {
-        TraceCommand::Info { file } => anyhow::bail!("{}: trace info is not available yet", file.display()),
+        TraceCommand::Info { file, format, json } => {
+            let mut source = trace::open(file, format_arg(format.as_ref(), "format")?)?;
+            let info = trace::info(&mut *source)?;
+            if *json {
+                println!("{}", serde_json::to_string_pretty(&info)?);
+            } else {
+                println!("{}: {}", file.display(), source.identity()["format"].as_str().unwrap_or("trace"));
+                print!("{info}");
+            }
+        }
+        TraceCommand::Convert { input, output, from, to, lossy } => {
+            let in_format = format_arg(from.as_ref(), "from")?;
+            let out_format = match format_arg(to.as_ref(), "to")? {
+                Some(f) => f,
+                None => TraceFormat::from_extension(output).ok_or_else(|| {
+                    anyhow!("{}: cannot tell the output format from the extension; use --to", output.display())
+                })?,
+            };
+            let copied = trace::convert_with(input, in_format, output, out_format, *lossy)?;
+            eprintln!("{copied} references written to {} ({out_format})", output.display());
+        }
     }
+    Ok(Outcome::Done)
 }

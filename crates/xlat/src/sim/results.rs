@@ -5,6 +5,7 @@
 
 use super::experiment::ExperimentResult;
 use crate::config::ExperimentSpec;
+use crate::atomic::write_atomically;
 use crate::{Error, Result};
 use std::io::Write;
 use std::path::Path;
@@ -30,21 +31,4 @@ pub fn write_results(dir: &Path, spec: &ExperimentSpec, result: &ExperimentResul
         serde_json::to_writer_pretty(&mut *out, &json)?;
         out.write_all(b"\n")
     })
-}
-
-/// Writes `path` through a temporary file in the same directory, renamed into place only once
-/// `write` succeeded and the data is flushed.
-pub fn write_atomically(
-    path: &Path,
-    write: impl FnOnce(&mut std::io::BufWriter<&mut std::fs::File>) -> std::io::Result<()>,
-) -> Result<()> {
-    let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
-    let mut tmp = tempfile::NamedTempFile::new_in(dir).map_err(|e| Error::io(dir, e))?;
-    {
-        let mut out = std::io::BufWriter::new(tmp.as_file_mut());
-        write(&mut out).and_then(|()| out.flush()).map_err(|e| Error::io(path, e))?;
-    }
-    tmp.as_file().sync_all().map_err(|e| Error::io(path, e))?;
-    tmp.persist(path).map_err(|e| Error::io(path, e.error))?;
-    Ok(())
 }

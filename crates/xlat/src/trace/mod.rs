@@ -1,33 +1,228 @@
-//! Trace formats (placeholder until the trace readers land).
+//! Trace files: the native format, Valgrind Lackey text and ChampSim binary traces.
+//!
+//! [`open`] detects a file's format and returns a [`RefSource`]; [`create_writer`] returns a
+//! [`TraceWriter`]; [`convert`] copies one trace into another format (`xlat trace convert`);
+//! [`info::info`] summarizes a stream. The native format is specified in
+//! `docs/trace-format.md`.
+
+mod block;
+pub mod champsim;
+pub mod info;
+mod io;
+pub mod lackey;
+pub mod native;
+mod native_reader;
+mod varint;
+
+pub use champsim::{ChampSimReader, ChampSimWriter};
+pub use info::{info, TraceInfo};
+pub use lackey::{LackeyReader, LackeyWriter};
+pub use native::NativeWriter;
+pub use native_reader::NativeReader;
+
+use crate::memref::{AccessKind, Batch, MemRef};
 use crate::source::RefSource;
 use crate::{Error, Result};
-use serde::Serialize;
+use io::Compression;
+use std::fmt;
 use std::path::Path;
 
-/// A trace file format.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+/// The trace formats xlat reads and writes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum TraceFormat {
-    /// xlat's native format.
+    /// xlat's own compressed, indexed format.
     Native,
-    /// Valgrind Lackey text.
+    /// Valgrind Lackey `--trace-mem=yes` text.
     Lackey,
-    /// ChampSim binary.
+    /// ChampSim 64-byte binary records, raw or compressed.
     ChampSim,
 }
 
 impl TraceFormat {
-    /// Parses a format name.
+    /// The lower-case name used on the command line and in identities.
+    pub fn name(self) -> &'static str {
+        match self {
+            TraceFormat::Native => "native",
+            TraceFormat::Lackey => "lackey",
+            TraceFormat::ChampSim => "champsim",
+        }
+    }
+
+    /// Parses a name as printed by [`TraceFormat::name`].
     pub fn from_name(name: &str) -> Option<TraceFormat> {
-        match name {
-            "native" => Some(TraceFormat::Native),
-            "lackey" => Some(TraceFormat::Lackey),
-            "champsim" => Some(TraceFormat::ChampSim),
+        [TraceFormat::Native, TraceFormat::Lackey, TraceFormat::ChampSim].into_iter().find(|f| f.name() == name)
+    }
+
+    /// The format a file name suggests, ignoring a compression suffix: `.xlat` is native;
+    /// `.champsim`, `.champsimtrace`, or a bare `.xz`/`.gz` is ChampSim; `.lackey`, `.txt`
+    /// and `.log` are Lackey.
+    pub fn from_extension(path: &Path) -> Option<TraceFormat> {
+        let compressed = Compression::from_extension(path) != Compression::None;
+        let base = if compressed { Path::new(path.file_stem()?) } else { path };
+        match base.extension().and_then(|e| e.to_str()) {
+            Some("xlat") if !compressed => Some(TraceFormat::Native),
+            Some("champsim" | "champsimtrace") => Some(TraceFormat::ChampSim),
+            Some("lackey" | "txt" | "log") => Some(TraceFormat::Lackey),
+            _ if compressed => Some(TraceFormat::ChampSim),
             _ => None,
         }
     }
 }
 
-/// Opens a trace.
-pub fn open(path: &Path, _format: Option<TraceFormat>) -> Result<Box<dyn RefSource>> {
-    Err(Error::Simulation(format!("{}: trace reading not available yet", path.display())))
+impl serde::Serialize for TraceFormat {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        s.serialize_str(self.name())
+    }
+}
+
+impl fmt::Display for TraceFormat {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// Decides the format of `path` from its content, using the name only when the content does
+/// not decide: the native magic (or a prefix of it, for a file cut short) means native; an
+/// xz, gzip or zstd magic means its decompressed content is examined; else the extension
+/// decides if it names a format; else content with NUL bytes is ChampSim and text is Lackey.
+/// An empty file without a telling extension is Lackey (an empty stream). Standard input
+/// (`-`) cannot be examined without consuming it, so it is taken as Lackey.
+pub fn detect(path: &Path) -> Result<TraceFormat> {
+    if path == Path::new("-") {
+        return Ok(TraceFormat::Lackey);
+    }
+    let mut head = [0u8; 8];
+    let mut f = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
+    let n = io::read_full(&mut f, &mut head).map_err(|e| Error::io(path, e))?;
+    if n > 0 && native::MAGIC.starts_with(&head[..n]) {
+        return Ok(TraceFormat::Native);
+    }
+    let compressed = Compression::from_magic(&head[..n]) != Compression::None;
+    if !compressed {
+        if let Some(hint) = TraceFormat::from_extension(path) {
+            return Ok(hint);
+        }
+    }
+    let (mut input, _, _) = io::open_input(path)?;
+    let mut sample = vec![0u8; 4096];
+    let got = io::read_full(&mut input, &mut sample).map_err(|e| Error::io(path, e))?;
+    Ok(if got == 0 && compressed || sample[..got].contains(&0) { TraceFormat::ChampSim } else { TraceFormat::Lackey })
+}
+
+/// Opens a trace for reading, detecting its format unless `format` is given.
+pub fn open(path: impl AsRef<Path>, format: Option<TraceFormat>) -> Result<Box<dyn RefSource>> {
+    let path = path.as_ref();
+    let format = match format {
+        Some(f) => f,
+        None => detect(path)?,
+    };
+    Ok(match format {
+        TraceFormat::Native if path == Path::new("-") => {
+            return Err(Error::config("input", "native traces cannot be read from stdin (the index is at the end)"))
+        }
+        TraceFormat::Native => Box::new(NativeReader::open(path)?),
+        TraceFormat::Lackey => Box::new(LackeyReader::open(path)?),
+        TraceFormat::ChampSim => Box::new(ChampSimReader::open(path)?),
+    })
+}
+
+/// A trace being written. Nothing appears at the destination before `finish` succeeds.
+pub trait TraceWriter: Send {
+    /// Appends one reference; `instr_delta` instructions retired since the previous one.
+    /// Formats that derive instruction counts from fetches (Lackey, ChampSim) ignore it.
+    fn write(&mut self, r: &MemRef, instr_delta: u64) -> Result<()>;
+
+    /// Appends a batch. The default gives +1 instruction to each instruction fetch.
+    fn write_batch(&mut self, batch: &Batch) -> Result<()> {
+        batch.refs.iter().try_for_each(|r| self.write(r, u64::from(r.kind == AccessKind::IFetch)))
+    }
+
+    /// Completes the file and moves it into place.
+    fn finish(self: Box<Self>) -> Result<()>;
+}
+
+impl TraceWriter for NativeWriter {
+    fn write(&mut self, r: &MemRef, instr_delta: u64) -> Result<()> {
+        NativeWriter::write(self, r, instr_delta)
+    }
+    fn write_batch(&mut self, batch: &Batch) -> Result<()> {
+        NativeWriter::write_batch(self, batch)
+    }
+    fn finish(self: Box<Self>) -> Result<()> {
+        NativeWriter::finish(*self)
+    }
+}
+
+/// Creates a writer of `format` at `path`. Only the native format stores `metadata`.
+pub fn create_writer(
+    path: impl AsRef<Path>,
+    format: TraceFormat,
+    metadata: &serde_json::Value,
+) -> Result<Box<dyn TraceWriter>> {
+    let path = path.as_ref();
+    Ok(match format {
+        TraceFormat::Native => Box::new(NativeWriter::create(path, metadata)?),
+        TraceFormat::Lackey => Box::new(LackeyWriter::create(path)?),
+        TraceFormat::ChampSim => Box::new(ChampSimWriter::create(path)?),
+    })
+}
+
+/// Copies the trace at `input` to `output`, detecting the input format and taking the output
+/// format from the output's extension (see [`TraceFormat::from_extension`]). Returns the
+/// number of references copied.
+pub fn convert(input: impl AsRef<Path>, output: impl AsRef<Path>) -> Result<u64> {
+    let output = output.as_ref();
+    let out_format = TraceFormat::from_extension(output).ok_or_else(|| {
+        Error::config(
+            output.display().to_string(),
+            "cannot tell the output format from the extension (.xlat, .champsim[.xz|.gz], .lackey)",
+        )
+    })?;
+    convert_with(input.as_ref(), None, output, out_format, false)
+}
+
+/// [`convert`] with explicit formats. Native to native keeps each reference's instruction
+/// count exactly; other inputs count one instruction per fetch, which every writer keeps.
+/// `lossy` lets a ChampSim output take what it cannot represent exactly (sizes, loads after
+/// stores, wide instructions; see [`ChampSimWriter::lossy`]); otherwise those are errors.
+pub fn convert_with(
+    input: &Path,
+    in_format: Option<TraceFormat>,
+    output: &Path,
+    out_format: TraceFormat,
+    lossy: bool,
+) -> Result<u64> {
+    let in_format = match in_format {
+        Some(f) => f,
+        None => detect(input)?,
+    };
+    let mut source = open(input, Some(in_format))?;
+    let metadata = serde_json::json!({
+        "source": source.identity(),
+        "created_by": format!("xlat {} trace convert", crate::VERSION),
+    });
+    let mut writer: Box<dyn TraceWriter> = match out_format {
+        TraceFormat::ChampSim if lossy => Box::new(ChampSimWriter::create(output)?.lossy()),
+        _ => create_writer(output, out_format, &metadata)?,
+    };
+    // A batch only carries a total instruction count; one reference per batch keeps the
+    // native format's per-reference counts, which may not follow the one-per-fetch rule.
+    let step = if in_format == TraceFormat::Native && out_format == TraceFormat::Native { 1 } else { 1 << 16 };
+    let mut batch = Batch::with_capacity(step);
+    let mut copied = 0u64;
+    loop {
+        batch.clear();
+        let n = source.fill(&mut batch, step)?;
+        if n == 0 {
+            break;
+        }
+        if step == 1 {
+            writer.write(&batch.refs[0], batch.instructions)?;
+        } else {
+            writer.write_batch(&batch)?;
+        }
+        copied += n as u64;
+    }
+    writer.finish()?;
+    Ok(copied)
 }

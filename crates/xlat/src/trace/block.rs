@@ -1,0 +1,328 @@
+//! The record codec of one native-format block (see `docs/trace-format.md`, "Records").
+//!
+//! Each record is a tag byte followed by optional varints. Decoder state (previous addresses,
+//! current ASID) starts from zero at every block, so blocks decode independently.
+
+use super::varint;
+use crate::memref::{AccessKind, MemRef};
+
+/// Sizes encodable directly in the 3-bit size code; code 7 escapes to a varint.
+const SIZE_CODES: [u16; 7] = [1, 2, 4, 8, 16, 32, 64];
+const SIZE_ESCAPE: u8 = 7;
+/// Instruction-delta codes: 0 → +0, 1 → +1, 2 → varint follows (3 is invalid).
+const INSTR_VARINT: u8 = 2;
+const ASID_CHANGED: u8 = 1 << 4;
+
+/// Longest possible record: tag, instruction varint (10), ASID (3), size (3), delta (10).
+pub(crate) const MAX_RECORD_BYTES: usize = 27;
+
+/// The delta state shared by encoder and decoder: reset at each block start.
+#[derive(Clone, Copy, Debug, Default)]
+struct DeltaState {
+    /// Previous data address and previous instruction-fetch address: code and data are
+    /// separate streams, and one predecessor per stream keeps both deltas small.
+    prev_data: u64,
+    prev_fetch: u64,
+    asid: u16,
+}
+
+impl DeltaState {
+    /// The predecessor of `kind`'s stream.
+    #[inline]
+    fn prev(&mut self, kind: AccessKind) -> &mut u64 {
+        if kind == AccessKind::IFetch {
+            &mut self.prev_fetch
+        } else {
+            &mut self.prev_data
+        }
+    }
+
+    /// Applies the zigzag delta `d` to `kind`'s stream and returns the address. Selects
+    /// rather than branches or indexes, so the decoder keeps both predecessors in registers
+    /// (conditional moves) on streams that alternate kinds unpredictably.
+    #[inline(always)]
+    fn advance(&mut self, kind: AccessKind, d: u64) -> u64 {
+        let fetch = kind == AccessKind::IFetch;
+        let prev = if fetch { self.prev_fetch } else { self.prev_data };
+        let vaddr = prev.wrapping_add(varint::unzigzag(d) as u64);
+        self.prev_data = if fetch { self.prev_data } else { vaddr };
+        self.prev_fetch = if fetch { vaddr } else { self.prev_fetch };
+        vaddr
+    }
+}
+
+/// Encodes records into the uncompressed body of one block.
+#[derive(Debug, Default)]
+pub(crate) struct BlockEncoder {
+    /// The encoded records of the current block.
+    pub buf: Vec<u8>,
+    /// Records in the current block.
+    pub records: u32,
+    /// Instructions retired over the current block.
+    pub instructions: u64,
+    state: DeltaState,
+}
+
+impl BlockEncoder {
+    /// Starts a new block (keeps the buffer's allocation).
+    pub fn reset(&mut self) {
+        self.buf.clear();
+        self.records = 0;
+        self.instructions = 0;
+        self.state = DeltaState::default();
+    }
+
+    /// Appends one record; `instr_delta` instructions retired since the previous record.
+    pub fn push(&mut self, r: &MemRef, instr_delta: u64) {
+        let size_code = SIZE_CODES.iter().position(|&s| s == r.size).map_or(SIZE_ESCAPE, |i| i as u8);
+        let instr_code = instr_delta.min(u64::from(INSTR_VARINT)) as u8;
+        let asid_changed = r.asid != self.state.asid;
+        let tag = (r.kind as u8) | (instr_code << 2) | if asid_changed { ASID_CHANGED } else { 0 } | (size_code << 5);
+        self.buf.push(tag);
+        if instr_code == INSTR_VARINT {
+            varint::put(&mut self.buf, instr_delta);
+        }
+        if asid_changed {
+            varint::put(&mut self.buf, u64::from(r.asid));
+            self.state.asid = r.asid;
+        }
+        if size_code == SIZE_ESCAPE {
+            varint::put(&mut self.buf, u64::from(r.size));
+        }
+        let prev = self.state.prev(r.kind);
+        varint::put(&mut self.buf, varint::zigzag(r.vaddr.wrapping_sub(*prev) as i64));
+        *prev = r.vaddr;
+        self.records += 1;
+        self.instructions = self.instructions.wrapping_add(instr_delta);
+    }
+}
+
+/// A malformed record: where in the decompressed block, and what is wrong.
+#[derive(Debug)]
+pub(crate) struct DecodeError {
+    /// Byte position in the decompressed block.
+    pub pos: usize,
+    /// Index of the record within the block.
+    pub record: u64,
+    /// What is wrong.
+    pub message: &'static str,
+}
+
+/// A decode cursor inside one decompressed block, so a read may stop after any record.
+#[derive(Debug, Default)]
+pub(crate) struct BlockCursor {
+    /// Byte position of the next record.
+    pub pos: usize,
+    /// Records decoded so far in this block.
+    pub decoded: u64,
+    /// Instructions summed over the records decoded so far.
+    pub instructions: u64,
+    state: DeltaState,
+}
+
+impl BlockCursor {
+    /// Decodes exactly `n` records into `out`, returning the instructions they retired.
+    /// `data[..end]` is the block body; bytes after `end` are padding (see [`PADDING`]) that
+    /// lets the fast path read 8 bytes at a time, and no record may run into them.
+    pub fn decode(&mut self, data: &[u8], end: usize, out: &mut Vec<MemRef>, n: usize) -> Result<u64, DecodeError> {
+        // Work on locals so the loop keeps its state in registers.
+        let mut pos = self.pos;
+        let mut st = self.state;
+        let mut instr: u64 = 0;
+        let mut error = None;
+        let old_len = out.len();
+        // `extend` over a counted range writes straight into the vector without a capacity
+        // check per record (unlike `push`), and touches each slot once (unlike `resize`).
+        // A closure cannot return early: after an error it fills placeholders, discarded below.
+        out.extend((0..n).map(|i| {
+            if error.is_some() {
+                return MemRef::load(0, 0);
+            }
+            let start = pos;
+            let decoded = if pos + PADDING <= data.len() {
+                match decode_common(data, &mut pos, &mut st, &mut instr) {
+                    Some(r) => Ok(r),
+                    None => decode_one::<true>(data, &mut pos, &mut st, &mut instr),
+                }
+            } else {
+                decode_one::<false>(data, &mut pos, &mut st, &mut instr)
+            };
+            decoded.unwrap_or_else(|message| {
+                error = Some(DecodeError { pos: start, record: self.decoded + i as u64, message });
+                MemRef::load(0, 0)
+            })
+        }));
+        // Checked once per call rather than per record: the padding decodes harmlessly, and
+        // on error everything decoded by this call is discarded.
+        if error.is_none() && pos > end {
+            error =
+                Some(DecodeError { pos: end, record: self.decoded, message: "records run past the end of the block" });
+        }
+        if let Some(e) = error {
+            out.truncate(old_len);
+            return Err(e);
+        }
+        self.pos = pos;
+        self.state = st;
+        self.decoded += n as u64;
+        self.instructions = self.instructions.wrapping_add(instr);
+        Ok(instr)
+    }
+}
+
+/// Tag bits that call for an extra varint: instruction varint or invalid code, ASID change.
+const EXTRA_BITS: u8 = 0b0001_1000;
+
+/// The common record (valid kind, +0/+1 instructions, same ASID, size code below 7, delta of
+/// at most 8 bytes) with few instructions and no unpredictable branch; `None` (consuming
+/// nothing) for any other record. At least [`PADDING`] bytes must be readable at `*pos`.
+#[inline(always)]
+fn decode_common(data: &[u8], pos: &mut usize, st: &mut DeltaState, instr: &mut u64) -> Option<MemRef> {
+    let p = *pos;
+    let tag = data[p];
+    // The delta is loaded before the tag is examined, so the two loads overlap.
+    let w = u64::from_le_bytes(data[p + 1..p + 9].try_into().expect("8 bytes"));
+    let stops = !w & 0x8080_8080_8080_8080;
+    if tag & EXTRA_BITS != 0 || tag >> 5 == SIZE_ESCAPE || tag & 3 == 3 || stops == 0 {
+        return None;
+    }
+    let len = (stops.trailing_zeros() / 8 + 1) as usize;
+    let d = squeeze(w, len);
+    *instr = instr.wrapping_add(u64::from((tag >> 2) & 1));
+    let kind = KINDS[(tag & 3) as usize];
+    let vaddr = st.advance(kind, d);
+    *pos = p + 1 + len;
+    Some(MemRef { vaddr, asid: st.asid, size: SIZE_CODES[(tag >> 5) as usize], kind })
+}
+
+/// The value of a varint of `len` (1..=8) bytes whose bytes are the low bytes of `w`:
+/// keeps the 7-bit groups and packs them together.
+#[inline(always)]
+fn squeeze(w: u64, len: usize) -> u64 {
+    let mut x = w & (u64::MAX >> (64 - 8 * len)) & 0x7f7f_7f7f_7f7f_7f7f;
+    x = (x & 0x007f_007f_007f_007f) | ((x & 0x7f00_7f00_7f00_7f00) >> 1);
+    x = (x & 0x0000_3fff_0000_3fff) | ((x & 0x3fff_0000_3fff_0000) >> 2);
+    (x & 0x0000_0000_0fff_ffff) | ((x & 0x0fff_ffff_0000_0000) >> 4)
+}
+
+/// Bytes of readable slack after a record for [`BlockCursor::decode`]'s fast path: a record
+/// reads at most 1 + 10 + 8 + 8 bytes before its delta and 8 bytes for the delta.
+pub(crate) const PADDING: usize = 48;
+
+/// Kinds by the low two tag bits (3 is rejected before the lookup).
+const KINDS: [AccessKind; 4] = [AccessKind::Load, AccessKind::Store, AccessKind::IFetch, AccessKind::Load];
+
+/// [`varint::get`] through a copy of the cursor: handing it the decoder's own cursor would
+/// make that cursor live in memory for the whole loop.
+#[inline]
+fn varint_slow(data: &[u8], pos: &mut usize) -> Option<u64> {
+    let mut p = *pos;
+    let v = varint::get(data, &mut p);
+    *pos = p;
+    v
+}
+
+/// Reads a varint; with `FAST`, at least 8 bytes must be readable at `*pos`.
+#[inline(always)]
+fn read_varint<const FAST: bool>(data: &[u8], pos: &mut usize) -> Option<u64> {
+    if !FAST {
+        return varint_slow(data, pos);
+    }
+    // Branch-free for up to 8 bytes (56 bits): find the first byte without the continuation
+    // bit, then squeeze the 7-bit groups together.
+    let w = u64::from_le_bytes(data[*pos..*pos + 8].try_into().expect("8 bytes"));
+    let stops = !w & 0x8080_8080_8080_8080;
+    if stops == 0 {
+        return varint_slow(data, pos); // 9 or 10 bytes: large addresses, rare.
+    }
+    let len = (stops.trailing_zeros() / 8 + 1) as usize;
+    *pos += len;
+    Some(squeeze(w, len))
+}
+
+/// Decodes any record at `*pos`, validating every field.
+#[inline(always)]
+fn decode_one<const FAST: bool>(
+    data: &[u8],
+    pos: &mut usize,
+    st: &mut DeltaState,
+    instr: &mut u64,
+) -> Result<MemRef, &'static str> {
+    let Some(&tag) = data.get(*pos) else { return Err("block ends inside a record") };
+    *pos += 1;
+    if tag & 3 == 3 {
+        return Err("invalid access kind 3");
+    }
+    let kind = KINDS[(tag & 3) as usize];
+    let icode = (tag >> 2) & 3;
+    *instr = instr.wrapping_add(u64::from(icode == 1));
+    if icode >= INSTR_VARINT {
+        if icode != INSTR_VARINT {
+            return Err("invalid instruction-count code 3");
+        }
+        let d = read_varint::<FAST>(data, pos).ok_or("bad instruction-count varint")?;
+        *instr = instr.wrapping_add(d);
+    }
+    if tag & ASID_CHANGED != 0 {
+        let a = read_varint::<FAST>(data, pos).ok_or("bad ASID varint")?;
+        st.asid = u16::try_from(a).map_err(|_| "ASID above 65535")?;
+    }
+    let code = tag >> 5;
+    let size = if code == SIZE_ESCAPE {
+        let s = read_varint::<FAST>(data, pos).ok_or("bad size varint")?;
+        u16::try_from(s).map_err(|_| "size above 65535")?
+    } else {
+        SIZE_CODES[code as usize]
+    };
+    let d = read_varint::<FAST>(data, pos).ok_or("bad address-delta varint")?;
+    let vaddr = st.advance(kind, d);
+    Ok(MemRef { vaddr, asid: st.asid, size, kind })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn encoder_and_cursor_agree_across_split_reads() {
+        let refs = [
+            (MemRef::ifetch(0x40_0000, 4), 1),
+            (MemRef::load(0x7fff_0000, 8), 0),
+            (MemRef { vaddr: u64::MAX, asid: 7, size: 3, kind: AccessKind::Store }, 1000),
+            (MemRef { vaddr: 0, asid: 7, size: 65535, kind: AccessKind::IFetch }, 2),
+            (MemRef::load(0x10, 0), 0),
+        ];
+        let mut enc = BlockEncoder::default();
+        for (r, d) in &refs {
+            enc.push(r, *d);
+        }
+        assert_eq!(enc.instructions, 1003);
+        let mut cur = BlockCursor::default();
+        let mut out = Vec::new();
+        let mut instr = 0;
+        for chunk in [1, 3, 1] {
+            instr += cur.decode(&enc.buf, enc.buf.len(), &mut out, chunk).unwrap();
+        }
+        assert_eq!(instr, 1003);
+        assert_eq!(cur.pos, enc.buf.len());
+        // The fast path (padded data) decodes the same records.
+        let mut padded = enc.buf.clone();
+        padded.resize(enc.buf.len() + PADDING, 0);
+        let mut fast = Vec::new();
+        BlockCursor::default().decode(&padded, enc.buf.len(), &mut fast, refs.len()).unwrap();
+        assert_eq!(fast, out);
+        assert_eq!(out, refs.iter().map(|(r, _)| *r).collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn invalid_tags_are_errors() {
+        let mut cur = BlockCursor::default();
+        let err = cur.decode(&[0x03, 0x00], 2, &mut Vec::new(), 1).unwrap_err();
+        assert_eq!(err.message, "invalid access kind 3");
+        let err = BlockCursor::default().decode(&[0x00], 1, &mut Vec::new(), 1).unwrap_err();
+        assert!(err.message.contains("delta"));
+        // Padding must not be decoded as records.
+        let err = BlockCursor::default().decode(&[0u8; 2 + PADDING], 2, &mut Vec::new(), 2).unwrap_err();
+        assert_eq!(err.message, "records run past the end of the block");
+    }
+}

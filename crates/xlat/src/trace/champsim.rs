@@ -1,0 +1,348 @@
+//! ChampSim binary traces: a sequence of 64-byte little-endian `input_instr` records
+//!
+//! ```text
+//! u64 ip; u8 is_branch; u8 branch_taken; u8 dst_regs[2]; u8 src_regs[4];
+//! u64 dst_mem[2]; u64 src_mem[4];          // 0 = unused slot
+//! ```
+//!
+//! raw, or compressed with xz, gzip or zstd (recognized by magic bytes, not by name).
+//! Each record becomes an instruction fetch of `ip` (one instruction), then a load per nonzero
+//! `src_mem` slot in order, then a store per nonzero `dst_mem` slot. ChampSim records carry no
+//! access sizes and no address spaces: every reference gets size 1 and ASID 0. Size 1 is
+//! what ChampSim itself simulates: it translates exactly one page per address, so an access
+//! never straddles pages there either. An empty file is an empty stream (zero records).
+
+use super::io::{display_path, open_input, read_full, AtomicOutput, Compression, Input};
+use super::TraceWriter;
+use crate::memref::{AccessKind, Batch, MemRef};
+use crate::source::RefSource;
+use crate::{Error, Result};
+use std::path::{Path, PathBuf};
+
+/// Bytes per ChampSim record.
+pub const RECORD_BYTES: usize = 64;
+const DST_AT: usize = 16;
+const SRC_AT: usize = 32;
+/// Records read per chunk from the (decompressed) input.
+const CHUNK_RECORDS: usize = 4096;
+
+fn u64_at(b: &[u8], at: usize) -> u64 {
+    u64::from_le_bytes(b[at..at + 8].try_into().expect("slice of 8"))
+}
+
+/// Reads a ChampSim trace from a file or from stdin (`-`).
+pub struct ChampSimReader {
+    path: PathBuf,
+    input: Input,
+    compression: Compression,
+    file_size: Option<u64>,
+    chunk: Vec<u8>,
+    /// Next unread byte in `chunk`, and the bytes of complete records in it.
+    pos: usize,
+    len: usize,
+    /// Offset in the decompressed stream of `chunk[0]`.
+    chunk_offset: u64,
+    /// Offset and length of a trailing partial record, reported once the records before it
+    /// have been delivered.
+    partial: Option<(u64, usize)>,
+    /// References of the current record not yet delivered (a batch may end mid-record).
+    pending: [MemRef; 7],
+    pending_pos: usize,
+    pending_len: usize,
+}
+
+impl ChampSimReader {
+    /// Opens `path` (`-` for stdin), decompressing if it starts with an xz, gzip or zstd magic.
+    pub fn open(path: impl AsRef<Path>) -> Result<ChampSimReader> {
+        let (input, compression, file_size) = open_input(path.as_ref())?;
+        Ok(ChampSimReader {
+            path: display_path(path.as_ref()),
+            input,
+            compression,
+            file_size,
+            chunk: vec![0; CHUNK_RECORDS * RECORD_BYTES],
+            pos: 0,
+            len: 0,
+            chunk_offset: 0,
+            partial: None,
+            pending: [MemRef::load(0, 1); 7],
+            pending_pos: 0,
+            pending_len: 0,
+        })
+    }
+
+    /// Reads the next chunk of whole records; false at the end of the input.
+    fn refill(&mut self) -> Result<bool> {
+        self.chunk_offset += self.len as u64;
+        self.pos = 0;
+        self.len = 0;
+        if let Some((offset, bytes)) = self.partial {
+            return Err(Error::AtOffset {
+                path: self.path.clone(),
+                offset,
+                message: format!(
+                    "trailing partial record of {bytes} bytes (ChampSim records are {RECORD_BYTES} bytes){}",
+                    self.offset_note()
+                ),
+            });
+        }
+        let got = read_full(&mut self.input, &mut self.chunk).map_err(|e| Error::AtOffset {
+            path: self.path.clone(),
+            offset: self.chunk_offset,
+            message: format!("read failed: {e}{}", self.offset_note()),
+        })?;
+        // `read_full` only comes back short at the end of input, so a remainder is a
+        // truncated last record.
+        self.len = got - got % RECORD_BYTES;
+        if got % RECORD_BYTES != 0 {
+            self.partial = Some((self.chunk_offset + self.len as u64, got % RECORD_BYTES));
+        }
+        Ok(self.len > 0 || self.partial.is_some() && self.refill()?)
+    }
+
+    fn offset_note(&self) -> &'static str {
+        if self.compression == Compression::None {
+            ""
+        } else {
+            "; offset in the decompressed data"
+        }
+    }
+
+    /// Expands the record at `pos` into `pending`.
+    fn expand(&mut self) {
+        let rec = &self.chunk[self.pos..self.pos + RECORD_BYTES];
+        let mut n = 0;
+        self.pending[n] = MemRef::ifetch(u64_at(rec, 0), 1);
+        n += 1;
+        for i in 0..4 {
+            let a = u64_at(rec, SRC_AT + 8 * i);
+            if a != 0 {
+                self.pending[n] = MemRef::load(a, 1);
+                n += 1;
+            }
+        }
+        for i in 0..2 {
+            let a = u64_at(rec, DST_AT + 8 * i);
+            if a != 0 {
+                self.pending[n] = MemRef::store(a, 1);
+                n += 1;
+            }
+        }
+        self.pos += RECORD_BYTES;
+        self.pending_pos = 0;
+        self.pending_len = n;
+    }
+}
+
+impl RefSource for ChampSimReader {
+    fn fill(&mut self, batch: &mut Batch, max: usize) -> Result<usize> {
+        let mut got = 0;
+        while got < max {
+            if self.pending_pos == self.pending_len {
+                if self.pos == self.len {
+                    // Deliver the whole records first; the partial one fails the next call.
+                    if self.partial.is_some() && got > 0 || !self.refill()? {
+                        break;
+                    }
+                }
+                self.expand();
+            }
+            let r = self.pending[self.pending_pos];
+            self.pending_pos += 1;
+            batch.refs.push(r);
+            batch.instructions += u64::from(r.kind == AccessKind::IFetch);
+            got += 1;
+        }
+        Ok(got)
+    }
+
+    fn identity(&self) -> serde_json::Value {
+        serde_json::json!({
+            "format": "champsim",
+            "path": self.path.display().to_string(),
+            "file_size": self.file_size,
+            "compression": format!("{:?}", self.compression).to_lowercase(),
+        })
+    }
+}
+
+/// One instruction being assembled by the writer.
+#[derive(Default)]
+struct Instr {
+    ip: u64,
+    src: [u64; 4],
+    nsrc: usize,
+    dst: [u64; 2],
+    ndst: usize,
+}
+
+/// Writes a ChampSim trace, compressed with xz or gzip when the path ends in `.xz` or `.gz`.
+///
+/// The stream must be instruction-shaped: an instruction fetch starts each record, then up
+/// to 4 loads, then up to 2 stores; ASID 0 and size 1 only; no data reference at address 0
+/// (0 marks an unused slot). Anything else is an error naming the reference's index, rather
+/// than a trace that reads back differently. [`ChampSimWriter::lossy`] instead writes what
+/// ChampSim can hold of any instruction-shaped stream: sizes are dropped, an instruction's
+/// loads are recorded before its stores, and an instruction with more than 4 loads or 2
+/// stores continues in extra records at the same address (which read back as extra fetches).
+pub struct ChampSimWriter {
+    out: AtomicOutput,
+    cur: Option<Instr>,
+    buf: Vec<u8>,
+    index: u64,
+    lossy: bool,
+}
+
+impl ChampSimWriter {
+    /// Starts writing `path` (atomically: nothing appears there before `finish`).
+    pub fn create(path: impl AsRef<Path>) -> Result<ChampSimWriter> {
+        Ok(ChampSimWriter {
+            out: AtomicOutput::create(path.as_ref())?,
+            cur: None,
+            buf: Vec::with_capacity(CHUNK_RECORDS * RECORD_BYTES),
+            index: 0,
+            lossy: false,
+        })
+    }
+
+    /// Writes any instruction-shaped stream, losing what ChampSim cannot hold (see the type's
+    /// documentation) instead of rejecting it.
+    pub fn lossy(mut self) -> ChampSimWriter {
+        self.lossy = true;
+        self
+    }
+
+    /// Lossy mode: ends the current record and continues the instruction in a new one.
+    fn continue_instruction(&mut self) {
+        let ip = self.cur.as_ref().map_or(0, |i| i.ip);
+        self.emit();
+        self.cur = Some(Instr { ip, ..Instr::default() });
+    }
+
+    fn reject(&self, what: &str) -> Error {
+        Error::Config {
+            path: self.out.path().display().to_string(),
+            message: format!("reference {}: {what}: not representable in ChampSim format", self.index),
+        }
+    }
+
+    /// Appends one reference.
+    pub fn write(&mut self, r: &MemRef) -> Result<()> {
+        if r.asid != 0 {
+            return Err(self.reject(&format!("ASID {}", r.asid)));
+        }
+        if r.size != 1 && !self.lossy {
+            return Err(self.reject(&format!("size {} (ChampSim has no sizes; only 1 is exact)", r.size)));
+        }
+        if r.kind.is_data() && r.vaddr == 0 {
+            return Err(self.reject("data address 0 (marks an unused slot)"));
+        }
+        let full = match (r.kind, &self.cur) {
+            (AccessKind::Load, Some(i)) => i.nsrc == 4,
+            (AccessKind::Store, Some(i)) => i.ndst == 2,
+            _ => false,
+        };
+        if self.lossy && full {
+            self.continue_instruction();
+        }
+        let lossy = self.lossy;
+        match (r.kind, &mut self.cur) {
+            (AccessKind::IFetch, _) => {
+                self.emit();
+                self.cur = Some(Instr { ip: r.vaddr, ..Instr::default() });
+            }
+            (_, None) => return Err(self.reject("data reference before any instruction fetch")),
+            (AccessKind::Load, Some(i)) if i.ndst > 0 && !lossy => {
+                return Err(self.reject("load after a store in one instruction"))
+            }
+            (AccessKind::Load, Some(i)) if i.nsrc == 4 => {
+                return Err(self.reject("more than 4 loads in one instruction"))
+            }
+            (AccessKind::Load, Some(i)) => {
+                i.src[i.nsrc] = r.vaddr;
+                i.nsrc += 1;
+            }
+            (AccessKind::Store, Some(i)) if i.ndst == 2 => {
+                return Err(self.reject("more than 2 stores in one instruction"))
+            }
+            (AccessKind::Store, Some(i)) => {
+                i.dst[i.ndst] = r.vaddr;
+                i.ndst += 1;
+            }
+        }
+        self.index += 1;
+        if self.buf.len() >= CHUNK_RECORDS * RECORD_BYTES {
+            self.out.write_all(&self.buf)?;
+            self.buf.clear();
+        }
+        Ok(())
+    }
+
+    /// Appends the finished instruction, if any, to the output buffer.
+    fn emit(&mut self) {
+        let Some(i) = self.cur.take() else { return };
+        let mut rec = [0u8; RECORD_BYTES];
+        rec[..8].copy_from_slice(&i.ip.to_le_bytes());
+        for (k, a) in i.dst.iter().enumerate() {
+            rec[DST_AT + 8 * k..DST_AT + 8 * k + 8].copy_from_slice(&a.to_le_bytes());
+        }
+        for (k, a) in i.src.iter().enumerate() {
+            rec[SRC_AT + 8 * k..SRC_AT + 8 * k + 8].copy_from_slice(&a.to_le_bytes());
+        }
+        self.buf.extend_from_slice(&rec);
+    }
+}
+
+impl TraceWriter for ChampSimWriter {
+    fn write(&mut self, r: &MemRef, _instr_delta: u64) -> Result<()> {
+        ChampSimWriter::write(self, r)
+    }
+
+    fn finish(mut self: Box<Self>) -> Result<()> {
+        self.emit();
+        self.out.write_all(&self.buf)?;
+        self.out.finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::source::collect;
+
+    #[test]
+    fn lossy_writer_reorders_and_continues_wide_instructions() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.champsim");
+        let stream = [
+            MemRef::ifetch(0x400000, 3),
+            MemRef::store(0x9000, 8),
+            MemRef::load(0x1000, 8),
+            MemRef::load(0x2000, 8),
+            MemRef::load(0x3000, 8),
+            MemRef::load(0x4000, 8),
+            MemRef::load(0x5000, 8),
+        ];
+        let mut strict = ChampSimWriter::create(&path).unwrap();
+        strict.write(&stream[0]).unwrap_err();
+        let mut w = ChampSimWriter::create(&path).unwrap().lossy();
+        for r in &stream {
+            w.write(r).unwrap();
+        }
+        Box::new(w).finish().unwrap();
+        let (back, instructions) = collect(&mut ChampSimReader::open(&path).unwrap()).unwrap();
+        let one = |r: MemRef| MemRef { size: 1, ..r };
+        let expected = vec![
+            one(stream[0]),
+            one(stream[2]),
+            one(stream[3]),
+            one(stream[4]),
+            one(stream[5]),
+            one(stream[1]),
+            one(stream[0]),
+            one(stream[6]),
+        ];
+        assert_eq!(back, expected);
+        assert_eq!(instructions, 2, "the continuation reads back as a second fetch");
+    }
+}

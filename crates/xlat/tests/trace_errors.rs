@@ -1,0 +1,269 @@
+//! Malformed, truncated, corrupt and empty trace files: every problem is an error naming the
+//! file and the line or offset, never a panic or a wrong stream.
+
+use std::path::{Path, PathBuf};
+use xlat::source::{collect, RefSource};
+use xlat::trace::{self, ChampSimReader, LackeyReader, NativeReader, NativeWriter, TraceFormat};
+use xlat::{Error, MemRef};
+
+fn write(dir: &Path, name: &str, data: &[u8]) -> PathBuf {
+    let p = dir.join(name);
+    std::fs::write(&p, data).unwrap();
+    p
+}
+
+fn read_all(src: &mut dyn RefSource) -> xlat::Result<Vec<MemRef>> {
+    collect(src).map(|(refs, _)| refs)
+}
+
+/// A native trace of 300 references in blocks of 50, returned with its bytes.
+fn sample_native(dir: &Path) -> (PathBuf, Vec<MemRef>, Vec<u8>) {
+    let p = dir.join("sample.xlat");
+    let mut w = NativeWriter::create(&p, &serde_json::json!({"program": "t"})).unwrap().with_block_records(50);
+    let refs: Vec<MemRef> = (0..300u64)
+        .map(|i| match i % 3 {
+            0 => MemRef::ifetch(0x40_0000 + i * 4, 4),
+            1 => MemRef::load(0x7fff_0000 - i * 8, 8),
+            _ => MemRef { asid: (i % 5) as u16, ..MemRef::store(i * 4096, 2) },
+        })
+        .collect();
+    for r in &refs {
+        w.write(r, u64::from(r.kind == xlat::AccessKind::IFetch)).unwrap();
+    }
+    w.finish().unwrap();
+    let bytes = std::fs::read(&p).unwrap();
+    (p, refs, bytes)
+}
+
+#[test]
+fn malformed_lackey_lines_name_file_and_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let good = "==42== Lackey, an example Valgrind tool\n\nI  0400d7d4,8\n L 04222cac,8\n";
+    let bad_lines = [
+        " L 04222cac",     // missing size
+        " S xyz,4",        // bad hex
+        " L 1000,0",       // size 0
+        " L 1000,65536",   // size too large
+        " X 1000,4",       // unknown letter in the record column
+        "I  1000,4 extra", // trailing junk
+        " M 1000,-4",      // negative size
+    ];
+    for (k, bad) in bad_lines.iter().enumerate() {
+        let text = format!("{good}{bad}\n S 1000,4\n");
+        let p = write(dir.path(), &format!("bad{k}.lackey"), text.as_bytes());
+        let err = read_all(&mut LackeyReader::open(&p).unwrap()).unwrap_err();
+        match &err {
+            Error::AtLine { line, path, .. } => {
+                assert_eq!(*line, 5, "{bad}");
+                assert_eq!(path, &p);
+            }
+            other => panic!("{bad}: expected AtLine, got {other:?}"),
+        }
+        let msg = err.to_string();
+        assert!(msg.contains(&format!("bad{k}.lackey:5:")), "{msg}");
+    }
+}
+
+#[test]
+fn lackey_modify_is_load_then_store_and_banners_are_skipped() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = "==1== banner\n--1-- more\nI  0x1000,3\n M 2000,8\r\n\n S 3000,1\n";
+    let p = write(dir.path(), "m.lackey", text.as_bytes());
+    let (refs, instr) = collect(&mut LackeyReader::open(&p).unwrap()).unwrap();
+    assert_eq!(instr, 1);
+    assert_eq!(
+        refs,
+        vec![MemRef::ifetch(0x1000, 3), MemRef::load(0x2000, 8), MemRef::store(0x2000, 8), MemRef::store(0x3000, 1)]
+    );
+}
+
+#[test]
+fn empty_inputs() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = write(dir.path(), "empty.lackey", b"");
+    assert!(read_all(&mut LackeyReader::open(&p).unwrap()).unwrap().is_empty());
+    assert!(read_all(&mut trace::open(&p, None).unwrap()).unwrap().is_empty());
+    // An empty ChampSim file is zero records.
+    let p = write(dir.path(), "empty.champsim", b"");
+    assert_eq!(trace::detect(&p).unwrap(), TraceFormat::ChampSim);
+    assert!(read_all(&mut ChampSimReader::open(&p).unwrap()).unwrap().is_empty());
+    // An empty native file is an error, whether opened explicitly or by extension.
+    let p = write(dir.path(), "empty.xlat", b"");
+    let err = NativeReader::open(&p).err().expect("empty native file must fail");
+    assert!(err.to_string().contains("empty.xlat"), "{err}");
+    assert!(trace::open(&p, None).is_err());
+    // A native trace with no reference is valid and empty.
+    let p = dir.path().join("none.xlat");
+    NativeWriter::create(&p, &serde_json::json!({})).unwrap().finish().unwrap();
+    let mut r = NativeReader::open(&p).unwrap();
+    assert_eq!(r.len_hint(), Some(0));
+    assert!(read_all(&mut r).unwrap().is_empty());
+}
+
+#[test]
+fn native_cut_at_every_offset_is_an_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_, refs, bytes) = sample_native(dir.path());
+    assert_eq!(read_all(&mut NativeReader::open(dir.path().join("sample.xlat")).unwrap()).unwrap(), refs);
+    for cut in 0..bytes.len() {
+        let p = write(dir.path(), "cut.xlat", &bytes[..cut]);
+        let result = NativeReader::open(&p).and_then(|mut r| read_all(&mut r));
+        match result {
+            Err(Error::AtOffset { path, .. }) => assert_eq!(path, p),
+            other => panic!("cut at {cut}: expected AtOffset error, got {other:?}"),
+        }
+        // Detection must not turn a cut native file into some other, empty stream.
+        assert!(trace::open(&p, None).and_then(|mut r| read_all(&mut r)).is_err(), "cut at {cut}");
+    }
+}
+
+#[test]
+fn native_corruption_is_detected() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_, _, bytes) = sample_native(dir.path());
+    let first_block = 16 + u32::from_le_bytes(bytes[12..16].try_into().unwrap()) as usize;
+    // A byte inside the first block's zstd frame: the frame checksum fails.
+    let mut bad = bytes.clone();
+    bad[first_block + 20 + 12] ^= 0x55;
+    let p = write(dir.path(), "corrupt.xlat", &bad);
+    let err = read_all(&mut NativeReader::open(&p).unwrap()).unwrap_err();
+    assert!(matches!(err, Error::AtOffset { offset, .. } if offset == first_block as u64), "{err}");
+    // The block header's record count disagrees with the index.
+    let mut bad = bytes.clone();
+    bad[first_block] ^= 1;
+    let p = write(dir.path(), "corrupt2.xlat", &bad);
+    assert!(read_all(&mut NativeReader::open(&p).unwrap()).unwrap_err().to_string().contains("corrupt2.xlat"));
+}
+
+#[test]
+fn native_wrong_magic_and_version() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_, _, bytes) = sample_native(dir.path());
+    let mut bad = bytes.clone();
+    bad[0] = b'Y';
+    let err = NativeReader::open(write(dir.path(), "magic.xlat", &bad)).err().unwrap();
+    assert!(err.to_string().contains("bad magic"), "{err}");
+    let mut bad = bytes.clone();
+    bad[8] = 2;
+    let err = NativeReader::open(write(dir.path(), "version.xlat", &bad)).err().unwrap();
+    assert!(err.to_string().contains("version 2"), "{err}");
+    let mut bad = bytes;
+    bad[10] = 1;
+    assert!(NativeReader::open(write(dir.path(), "flags.xlat", &bad)).is_err());
+}
+
+fn champsim_record(ip: u64, loads: &[u64], stores: &[u64]) -> Vec<u8> {
+    let mut rec = vec![0u8; 64];
+    rec[..8].copy_from_slice(&ip.to_le_bytes());
+    for (i, a) in stores.iter().enumerate() {
+        rec[16 + 8 * i..24 + 8 * i].copy_from_slice(&a.to_le_bytes());
+    }
+    for (i, a) in loads.iter().enumerate() {
+        rec[32 + 8 * i..40 + 8 * i].copy_from_slice(&a.to_le_bytes());
+    }
+    rec
+}
+
+#[test]
+fn champsim_trailing_partial_record_is_an_error_after_whole_records() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut data = champsim_record(0x400000, &[0x1000, 0x2000], &[0x3000]);
+    data.extend(champsim_record(0x400004, &[], &[]));
+    let full = data.len();
+    data.extend_from_slice(&[7u8; 10]);
+    let p = write(dir.path(), "partial.champsim", &data);
+    let mut r = ChampSimReader::open(&p).unwrap();
+    let mut batch = xlat::Batch::default();
+    assert_eq!(r.fill(&mut batch, 100).unwrap(), 5);
+    assert_eq!(batch.instructions, 2);
+    let err = r.fill(&mut batch, 100).unwrap_err();
+    match &err {
+        Error::AtOffset { offset, message, .. } => {
+            assert_eq!(*offset, full as u64);
+            assert!(message.contains("10 bytes"), "{message}");
+        }
+        other => panic!("expected AtOffset, got {other:?}"),
+    }
+    // The same through gzip compression, detected by magic despite the name.
+    let gz = dir.path().join("partial.bin");
+    let mut enc = flate2::write::GzEncoder::new(std::fs::File::create(&gz).unwrap(), flate2::Compression::fast());
+    std::io::Write::write_all(&mut enc, &data).unwrap();
+    enc.finish().unwrap();
+    assert_eq!(trace::detect(&gz).unwrap(), TraceFormat::ChampSim);
+    let err = read_all(&mut trace::open(&gz, None).unwrap()).unwrap_err();
+    assert!(err.to_string().contains("10 bytes") && err.to_string().contains("decompressed"), "{err}");
+}
+
+#[test]
+fn champsim_record_expansion() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = champsim_record(0x400000, &[0x1000, 0, 0x2000], &[0, 0x3000]);
+    let p = write(dir.path(), "one.trace", &data);
+    assert_eq!(trace::detect(&p).unwrap(), TraceFormat::ChampSim);
+    let (refs, instr) = collect(&mut trace::open(&p, None).unwrap()).unwrap();
+    assert_eq!(instr, 1);
+    assert_eq!(
+        refs,
+        vec![MemRef::ifetch(0x400000, 1), MemRef::load(0x1000, 1), MemRef::load(0x2000, 1), MemRef::store(0x3000, 1)]
+    );
+}
+
+#[test]
+fn champsim_writer_rejects_unrepresentable_streams() {
+    let dir = tempfile::tempdir().unwrap();
+    let cases: Vec<(Vec<MemRef>, &str)> = vec![
+        (vec![MemRef::load(8, 1)], "before any instruction fetch"),
+        (vec![MemRef::ifetch(4, 1), MemRef::store(8, 1), MemRef::load(8, 1)], "load after a store"),
+        (
+            vec![
+                MemRef::ifetch(4, 1),
+                MemRef::load(8, 1),
+                MemRef::load(8, 1),
+                MemRef::load(8, 1),
+                MemRef::load(8, 1),
+                MemRef::load(8, 1),
+            ],
+            "more than 4 loads",
+        ),
+        (
+            vec![MemRef::ifetch(4, 1), MemRef::store(8, 1), MemRef::store(8, 1), MemRef::store(8, 1)],
+            "more than 2 stores",
+        ),
+        (vec![MemRef::ifetch(4, 1), MemRef { asid: 1, ..MemRef::load(8, 1) }], "ASID 1"),
+        (vec![MemRef::ifetch(4, 1), MemRef::load(8, 4)], "size 4"),
+        (vec![MemRef::ifetch(4, 1), MemRef::load(0, 1)], "address 0"),
+    ];
+    for (refs, what) in cases {
+        let out = dir.path().join("out.champsim");
+        let mut w = trace::create_writer(&out, TraceFormat::ChampSim, &serde_json::Value::Null).unwrap();
+        let err = refs.iter().try_for_each(|r| w.write(r, 0)).unwrap_err().to_string();
+        let index = refs.len() - 1;
+        assert!(err.contains(what) && err.contains(&format!("reference {index}")), "{err}");
+        drop(w);
+        assert!(!out.exists(), "an abandoned writer must leave no file");
+    }
+}
+
+#[test]
+fn lackey_writer_rejects_asids() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut w =
+        trace::create_writer(dir.path().join("x.lackey"), TraceFormat::Lackey, &serde_json::Value::Null).unwrap();
+    w.write(&MemRef::ifetch(4, 4), 1).unwrap();
+    let err = w.write(&MemRef { asid: 2, ..MemRef::load(8, 4) }, 0).unwrap_err().to_string();
+    assert!(err.contains("reference 1") && err.contains("ASID 2"), "{err}");
+}
+
+#[test]
+fn native_identity_reports_totals_and_metadata() {
+    let dir = tempfile::tempdir().unwrap();
+    let (p, refs, bytes) = sample_native(dir.path());
+    let src = trace::open(&p, None).unwrap();
+    let id = src.identity();
+    assert_eq!(id["format"], "native");
+    assert_eq!(id["records"], refs.len() as u64);
+    assert_eq!(id["instructions"], 100);
+    assert_eq!(id["file_size"], bytes.len() as u64);
+    assert_eq!(id["metadata"]["program"], "t");
+    assert_eq!(src.len_hint(), Some(300));
+}

@@ -1,0 +1,258 @@
+//! Round trips between the trace formats on random streams, reads with tiny batch limits,
+//! and random damage to native files (must never panic).
+
+use proptest::prelude::*;
+use std::path::Path;
+use xlat::source::RefSource;
+use xlat::trace::{self, NativeReader, NativeWriter, TraceFormat};
+use xlat::{AccessKind, Batch, MemRef};
+
+/// Reads `src` with batches of at most `max`, returning the references and, per batch, the
+/// instructions it reported.
+fn read_with(src: &mut dyn RefSource, max: usize) -> (Vec<MemRef>, Vec<u64>) {
+    let (mut refs, mut instr) = (Vec::new(), Vec::new());
+    let mut batch = Batch::default();
+    loop {
+        batch.clear();
+        let n = src.fill(&mut batch, max).unwrap();
+        assert_eq!(n, batch.refs.len());
+        assert!(n <= max, "fill returned {n} > max {max}");
+        if n == 0 {
+            return (refs, instr);
+        }
+        refs.extend_from_slice(&batch.refs);
+        instr.push(batch.instructions);
+    }
+}
+
+/// The stream with per-reference instruction deltas, via batches of one reference.
+fn read_deltas(path: &Path) -> Vec<(MemRef, u64)> {
+    let (refs, instr) = read_with(&mut trace::open(path, None).unwrap(), 1);
+    refs.into_iter().zip(instr).collect()
+}
+
+fn write_native(path: &Path, stream: &[(MemRef, u64)], block: u32) {
+    let mut w = NativeWriter::create(path, &serde_json::json!({"test": true})).unwrap().with_block_records(block);
+    for (r, d) in stream {
+        w.write(r, *d).unwrap();
+    }
+    w.finish().unwrap();
+}
+
+fn kind() -> impl Strategy<Value = AccessKind> {
+    prop_oneof![Just(AccessKind::Load), Just(AccessKind::Store), Just(AccessKind::IFetch)]
+}
+
+/// Any reference: addresses near a few bases or anywhere, any size and ASID.
+fn any_ref() -> impl Strategy<Value = MemRef> {
+    let addr = prop_oneof![any::<u64>(), (0u64..4, 0u64..1 << 20).prop_map(|(b, o)| (b << 40) + o)];
+    let size = prop_oneof![Just(1u16), Just(4), Just(8), Just(64), any::<u16>()];
+    let asid = prop_oneof![Just(0u16), 0u16..4, any::<u16>()];
+    (addr, size, asid, kind()).prop_map(|(vaddr, size, asid, kind)| MemRef { vaddr, asid, size, kind })
+}
+
+/// Streams Lackey can hold: ASID 0, nonzero sizes, one instruction per fetch.
+fn lackey_stream() -> impl Strategy<Value = Vec<(MemRef, u64)>> {
+    prop::collection::vec((any::<u64>(), 1u16.., kind()), 0..300).prop_map(|v| {
+        v.into_iter()
+            .map(|(vaddr, size, kind)| (MemRef { vaddr, asid: 0, size, kind }, u64::from(kind == AccessKind::IFetch)))
+            .collect()
+    })
+}
+
+/// Instruction-shaped streams ChampSim can hold: fetch, ≤4 loads, ≤2 stores, size 1.
+fn champsim_stream() -> impl Strategy<Value = Vec<(MemRef, u64)>> {
+    let instr = (any::<u64>(), prop::collection::vec(1u64.., 0..=4), prop::collection::vec(1u64.., 0..=2));
+    prop::collection::vec(instr, 0..200).prop_map(|v| {
+        let mut s = Vec::new();
+        for (ip, loads, stores) in v {
+            s.push((MemRef::ifetch(ip, 1), 1));
+            s.extend(loads.into_iter().map(|a| (MemRef::load(a, 1), 0)));
+            s.extend(stores.into_iter().map(|a| (MemRef::store(a, 1), 0)));
+        }
+        s
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
+
+    #[test]
+    fn native_round_trip_is_exact(
+        stream in prop::collection::vec((any_ref(), prop_oneof![Just(0u64), Just(1), any::<u64>()]), 0..500),
+        block in 1u32..200,
+    ) {
+        // Keep the instruction total from overflowing u64 (the format wraps, the test compares sums).
+        let stream: Vec<_> = stream.into_iter().map(|(r, d)| (r, d >> 16)).collect();
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("a.xlat");
+        write_native(&p, &stream, block);
+        prop_assert_eq!(&read_deltas(&p), &stream);
+        let total: u64 = stream.iter().map(|(_, d)| d).sum();
+        let refs: Vec<MemRef> = stream.iter().map(|(r, _)| *r).collect();
+        for max in [3, 7, 1 << 16] {
+            let mut r = NativeReader::open(&p).unwrap();
+            prop_assert_eq!(r.len_hint(), Some(stream.len() as u64));
+            prop_assert_eq!(r.instructions(), total);
+            let (got, instr) = read_with(&mut r, max);
+            prop_assert_eq!(&got, &refs);
+            prop_assert_eq!(instr.iter().sum::<u64>(), total);
+        }
+        // Converting native to native keeps per-reference counts.
+        let q = dir.path().join("b.xlat");
+        trace::convert(&p, &q).unwrap();
+        prop_assert_eq!(read_deltas(&q), stream);
+    }
+
+    #[test]
+    fn native_lackey_native(stream in lackey_stream()) {
+        let dir = tempfile::tempdir().unwrap();
+        let (a, l, b) = (dir.path().join("a.xlat"), dir.path().join("a.lackey"), dir.path().join("b.xlat"));
+        write_native(&a, &stream, 64);
+        prop_assert_eq!(trace::convert(&a, &l).unwrap(), stream.len() as u64);
+        prop_assert_eq!(trace::detect(&l).unwrap(), TraceFormat::Lackey);
+        for max in [1, 3, 7] {
+            let (got, _) = read_with(&mut trace::open(&l, None).unwrap(), max);
+            prop_assert_eq!(got, stream.iter().map(|(r, _)| *r).collect::<Vec<_>>());
+        }
+        trace::convert(&l, &b).unwrap();
+        prop_assert_eq!(read_deltas(&b), stream);
+    }
+
+    #[test]
+    fn native_champsim_native(stream in champsim_stream(), ext in prop_oneof![Just("champsim"), Just("champsim.xz"), Just("champsim.gz")]) {
+        let dir = tempfile::tempdir().unwrap();
+        let (a, c, b) = (dir.path().join("a.xlat"), dir.path().join(format!("a.{ext}")), dir.path().join("b.xlat"));
+        write_native(&a, &stream, 100);
+        trace::convert(&a, &c).unwrap();
+        for max in [1, 3, 7] {
+            let (got, instr) = read_with(&mut trace::open(&c, None).unwrap(), max);
+            prop_assert_eq!(got, stream.iter().map(|(r, _)| *r).collect::<Vec<_>>());
+            prop_assert_eq!(instr.iter().sum::<u64>(), stream.iter().map(|(_, d)| d).sum::<u64>());
+        }
+        trace::convert(&c, &b).unwrap();
+        prop_assert_eq!(read_deltas(&b), stream);
+    }
+
+    #[test]
+    fn lackey_tiny_batches_split_modify(lines in prop::collection::vec((0u8..4, 0u64..1 << 48, 1u16..100), 0..100)) {
+        let mut text = String::from("==7== start\n");
+        let mut expected = Vec::new();
+        for (k, addr, size) in &lines {
+            let letter = ["I ", " L", " S", " M"][*k as usize];
+            text.push_str(&format!("{letter} {addr:x},{size}\n"));
+            match k {
+                0 => expected.push(MemRef::ifetch(*addr, *size)),
+                1 => expected.push(MemRef::load(*addr, *size)),
+                2 => expected.push(MemRef::store(*addr, *size)),
+                _ => expected.extend([MemRef::load(*addr, *size), MemRef::store(*addr, *size)]),
+            }
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("t.txt");
+        std::fs::write(&p, text).unwrap();
+        for max in [1, 3, 7, 1000] {
+            let (got, instr) = read_with(&mut trace::open(&p, None).unwrap(), max);
+            prop_assert_eq!(&got, &expected);
+            prop_assert_eq!(instr.iter().sum::<u64>(), lines.iter().filter(|l| l.0 == 0).count() as u64);
+        }
+    }
+}
+
+/// A valid native file with several blocks, to damage.
+fn valid_native(dir: &Path) -> Vec<u8> {
+    let p = dir.join("v.xlat");
+    let stream: Vec<(MemRef, u64)> = (0..400u64)
+        .map(|i| (MemRef { asid: (i / 100) as u16, ..MemRef::load(i * 72, (i % 9) as u16) }, i % 3))
+        .collect();
+    write_native(&p, &stream, 90);
+    std::fs::read(p).unwrap()
+}
+
+/// Opens and reads a possibly damaged file in every format; only errors are allowed.
+fn read_any(p: &Path) {
+    for f in [TraceFormat::Native, TraceFormat::Lackey, TraceFormat::ChampSim] {
+        if let Ok(mut src) = trace::open(p, Some(f)) {
+            let _ = read_with_errors(&mut src);
+        }
+    }
+    let _ = trace::open(p, None).map(|mut s| read_with_errors(&mut s));
+}
+
+fn read_with_errors(src: &mut dyn RefSource) -> xlat::Result<()> {
+    let mut batch = Batch::default();
+    while {
+        batch.clear();
+        src.fill(&mut batch, 5)? > 0
+    } {}
+    Ok(())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+
+    #[test]
+    fn damaged_native_files_never_panic(edits in prop::collection::vec((any::<prop::sample::Index>(), any::<u8>()), 1..5), cut in any::<prop::sample::Index>()) {
+        let dir = tempfile::tempdir().unwrap();
+        let mut bytes = valid_native(dir.path());
+        for (at, v) in &edits {
+            let i = at.index(bytes.len());
+            bytes[i] = *v;
+        }
+        let p = dir.path().join("d.xlat");
+        std::fs::write(&p, &bytes).unwrap();
+        read_any(&p);
+        let len = cut.index(bytes.len());
+        std::fs::write(&p, &bytes[..len]).unwrap();
+        read_any(&p);
+    }
+
+    #[test]
+    fn random_bytes_never_panic(bytes in prop::collection::vec(any::<u8>(), 0..600), prefix in any::<bool>()) {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("r.bin");
+        let mut data = if prefix { b"XLATTRC\0\x01\0\0\0".to_vec() } else { Vec::new() };
+        data.extend(bytes);
+        std::fs::write(&p, &data).unwrap();
+        read_any(&p);
+    }
+}
+
+/// Damage that keeps the file structurally intact must be caught by the checksum or the
+/// record checks, never decoded to a different stream: flip each byte of every block.
+#[test]
+fn any_single_byte_flip_is_caught_or_harmless() {
+    let dir = tempfile::tempdir().unwrap();
+    let bytes = valid_native(dir.path());
+    let p0 = dir.path().join("v.xlat");
+    let (want, want_instr) = read_with(&mut NativeReader::open(&p0).unwrap(), 1 << 16);
+    let p = dir.path().join("f.xlat");
+    let meta_end = 16 + u32::from_le_bytes(bytes[12..16].try_into().unwrap()) as usize;
+    for i in meta_end..bytes.len() {
+        let mut b = bytes.clone();
+        b[i] ^= 0x20;
+        std::fs::write(&p, &b).unwrap();
+        if let Ok(mut r) = NativeReader::open(&p) {
+            let mut batch = Batch::default();
+            let (mut got, mut instr) = (Vec::new(), 0);
+            let ok = loop {
+                batch.clear();
+                match r.fill(&mut batch, 1 << 16) {
+                    Ok(0) => break true,
+                    Ok(_) => {
+                        got.extend_from_slice(&batch.refs);
+                        instr += batch.instructions;
+                    }
+                    Err(_) => break false,
+                }
+            };
+            if ok {
+                assert_eq!(
+                    (got, instr),
+                    (want.clone(), want_instr.iter().sum()),
+                    "flip at {i} changed the stream silently"
+                );
+            }
+        }
+    }
+}
