@@ -6,6 +6,7 @@
 //! `docs/trace-format.md`.
 
 mod block;
+mod blocks;
 pub mod champsim;
 pub mod info;
 mod io;

@@ -1,10 +1,11 @@
 //! Reader of the native trace format (layout in `docs/trace-format.md`).
 //!
 //! Opening validates header, footer and index before any record is produced, so a truncated
-//! or unfinished file fails at once. Blocks are then read one at a time into reused buffers
-//! and decoded with a cursor, so `fill` can stop after any record.
+//! or unfinished file fails at once. Blocks are then loaded ahead on a background thread
+//! ([`Prefetcher`]) and decoded here with a cursor, so `fill` can stop after any record.
 
-use super::block::{BlockCursor, MAX_RECORD_BYTES, PADDING};
+use super::block::BlockCursor;
+use super::blocks::{LoadedBlock, Prefetcher};
 use super::native::*;
 use crate::memref::Batch;
 use crate::source::RefSource;
@@ -28,11 +29,10 @@ pub struct NativeReader {
     /// Records not yet decoded in the loaded block.
     left: u64,
     cursor: BlockCursor,
-    zbuf: Vec<u8>,
-    /// The decompressed block followed by zero padding for the decoder's fast path.
-    raw: Vec<u8>,
-    raw_len: usize,
-    decompressor: zstd::bulk::Decompressor<'static>,
+    /// The block being decoded (body followed by zero padding for the decoder's fast path).
+    block: LoadedBlock,
+    /// Started on the first read, so opening a trace to inspect it costs no thread.
+    prefetcher: Option<Prefetcher>,
     /// Set after an error, so a caller that goes on reading gets errors, not a skewed stream.
     failed: bool,
 }
@@ -65,10 +65,8 @@ impl NativeReader {
             next_block: 0,
             left: 0,
             cursor: BlockCursor::default(),
-            zbuf: Vec::new(),
-            raw: Vec::new(),
-            raw_len: 0,
-            decompressor: zstd::bulk::Decompressor::new().map_err(|e| Error::io("<zstd>", e))?,
+            block: LoadedBlock { raw: Vec::new(), len: 0 },
+            prefetcher: None,
             failed: false,
         };
         let header_end = r.read_header()?;
@@ -194,47 +192,19 @@ impl NativeReader {
         Ok(())
     }
 
-    /// Reads, checks and decompresses the next block; false at the end of the trace.
+    /// Takes the next block from the prefetcher; false at the end of the trace.
     fn load_block(&mut self) -> Result<bool> {
-        let Some(&entry) = self.index.get(self.next_block) else { return Ok(false) };
-        let b = self.next_block;
-        let end = self.index.get(b + 1).map_or(self.index_offset, |n| n.offset);
-        let mut h = [0u8; BLOCK_HEADER];
-        self.read_at(entry.offset, &mut h)?;
-        let (records, raw_len, zlen, instr) = (u32_at(&h, 0), u32_at(&h, 4) as usize, u32_at(&h, 8), u64_at(&h, 12));
-        if u64::from(records) != entry.records || instr != entry.instructions {
-            return Err(self.err(entry.offset, format!("block {b}: header disagrees with the index")));
+        if self.next_block == self.index.len() {
+            return Ok(false);
         }
-        if entry.offset + (BLOCK_HEADER as u64) + u64::from(zlen) != end {
-            return Err(
-                self.err(entry.offset, format!("block {b}: compressed length {zlen} does not reach the next block"))
-            );
+        if self.prefetcher.is_none() {
+            self.prefetcher = Some(Prefetcher::start(&self.path, self.index.clone(), self.index_offset)?);
         }
-        if raw_len > records as usize * MAX_RECORD_BYTES || raw_len < records as usize * 2 {
-            return Err(
-                self.err(entry.offset, format!("block {b}: implausible length {raw_len} for {records} records"))
-            );
-        }
-        self.zbuf.resize(zlen as usize, 0);
-        let mut zbuf = std::mem::take(&mut self.zbuf);
-        let read = self.read_at(entry.offset + BLOCK_HEADER as u64, &mut zbuf);
-        self.zbuf = zbuf;
-        read?;
-        self.raw.clear();
-        self.raw.reserve(raw_len + PADDING);
-        let got = self
-            .decompressor
-            .decompress_to_buffer(&self.zbuf, &mut self.raw)
-            .map_err(|e| self.err(entry.offset, format!("block {b}: corrupt zstd frame: {e}")))?;
-        if got != raw_len {
-            return Err(
-                self.err(entry.offset, format!("block {b}: decompressed to {got} bytes, header says {raw_len}"))
-            );
-        }
-        self.raw_len = raw_len;
-        self.raw.resize(raw_len + PADDING, 0);
+        let prefetcher = self.prefetcher.as_mut().expect("started above");
+        let loaded = prefetcher.next().ok_or_else(|| Error::Simulation("trace block loader stopped".into()))??;
+        prefetcher.recycle(std::mem::replace(&mut self.block, loaded).raw);
         self.cursor = BlockCursor::default();
-        self.left = entry.records;
+        self.left = self.index[self.next_block].records;
         self.next_block += 1;
         Ok(true)
     }
@@ -243,7 +213,7 @@ impl NativeReader {
     fn check_block_end(&self) -> Result<()> {
         let b = self.next_block - 1;
         let entry = self.index[b];
-        if self.cursor.pos != self.raw_len || self.cursor.instructions != entry.instructions {
+        if self.cursor.pos != self.block.len || self.cursor.instructions != entry.instructions {
             return Err(self
                 .err(entry.offset, format!("block {b}: records do not match the block length or instruction count")));
         }
@@ -257,7 +227,7 @@ impl NativeReader {
                 break;
             }
             let n = ((max - got) as u64).min(self.left) as usize;
-            let instr = self.cursor.decode(&self.raw, self.raw_len, &mut batch.refs, n).map_err(|e| {
+            let instr = self.cursor.decode(&self.block.raw, self.block.len, &mut batch.refs, n).map_err(|e| {
                 let entry = self.index[self.next_block - 1];
                 self.err(
                     entry.offset,
