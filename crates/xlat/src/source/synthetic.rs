@@ -11,9 +11,13 @@ use crate::types::{Asid, BASE_PAGE_SHIFT};
 use crate::{Error, Result};
 use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
-use rand_distr::{Distribution, Zipf};
+use rand_distr::weighted::WeightedAliasIndex;
+use rand_distr::Distribution;
 use rand_xoshiro::Xoshiro256PlusPlus;
 use serde::{Deserialize, Serialize};
+
+/// Largest footprint, in pages, of a Zipf stream (its alias table takes 12 bytes a page).
+const MAX_ZIPF_PAGES: u64 = 1 << 26;
 
 /// The address pattern of a synthetic stream.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -96,7 +100,9 @@ pub struct Synthetic {
     rng: Xoshiro256PlusPlus,
     /// Store threshold on a 32-bit uniform draw.
     store_below: u64,
-    zipf: Option<(Zipf<f64>, Vec<u32>)>,
+    /// Zipf: an alias table over page ranks (O(1) per draw, unlike rejection sampling's
+    /// logarithms and powers) and the permutation scattering ranks over the footprint.
+    zipf: Option<(WeightedAliasIndex<f64>, Vec<u32>)>,
 }
 
 impl Synthetic {
@@ -107,12 +113,13 @@ impl Synthetic {
         let zipf = match spec.pattern {
             Pattern::Zipf { exponent } => {
                 let pages = spec.footprint.div_ceil(1 << BASE_PAGE_SHIFT);
-                let pages32 = u32::try_from(pages)
-                    .map_err(|_| Error::config("workload.footprint", "Zipf footprints are limited to 2^32 pages"))?;
-                let mut perm: Vec<u32> = (0..pages32).collect();
+                if pages > MAX_ZIPF_PAGES {
+                    return Err(Error::config("workload.footprint", "Zipf footprints are limited to 256 GiB (2^26 pages)"));
+                }
+                let mut perm: Vec<u32> = (0..pages as u32).collect();
                 perm.shuffle(&mut rng);
-                let dist = Zipf::new(pages as f64, exponent)
-                    .map_err(|e| Error::config("workload.exponent", e.to_string()))?;
+                let weights = (1..=pages).map(|rank| (rank as f64).powf(-exponent)).collect();
+                let dist = WeightedAliasIndex::new(weights).map_err(|e| Error::config("workload.exponent", e.to_string()))?;
                 Some((dist, perm))
             }
             _ => None,
@@ -159,8 +166,7 @@ impl Synthetic {
             }
             Pattern::Zipf { .. } => {
                 let (dist, perm) = self.zipf.as_ref().expect("zipf state");
-                let rank = dist.sample(&mut self.rng) as usize - 1;
-                let page = u64::from(perm[rank.min(perm.len() - 1)]);
+                let page = u64::from(perm[dist.sample(&mut self.rng)]);
                 let draw: u64 = self.rng.random();
                 let per_page = (1u64 << BASE_PAGE_SHIFT) / u64::from(self.spec.size).min(1 << BASE_PAGE_SHIFT);
                 let within = ((draw & 0xffff_ffff) * per_page) >> 32;
