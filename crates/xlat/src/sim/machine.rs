@@ -57,13 +57,15 @@ impl Machine {
         Ok(())
     }
 
-    #[inline]
+    #[inline(always)]
     fn translate(&mut self, asid: Asid, vaddr: u64, kind: AccessKind) -> Result<()> {
-        let os = &mut self.os;
-        match self.tlb.access(asid, vaddr, kind, || os.translate(asid, vaddr)) {
-            Ok(_) => Ok(()),
-            Err(oom) => Err(self.os.describe(oom)),
+        if self.tlb.lookup(asid, vaddr, kind).is_none() {
+            match self.os.translate(asid, vaddr) {
+                Ok(t) => self.tlb.fill_after_walk(&t, vaddr, kind),
+                Err(oom) => return Err(self.os.describe(oom)),
+            }
         }
+        Ok(())
     }
 
     /// The machine's name.

@@ -89,7 +89,7 @@ impl ReplacementState {
         }
     }
 
-    #[inline]
+    #[inline(always)]
     fn stamp(&mut self, set: usize, way: usize) {
         self.clock += 1;
         self.stamps[set * self.ways + way] = self.clock;
@@ -100,9 +100,25 @@ impl ReplacementState {
         self.lists.as_mut().expect("list modes have lists")
     }
 
+    /// True for the stamp modes, which the hot paths handle inline; the others (lists,
+    /// tree-PLRU, random) are called out of line, so that the common LRU path stays short.
+    #[inline(always)]
+    fn stamped(&self) -> bool {
+        matches!(self.mode, Mode::LruStamps | Mode::FifoStamps)
+    }
+
     /// A lookup hit `way` of `set`.
-    #[inline]
+    #[inline(always)]
     pub fn touch(&mut self, set: usize, way: usize) {
+        match self.mode {
+            Mode::LruStamps => self.stamp(set, way),
+            Mode::FifoStamps => {}
+            _ => self.touch_other(set, way),
+        }
+    }
+
+    #[inline(never)]
+    fn touch_other(&mut self, set: usize, way: usize) {
         match self.mode {
             Mode::LruStamps => self.stamp(set, way),
             Mode::LruList => self.list().move_to_head(set, way),
@@ -112,8 +128,17 @@ impl ReplacementState {
     }
 
     /// A new entry was written into `way` of `set`.
-    #[inline]
+    #[inline(always)]
     pub fn fill(&mut self, set: usize, way: usize) {
+        if self.stamped() {
+            self.stamp(set, way);
+        } else {
+            self.fill_other(set, way);
+        }
+    }
+
+    #[inline(never)]
+    fn fill_other(&mut self, set: usize, way: usize) {
         match self.mode {
             Mode::LruStamps | Mode::FifoStamps => self.stamp(set, way),
             Mode::LruList | Mode::FifoList => self.list().move_to_head(set, way),
@@ -133,23 +158,73 @@ impl ReplacementState {
     }
 
     /// The way to evict from a full `set`.
-    #[inline]
+    #[inline(always)]
     pub fn victim(&mut self, set: usize) -> usize {
+        if self.stamped() {
+            self.oldest(set)
+        } else {
+            self.victim_other(set)
+        }
+    }
+
+    /// Chooses the victim of a full `set` and records that a new entry was written there: the
+    /// same as [`ReplacementState::victim`] then [`ReplacementState::fill`], with one dispatch.
+    #[inline(always)]
+    pub fn replace(&mut self, set: usize) -> usize {
+        if self.stamped() {
+            let way = self.oldest(set);
+            self.stamp(set, way);
+            way
+        } else {
+            let way = self.victim_other(set);
+            self.fill_other(set, way);
+            way
+        }
+    }
+
+    /// The way of `set` with the oldest stamp (stamp modes only).
+    #[inline(always)]
+    fn oldest(&self, set: usize) -> usize {
+        // The common associativities get a constant-length scan, unrolled by the compiler
+        // into a chain of conditional moves.
+        let base = set * self.ways;
+        match self.ways {
+            2 => oldest::<2>(&self.stamps, base),
+            4 => oldest::<4>(&self.stamps, base),
+            8 => oldest::<8>(&self.stamps, base),
+            12 => oldest::<12>(&self.stamps, base),
+            16 => oldest::<16>(&self.stamps, base),
+            ways => oldest_in(&self.stamps[base..base + ways]),
+        }
+    }
+
+    #[inline(never)]
+    fn victim_other(&mut self, set: usize) -> usize {
         match self.mode {
-            Mode::LruStamps | Mode::FifoStamps => {
-                // Branch-free minimum: the way number rides in the low bits of each stamp, so
-                // a plain `min` (compiled to conditional moves) finds the oldest way without
-                // the mispredicted branches of a compare-and-jump scan. Stamps stay far below
-                // 2^59, and ways ≤ 16 fit in 4 bits.
-                let stamps = &self.stamps[set * self.ways..(set + 1) * self.ways];
-                let oldest = stamps.iter().enumerate().map(|(w, &s)| s << 4 | w as u64).min();
-                (oldest.expect("at least one way") & 0xf) as usize
-            }
+            Mode::LruStamps | Mode::FifoStamps => self.oldest(set),
             Mode::LruList | Mode::FifoList => self.list().tail(set),
             Mode::Plru => plru_follow(&self.plru_bits, self.plru_leaves, self.ways, set),
             Mode::Random => self.rng.random_range(0..self.ways),
         }
     }
+}
+
+/// The way with the oldest stamp among the `N` stamps from `base`; ties go to the lowest way.
+#[inline(always)]
+fn oldest<const N: usize>(stamps: &[u64], base: usize) -> usize {
+    let set: &[u64; N] = stamps[base..base + N].try_into().expect("a whole set");
+    oldest_in(set)
+}
+
+/// The way with the oldest stamp in `stamps` (one set); ties go to the lowest way.
+#[inline(always)]
+fn oldest_in(stamps: &[u64]) -> usize {
+    // Branch-free minimum: the way number rides in the low bits of each stamp, so a plain
+    // `min` (compiled to conditional moves) finds the oldest way without the mispredicted
+    // branches of a compare-and-jump scan. Stamps stay far below 2^59, and ways ≤ 16 fit in
+    // 4 bits.
+    let oldest = stamps.iter().enumerate().map(|(w, &s)| s << 4 | w as u64).min();
+    (oldest.expect("at least one way") & 0xf) as usize
 }
 
 /// Doubly-linked lists of ways, one per set, stored in flat arrays.
