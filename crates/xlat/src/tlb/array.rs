@@ -68,12 +68,29 @@ fn scan<const N: usize>(tags: &[u64], metas: &[u32], base: usize, tag: u64, meta
 /// The way whose tag and metadata equal `tag` and `meta`, or [`NOT_FOUND`].
 #[inline(always)]
 fn scan_slices(tags: &[u64], metas: &[u32], tag: u64, meta: u32) -> usize {
-    // No early exit: at most one way matches, and a scan without data-dependent branches is
-    // faster on random streams than one that mispredicts where the match is. Both compares
-    // are folded into one test so that the compiler emits a conditional move, not a branch.
+    // Tags first: a compare and a conditional move per way, with no data-dependent branch
+    // (faster on random streams than an early exit that mispredicts where the match is).
+    // Only the way found is then checked for ASID, size and validity; when two ways share
+    // the tag (other ASIDs, or another page size in a unified array) and the last one is not
+    // the entry sought, the full scan decides.
+    let mut last = NOT_FOUND;
+    for (w, &t) in tags.iter().enumerate() {
+        if t == tag {
+            last = w;
+        }
+    }
+    if last == NOT_FOUND || metas[last] == meta {
+        return last;
+    }
+    scan_full(tags, metas, tag, meta)
+}
+
+/// [`scan_slices`] comparing tag and metadata of every way.
+#[inline(never)]
+fn scan_full(tags: &[u64], metas: &[u32], tag: u64, meta: u32) -> usize {
     let mut found = NOT_FOUND;
     for (w, (&t, &m)) in tags.iter().zip(metas).enumerate() {
-        if (t ^ tag) | u64::from(m ^ meta) == 0 {
+        if t == tag && m == meta {
             found = w;
         }
     }

@@ -27,6 +27,11 @@ pub enum Policy {
 /// Largest associativity for which LRU and FIFO use stamps rather than lists.
 const STAMPS_UP_TO_WAYS: usize = 16;
 
+/// Low bits of a stamp that hold its way number, so that the minimum stamp of a set is the
+/// oldest way itself (ties between unused ways go to the lowest way) with no extra work per
+/// way. The clock stays far below 2^60, and ways ≤ 16 fit in 4 bits.
+const WAY_BITS: u32 = 4;
+
 /// Sentinel for "no way" in the recency lists.
 const NIL: u32 = u32::MAX;
 
@@ -78,9 +83,9 @@ impl ReplacementState {
         ReplacementState {
             ways,
             mode,
-            // The structures fill invalid ways before asking for a victim, so by the time a
-            // set needs one every way carries a stamp from a fill: initial values never decide.
-            stamps: if small { vec![0; sets * ways] } else { Vec::new() },
+            // Every stamp carries its way number in the low 4 bits (see `WAY_BITS`); an unused
+            // or invalidated way holds the bare way number, older than any real stamp.
+            stamps: if small { (0..sets * ways).map(|i| (i % ways) as u64).collect() } else { Vec::new() },
             clock: 0,
             lists: matches!(mode, Mode::LruList | Mode::FifoList).then(|| RecencyLists::new(sets, ways)),
             plru_bits: if mode == Mode::Plru { vec![false; sets * plru_leaves] } else { Vec::new() },
@@ -92,7 +97,7 @@ impl ReplacementState {
     #[inline(always)]
     fn stamp(&mut self, set: usize, way: usize) {
         self.clock += 1;
-        self.stamps[set * self.ways + way] = self.clock;
+        self.stamps[set * self.ways + way] = self.clock << WAY_BITS | way as u64;
     }
 
     #[inline]
@@ -151,7 +156,7 @@ impl ReplacementState {
     #[inline]
     pub fn invalidate(&mut self, set: usize, way: usize) {
         match self.mode {
-            Mode::LruStamps | Mode::FifoStamps => self.stamps[set * self.ways + way] = 0,
+            Mode::LruStamps | Mode::FifoStamps => self.stamps[set * self.ways + way] = way as u64,
             Mode::LruList | Mode::FifoList => self.list().move_to_tail(set, way),
             Mode::Plru | Mode::Random => {}
         }
@@ -219,12 +224,10 @@ fn oldest<const N: usize>(stamps: &[u64], base: usize) -> usize {
 /// The way with the oldest stamp in `stamps` (one set); ties go to the lowest way.
 #[inline(always)]
 fn oldest_in(stamps: &[u64]) -> usize {
-    // Branch-free minimum: the way number rides in the low bits of each stamp, so a plain
-    // `min` (compiled to conditional moves) finds the oldest way without the mispredicted
-    // branches of a compare-and-jump scan. Stamps stay far below 2^59, and ways ≤ 16 fit in
-    // 4 bits.
-    let oldest = stamps.iter().enumerate().map(|(w, &s)| s << 4 | w as u64).min();
-    (oldest.expect("at least one way") & 0xf) as usize
+    // Branch-free minimum (conditional moves): a compare-and-jump scan would mispredict on
+    // random streams. The way number is in the stamp's low bits.
+    let oldest = stamps.iter().copied().min().expect("at least one way");
+    (oldest & ((1 << WAY_BITS) - 1)) as usize
 }
 
 /// Doubly-linked lists of ways, one per set, stored in flat arrays.
