@@ -360,6 +360,11 @@ impl TlbArray {
         self.repl.invalidate(set, slot - set * self.ways);
     }
 
+    /// True when the array holds no valid entry.
+    pub fn is_empty(&self) -> bool {
+        self.valid_per_size.iter().all(|&v| v == 0)
+    }
+
     /// Number of valid entries.
     pub fn occupancy(&self) -> usize {
         self.valid_in_set.iter().map(|&v| v as usize).sum()

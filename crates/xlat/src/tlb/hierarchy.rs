@@ -92,6 +92,10 @@ struct SideArrays {
     arrays: Vec<TlbArray>,
     /// For each page size (by index): the array and the size to store it as.
     fill_target: [Option<(usize, PageSize)>; 3],
+    /// Bit `i` set when `arrays[i]` may hold an entry: probes visit only those, so the 2 MiB
+    /// and 1 GiB arrays of a level cost nothing while the OS maps no huge page. Set on every
+    /// fill, cleared when an invalidation empties the array.
+    nonempty: u64,
     counters: HitMiss,
 }
 
@@ -109,14 +113,18 @@ impl SideArrays {
                 .filter(|&&s| s <= size)
                 .find_map(|&s| arrays.iter().position(|a| a.holds(s)).map(|i| (i, s)))
         });
-        SideArrays { arrays, fill_target, counters: HitMiss::default() }
+        assert!(arrays.len() <= 64, "a side holds at most 64 arrays (validation allows 3)");
+        SideArrays { arrays, fill_target, nonempty: 0, counters: HitMiss::default() }
     }
 
     /// Probes every array; on a hit returns the array and slot (see [`TlbArray::probe`]).
     #[inline(always)]
     fn probe(&mut self, asid: Asid, vaddr: u64) -> Option<(usize, usize)> {
-        for (i, array) in self.arrays.iter_mut().enumerate() {
-            if let Some(slot) = array.probe(asid, vaddr) {
+        let mut candidates = self.nonempty;
+        while candidates != 0 {
+            let i = candidates.trailing_zeros() as usize;
+            candidates &= candidates - 1;
+            if let Some(slot) = self.arrays[i].probe(asid, vaddr) {
                 self.counters.hits += 1;
                 return Some((i, slot));
             }
@@ -131,6 +139,7 @@ impl SideArrays {
     fn fill_after_miss<const REPORT: bool>(&mut self, t: &Translation, vaddr: u64) -> Option<Translation> {
         let (array, size) = self.fill_target[t.size.index()]?;
         let entry = if size == t.size { *t } else { t.splinter(vaddr, size) };
+        self.nonempty |= 1 << array;
         if REPORT {
             self.arrays[array].insert_absent(&entry)
         } else {
@@ -140,7 +149,26 @@ impl SideArrays {
     }
 
     fn invalidate(&mut self, asid: Asid, vaddr: u64) -> usize {
-        self.arrays.iter_mut().map(|a| a.invalidate(asid, vaddr)).sum()
+        let removed = self.arrays.iter_mut().map(|a| a.invalidate(asid, vaddr)).sum();
+        self.forget_empty();
+        removed
+    }
+
+    /// Removes every entry smaller than `t` that lies inside it.
+    fn invalidate_inside(&mut self, t: &Translation) {
+        for array in &mut self.arrays {
+            array.invalidate_inside(t);
+        }
+        self.forget_empty();
+    }
+
+    /// Clears the `nonempty` bits of arrays that invalidations emptied.
+    fn forget_empty(&mut self) {
+        for (i, array) in self.arrays.iter().enumerate() {
+            if array.is_empty() {
+                self.nonempty &= !(1 << i);
+            }
+        }
     }
 }
 
@@ -169,9 +197,7 @@ impl Level {
     /// Removes every entry smaller than `t` that lies inside it, on both sides.
     fn invalidate_inside(&mut self, t: &Translation) {
         for side in std::iter::once(&mut self.data).chain(self.instr.as_mut()) {
-            for array in &mut side.arrays {
-                array.invalidate_inside(t);
-            }
+            side.invalidate_inside(t);
         }
     }
 }
