@@ -257,7 +257,41 @@ impl TlbHierarchy {
     /// a call would add a prologue and spills per reference.
     #[inline(always)]
     pub fn lookup(&mut self, asid: Asid, vaddr: u64, kind: AccessKind) -> Option<usize> {
+        if self.levels.len() == 1 {
+            self.lookup_shaped::<true>(asid, vaddr, kind)
+        } else {
+            self.lookup_shaped::<false>(asid, vaddr, kind)
+        }
+    }
+
+    /// The second half of [`TlbHierarchy::access`]: fills every level with `t`, the walk's
+    /// answer for `vaddr` after [`TlbHierarchy::lookup`] missed everywhere.
+    #[inline(always)]
+    pub fn fill_after_walk(&mut self, t: &Translation, vaddr: u64, kind: AccessKind) {
+        if self.levels.len() == 1 {
+            self.fill_after_walk_shaped::<true>(t, vaddr, kind);
+        } else {
+            self.fill_after_walk_shaped::<false>(t, vaddr, kind);
+        }
+    }
+
+    /// True when the hierarchy has one level (a single TLB), for which a simulation loop can
+    /// use the `ONE_LEVEL` forms of [`TlbHierarchy::lookup_shaped`] and
+    /// [`TlbHierarchy::fill_after_walk_shaped`], chosen once per batch instead of per reference.
+    pub fn is_one_level(&self) -> bool {
+        self.levels.len() == 1
+    }
+
+    /// [`TlbHierarchy::lookup`] for a hierarchy known to have one level (`ONE_LEVEL`, which
+    /// must then be true of it) or any number: a single TLB needs no level loop and has
+    /// nothing above to fill.
+    #[inline(always)]
+    pub fn lookup_shaped<const ONE_LEVEL: bool>(&mut self, asid: Asid, vaddr: u64, kind: AccessKind) -> Option<usize> {
         let instr = kind == AccessKind::IFetch;
+        if ONE_LEVEL {
+            debug_assert_eq!(self.levels.len(), 1);
+            return self.levels[0].side(instr).probe(asid, vaddr).map(|_| 0);
+        }
         for i in 0..self.levels.len() {
             let side = self.levels[i].side(instr);
             if let Some((array, slot)) = side.probe(asid, vaddr) {
@@ -272,11 +306,18 @@ impl TlbHierarchy {
         None
     }
 
-    /// The second half of [`TlbHierarchy::access`]: fills every level with `t`, the walk's
-    /// answer for `vaddr` after [`TlbHierarchy::lookup`] missed everywhere.
+    /// [`TlbHierarchy::fill_after_walk`] for a hierarchy known to have one level
+    /// (`ONE_LEVEL`) or any number.
     #[inline(always)]
-    pub fn fill_after_walk(&mut self, t: &Translation, vaddr: u64, kind: AccessKind) {
-        self.fill_above(self.levels.len(), t, vaddr, kind == AccessKind::IFetch);
+    pub fn fill_after_walk_shaped<const ONE_LEVEL: bool>(&mut self, t: &Translation, vaddr: u64, kind: AccessKind) {
+        let instr = kind == AccessKind::IFetch;
+        if ONE_LEVEL {
+            // Its evictions, even if it is inclusive, have no level above to clean.
+            debug_assert_eq!(self.levels.len(), 1);
+            self.levels[0].side(instr).fill_after_miss::<false>(t, vaddr);
+            return;
+        }
+        self.fill_above(self.levels.len(), t, vaddr, instr);
     }
 
     /// Fills levels `0..upto`, which all just missed on `vaddr`, deepest first.
