@@ -266,15 +266,22 @@ impl TlbArray {
         let m = meta(t.asid, t.size);
         debug_assert!(self.find(set, tag, m).is_none(), "insert_absent of a present entry");
         let base = set * self.ways;
-        let way = if (self.valid_in_set[set] as usize) < self.ways {
+        // Under the stamp policies (LRU, FIFO ≤ 16 ways) the oldest stamp already is the first
+        // free way while the set has one (an unused way's stamp is its bare way number, below
+        // every real stamp), so the victim choice needs no occupancy test.
+        let stamped = self.repl.stamped();
+        let way = if stamped || self.valid_in_set[set] as usize == self.ways {
+            self.repl.replace(set)
+        } else {
             let way = self.free_way(set);
             self.repl.fill(set, way);
             way
-        } else {
-            self.repl.replace(set)
         };
         let slot = base + way;
         let old = self.metas[slot];
+        if stamped && old == 0 {
+            self.valid_in_set[set] += 1;
+        }
         let evicted = (REPORT && old != 0).then(|| self.translation_at(slot));
         // An array of one size only counts while it fills up: replacing an entry keeps the
         // count of its (only) size.

@@ -105,10 +105,12 @@ impl ReplacementState {
         self.lists.as_mut().expect("list modes have lists")
     }
 
-    /// True for the stamp modes, which the hot paths handle inline; the others (lists,
-    /// tree-PLRU, random) are called out of line, so that the common LRU path stays short.
+    /// True for the stamp modes (LRU and FIFO up to 16 ways), which the hot paths handle
+    /// inline; the others (lists, tree-PLRU, random) are called out of line, so that the
+    /// common LRU path stays short. In a stamp mode the victim of a set with a free way is its
+    /// first free way.
     #[inline(always)]
-    fn stamped(&self) -> bool {
+    pub fn stamped(&self) -> bool {
         matches!(self.mode, Mode::LruStamps | Mode::FifoStamps)
     }
 
