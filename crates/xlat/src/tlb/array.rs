@@ -170,7 +170,7 @@ impl TlbArray {
 
     /// [`TlbArray::find`] in an array with a hash index; kept out of line so that the scans of
     /// small sets, inlined into every probe, stay short.
-    #[inline(never)]
+    #[inline]
     fn find_indexed(&self, tag: u64, meta: u32) -> Option<usize> {
         self.index.as_ref().and_then(|index| index.get(&(tag, meta))).map(|&slot| slot as usize)
     }
@@ -309,7 +309,7 @@ impl TlbArray {
     }
 
     /// Updates the hash index for `slot` being overwritten by (`tag`, `meta`).
-    #[inline(never)]
+    #[inline]
     fn reindex(&mut self, slot: usize, tag: u64, meta: u32) {
         let (old_tag, old_meta) = (self.tags[slot], self.metas[slot]);
         if let Some(index) = &mut self.index {

@@ -124,7 +124,7 @@ impl ReplacementState {
         }
     }
 
-    #[inline(never)]
+    #[inline]
     fn touch_other(&mut self, set: usize, way: usize) {
         match self.mode {
             Mode::LruStamps => self.stamp(set, way),
@@ -144,7 +144,7 @@ impl ReplacementState {
         }
     }
 
-    #[inline(never)]
+    #[inline]
     fn fill_other(&mut self, set: usize, way: usize) {
         match self.mode {
             Mode::LruStamps | Mode::FifoStamps => self.stamp(set, way),
@@ -205,7 +205,7 @@ impl ReplacementState {
         }
     }
 
-    #[inline(never)]
+    #[inline]
     fn victim_other(&mut self, set: usize) -> usize {
         match self.mode {
             Mode::LruStamps | Mode::FifoStamps => self.oldest(set),
