@@ -72,7 +72,7 @@ impl Os {
 
     /// Walks the page table for `vaddr`, mapping the page on first touch. The error is small
     /// on purpose (this is the TLB-miss path); [`Os::describe`] turns it into a message.
-    #[inline]
+    #[inline(always)]
     pub fn translate(&mut self, asid: Asid, vaddr: u64) -> std::result::Result<Translation, OutOfMemory> {
         self.stats.walks += 1;
         let size = self.spec.page_size;

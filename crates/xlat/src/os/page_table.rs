@@ -2,30 +2,50 @@
 //! It answers walks without modelling their memory accesses; radix, FPT and ECPT tables with
 //! walk costs are separate models.
 //!
-//! Layout, chosen for simulation speed: a small directory maps (ASID, page >> 9) to a leaf of
-//! 512 frame numbers (2 KiB), like the last level of an x86-64 radix table. A flat hash map of
-//! every page was measured at ~100 ns per lookup at 64 Ki pages (two cache misses per walk);
-//! the leaves of a 256 MiB footprint take 256 KiB and stay in the L2 cache.
+//! Layout, chosen for simulation speed, like the two last levels of an x86-64 radix table: a
+//! small directory maps (ASID, page >> 18) to a middle node of 512 leaf numbers, and each leaf
+//! holds 512 frame numbers (2 KiB). A flat hash map of every page was measured at ~100 ns per
+//! lookup at 64 Ki pages (two cache misses per walk); the leaves of a 256 MiB footprint take
+//! 256 KiB and stay in the L2 cache. The middle level makes one directory entry cover 1 GiB
+//! of 4 KiB pages, so the directory cache in front of the hash map hits on nearly every walk
+//! (with a directory of leaves it missed on half the walks of a 256 MiB footprint).
 
 use crate::types::{Asid, PageSize, Pfn, Translation, Vpn, BASE_PAGE_SHIFT};
 use rustc_hash::FxHashMap;
 
 /// log2 of the pages per leaf.
 const LEAF_BITS: u32 = 9;
+/// log2 of the leaves per middle node.
+const MID_BITS: u32 = 9;
 /// Entries of the directory cache.
 const RECENT: usize = 64;
-/// A key no leaf has (ASIDs are 16 bits, so bit 63 is never set in a real key).
+/// A key no middle node has (ASIDs are 16 bits, so bit 63 is never set in a real key).
 const NO_KEY: u64 = u64::MAX;
 
-/// A leaf slot with no mapping.
+/// A leaf slot with no mapping, and a middle-node slot with no leaf.
 const UNMAPPED: u32 = u32::MAX;
 
-/// The directory key of the leaf holding `page`: one word, because hashing one word is
-/// measurably cheaper than hashing a tuple. Pages are below 2^52, so `page >> 9` fits in 43
+/// A node of 512 frame numbers (a leaf) or of 512 leaf numbers (a middle node).
+type Node = [u32; 1 << LEAF_BITS];
+
+/// The directory key of the middle node covering `page`: one word, because hashing one word is
+/// measurably cheaper than hashing a tuple. Pages are below 2^52, so `page >> 18` fits in 34
 /// bits under the 16-bit ASID.
 #[inline]
-fn leaf_key(asid: Asid, page: u64) -> u64 {
-    u64::from(asid) << 48 | page >> LEAF_BITS
+fn mid_key(asid: Asid, page: u64) -> u64 {
+    u64::from(asid) << 48 | page >> (LEAF_BITS + MID_BITS)
+}
+
+/// The slot of `page`'s leaf in its middle node.
+#[inline]
+fn mid_slot(page: u64) -> usize {
+    (page >> LEAF_BITS) as usize & ((1 << MID_BITS) - 1)
+}
+
+/// The slot of `page` in its leaf.
+#[inline]
+fn leaf_slot(page: u64) -> usize {
+    page as usize & ((1 << LEAF_BITS) - 1)
 }
 
 /// Mappings of every address space, in pages of one size.
@@ -36,33 +56,45 @@ pub struct PageTable {
     /// A direct-mapped cache of directory entries (like a page-walk cache), checked before the
     /// hash map: one compare instead of hashing and probing on most walks.
     recent: [(u64, u32); RECENT],
-    leaves: Vec<[u32; 1 << LEAF_BITS]>,
+    mids: Vec<Node>,
+    leaves: Vec<Node>,
     mapped: usize,
 }
 
 impl PageTable {
     /// An empty table of pages of `size`.
     pub fn new(size: PageSize) -> PageTable {
-        PageTable { size, directory: FxHashMap::default(), recent: [(NO_KEY, 0); RECENT], leaves: Vec::new(), mapped: 0 }
+        PageTable {
+            size,
+            directory: FxHashMap::default(),
+            recent: [(NO_KEY, 0); RECENT],
+            mids: Vec::new(),
+            leaves: Vec::new(),
+            mapped: 0,
+        }
     }
 
     /// Largest frame number (in units of the page size) a table can hold.
     pub const MAX_FRAMES: u64 = UNMAPPED as u64;
 
     /// The mapping covering `vaddr`, if any.
-    #[inline]
+    #[inline(always)]
     pub fn lookup(&mut self, asid: Asid, vaddr: u64) -> Option<Translation> {
         let page = vaddr >> self.size.shift();
-        let key = leaf_key(asid, page);
+        let key = mid_key(asid, page);
         let slot = (key ^ key >> 48) as usize % RECENT;
-        let leaf = if self.recent[slot].0 == key {
+        let mid = if self.recent[slot].0 == key {
             self.recent[slot].1
         } else {
-            let leaf = *self.directory.get(&key)?;
-            self.recent[slot] = (key, leaf);
-            leaf
+            let mid = *self.directory.get(&key)?;
+            self.recent[slot] = (key, mid);
+            mid
         };
-        let frame = self.leaves[leaf as usize][(page & ((1 << LEAF_BITS) - 1)) as usize];
+        let leaf = self.mids[mid as usize][mid_slot(page)];
+        if leaf == UNMAPPED {
+            return None;
+        }
+        let frame = self.leaves[leaf as usize][leaf_slot(page)];
         (frame != UNMAPPED).then(|| self.translation(asid, page, frame))
     }
 
@@ -72,12 +104,18 @@ impl PageTable {
         debug_assert_eq!(t.size, self.size);
         let page = t.vpn.0 >> (self.size.shift() - BASE_PAGE_SHIFT);
         let frame = u32::try_from(t.pfn.0 / self.size.base_pages()).expect("frame number fits the page table");
-        let next = self.leaves.len() as u32;
-        let leaf = *self.directory.entry(leaf_key(t.asid, page)).or_insert(next);
-        if leaf == next {
+        let next_mid = self.mids.len() as u32;
+        let mid = *self.directory.entry(mid_key(t.asid, page)).or_insert(next_mid);
+        if mid == next_mid {
+            self.mids.push([UNMAPPED; 1 << MID_BITS]);
+        }
+        let mut leaf = self.mids[mid as usize][mid_slot(page)];
+        if leaf == UNMAPPED {
+            leaf = u32::try_from(self.leaves.len()).expect("leaf count fits 32 bits");
+            self.mids[mid as usize][mid_slot(page)] = leaf;
             self.leaves.push([UNMAPPED; 1 << LEAF_BITS]);
         }
-        let slot = &mut self.leaves[leaf as usize][(page & ((1 << LEAF_BITS) - 1)) as usize];
+        let slot = &mut self.leaves[leaf as usize][leaf_slot(page)];
         if *slot == UNMAPPED {
             self.mapped += 1;
         }

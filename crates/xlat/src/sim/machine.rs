@@ -43,13 +43,23 @@ impl Machine {
     /// Simulates every reference of `batch` in order. A reference that straddles a page
     /// boundary translates both pages (two TLB accesses).
     pub fn process(&mut self, batch: &Batch) -> Result<()> {
+        // The shape is fixed, so choosing the single-TLB loop once per batch costs nothing per
+        // reference.
+        if self.tlb.is_one_level() {
+            self.process_shaped::<true>(batch)
+        } else {
+            self.process_shaped::<false>(batch)
+        }
+    }
+
+    fn process_shaped<const ONE_LEVEL: bool>(&mut self, batch: &Batch) -> Result<()> {
         for r in &batch.refs {
             let first = r.vaddr >> BASE_PAGE_SHIFT;
             let last = r.last_vpn().0;
-            self.translate(r.asid, r.vaddr, r.kind)?;
+            self.translate::<ONE_LEVEL>(r.asid, r.vaddr, r.kind)?;
             if last != first {
                 self.counters.straddles += 1;
-                self.translate(r.asid, last << BASE_PAGE_SHIFT, r.kind)?;
+                self.translate::<ONE_LEVEL>(r.asid, last << BASE_PAGE_SHIFT, r.kind)?;
             }
         }
         self.counters.refs += batch.refs.len() as u64;
@@ -57,13 +67,15 @@ impl Machine {
         Ok(())
     }
 
-    #[inline]
-    fn translate(&mut self, asid: Asid, vaddr: u64, kind: AccessKind) -> Result<()> {
-        let os = &mut self.os;
-        match self.tlb.access(asid, vaddr, kind, || os.translate(asid, vaddr)) {
-            Ok(_) => Ok(()),
-            Err(oom) => Err(self.os.describe(oom)),
+    #[inline(always)]
+    fn translate<const ONE_LEVEL: bool>(&mut self, asid: Asid, vaddr: u64, kind: AccessKind) -> Result<()> {
+        if self.tlb.lookup_shaped::<ONE_LEVEL>(asid, vaddr, kind).is_none() {
+            match self.os.translate(asid, vaddr) {
+                Ok(t) => self.tlb.fill_after_walk_shaped::<ONE_LEVEL>(&t, vaddr, kind),
+                Err(oom) => return Err(self.os.describe(oom)),
+            }
         }
+        Ok(())
     }
 
     /// The machine's name.

@@ -177,9 +177,33 @@ impl Synthetic {
     }
 }
 
+impl Synthetic {
+    /// The uniform pattern's loop (the benchmarks' source), the same stream as
+    /// [`Synthetic::next_offset`] gives: one 64-bit draw per reference, whose low half picks
+    /// the slot (Lemire's multiply-shift; `slots` ≤ 2^32) and high half load or store. Written
+    /// as one `extend` over an exact-length iterator, so the batch is grown once and each
+    /// reference is stored without a capacity check or a dispatch on the pattern.
+    fn fill_uniform(&mut self, batch: &mut Batch, n: usize, slots: u64) {
+        let (base, size, asid, store_below) = (self.spec.base, self.spec.size, self.spec.asid, self.store_below);
+        let rng = &mut self.rng;
+        batch.refs.extend((0..n).map(|_| {
+            let draw: u64 = rng.random();
+            let slot = ((draw & 0xffff_ffff) * slots) >> 32;
+            let kind = if (draw >> 32) < store_below { AccessKind::Store } else { AccessKind::Load };
+            MemRef { vaddr: base + slot * u64::from(size), asid, size, kind }
+        }));
+    }
+}
+
 impl RefSource for Synthetic {
     fn fill(&mut self, batch: &mut Batch, max: usize) -> Result<usize> {
         let n = (self.spec.refs - self.produced).min(max as u64) as usize;
+        let slots = self.spec.footprint / u64::from(self.spec.size);
+        if matches!(self.spec.pattern, Pattern::Uniform) && slots <= 1 << 32 {
+            self.fill_uniform(batch, n, slots);
+            self.produced += n as u64;
+            return Ok(n);
+        }
         batch.refs.reserve(n);
         for _ in 0..n {
             let (offset, draw) = self.next_offset();

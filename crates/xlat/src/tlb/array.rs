@@ -36,6 +36,9 @@ pub struct TlbArray {
     ways: usize,
     set_mask: Option<u64>,
     sizes: Vec<PageSize>,
+    /// The page size, when the array holds only one (the common split array): a lookup then
+    /// probes it directly, without the loop over sizes and the per-size occupancy check.
+    single_size: Option<PageSize>,
     /// Page number in units of the entry's page size.
     tags: Vec<u64>,
     /// `VALID | size index << 16 | asid`; 0 when invalid.
@@ -47,6 +50,51 @@ pub struct TlbArray {
     valid_per_size: [u32; 3],
     repl: ReplacementState,
     index: Option<FxHashMap<(u64, u32), u32>>,
+}
+
+/// What the scans return when no way matches.
+const NOT_FOUND: usize = usize::MAX;
+
+/// The way of the set of `N` ways starting at `base` that holds (`tag`, `meta`), or
+/// [`NOT_FOUND`]. The set is taken as arrays of length `N`, so there is one bounds check and
+/// the loop is unrolled.
+#[inline(always)]
+fn scan<const N: usize>(tags: &[u64], metas: &[u32], base: usize, tag: u64, meta: u32) -> usize {
+    let tags: &[u64; N] = tags[base..base + N].try_into().expect("a whole set");
+    let metas: &[u32; N] = metas[base..base + N].try_into().expect("a whole set");
+    scan_slices(tags, metas, tag, meta)
+}
+
+/// The way whose tag and metadata equal `tag` and `meta`, or [`NOT_FOUND`].
+#[inline(always)]
+fn scan_slices(tags: &[u64], metas: &[u32], tag: u64, meta: u32) -> usize {
+    // Tags first: a compare and a conditional move per way, with no data-dependent branch
+    // (faster on random streams than an early exit that mispredicts where the match is).
+    // Only the way found is then checked for ASID, size and validity; when two ways share
+    // the tag (other ASIDs, or another page size in a unified array) and the last one is not
+    // the entry sought, the full scan decides.
+    let mut last = NOT_FOUND;
+    for (w, &t) in tags.iter().enumerate() {
+        if t == tag {
+            last = w;
+        }
+    }
+    if last == NOT_FOUND || metas[last] == meta {
+        return last;
+    }
+    scan_full(tags, metas, tag, meta)
+}
+
+/// [`scan_slices`] comparing tag and metadata of every way.
+#[inline(never)]
+fn scan_full(tags: &[u64], metas: &[u32], tag: u64, meta: u32) -> usize {
+    let mut found = NOT_FOUND;
+    for (w, (&t, &m)) in tags.iter().zip(metas).enumerate() {
+        if t == tag && m == meta {
+            found = w;
+        }
+    }
+    found
 }
 
 #[inline]
@@ -67,6 +115,7 @@ impl TlbArray {
             sets,
             ways,
             set_mask: sets.is_power_of_two().then_some(sets as u64 - 1),
+            single_size: (sizes.len() == 1).then(|| sizes[0]),
             sizes,
             tags: vec![0; sets * ways],
             metas: vec![0; sets * ways],
@@ -89,7 +138,7 @@ impl TlbArray {
         self.sizes.contains(&size)
     }
 
-    #[inline]
+    #[inline(always)]
     fn set_of(&self, tag: u64) -> usize {
         match self.set_mask {
             Some(mask) => (tag & mask) as usize,
@@ -98,26 +147,37 @@ impl TlbArray {
     }
 
     /// The slot holding (`tag`, `meta`) in `set`, if any.
-    #[inline]
+    #[inline(always)]
     fn find(&self, set: usize, tag: u64, meta: u32) -> Option<usize> {
-        if let Some(index) = &self.index {
-            return index.get(&(tag, meta)).map(|&slot| slot as usize);
+        if self.index.is_some() {
+            return self.find_indexed(tag, meta);
         }
         let base = set * self.ways;
-        let tags = &self.tags[base..base + self.ways];
-        let metas = &self.metas[base..base + self.ways];
-        // No early exit: at most one way matches, and a scan without data-dependent branches
-        // is faster on random streams than one that mispredicts where the match is.
-        let mut found = usize::MAX;
-        for w in 0..tags.len() {
-            if tags[w] == tag && metas[w] == meta {
-                found = w;
-            }
-        }
-        (found != usize::MAX).then(|| base + found)
+        // The common associativities get a scan of a constant length, which the compiler
+        // unrolls into straight-line compares; a loop over a run-time way count costs several
+        // times as many instructions (loop control, unrolling remainders).
+        let way = match self.ways {
+            1 => scan::<1>(&self.tags, &self.metas, base, tag, meta),
+            2 => scan::<2>(&self.tags, &self.metas, base, tag, meta),
+            4 => scan::<4>(&self.tags, &self.metas, base, tag, meta),
+            8 => scan::<8>(&self.tags, &self.metas, base, tag, meta),
+            12 => scan::<12>(&self.tags, &self.metas, base, tag, meta),
+            16 => scan::<16>(&self.tags, &self.metas, base, tag, meta),
+            ways => scan_slices(&self.tags[base..base + ways], &self.metas[base..base + ways], tag, meta),
+        };
+        (way != NOT_FOUND).then(|| base + way)
     }
 
-    fn translation_at(&self, slot: usize) -> Translation {
+    /// [`TlbArray::find`] in an array with a hash index; kept out of line so that the scans of
+    /// small sets, inlined into every probe, stay short.
+    #[inline]
+    fn find_indexed(&self, tag: u64, meta: u32) -> Option<usize> {
+        self.index.as_ref().and_then(|index| index.get(&(tag, meta))).map(|&slot| slot as usize)
+    }
+
+    /// The entry in `slot`, which must be valid.
+    #[inline]
+    pub(crate) fn translation_at(&self, slot: usize) -> Translation {
         let size = PageSize::ALL[(self.metas[slot] >> 16 & 0x3) as usize];
         Translation {
             asid: (self.metas[slot] & 0xffff) as Asid,
@@ -130,18 +190,41 @@ impl TlbArray {
     /// Looks up `vaddr`; on a hit updates the replacement state and returns the entry.
     #[inline]
     pub fn lookup(&mut self, asid: Asid, vaddr: u64) -> Option<Translation> {
-        for &size in &self.sizes {
+        self.probe(asid, vaddr).map(|slot| self.translation_at(slot))
+    }
+
+    /// Looks up `vaddr`; on a hit updates the replacement state and returns the slot that hit.
+    /// The hierarchy builds a [`Translation`] from the slot only when it needs one (a hit below
+    /// the first level), so first-level hits never decode an entry.
+    #[inline(always)]
+    pub(crate) fn probe(&mut self, asid: Asid, vaddr: u64) -> Option<usize> {
+        if let Some(size) = self.single_size {
+            // An empty array (a 1 GiB array while the OS maps none) costs one compare.
+            if self.valid_per_size[size.index()] == 0 {
+                return None;
+            }
+            return self.probe_size(asid, vaddr, size);
+        }
+        for i in 0..self.sizes.len() {
+            let size = self.sizes[i];
             if self.valid_per_size[size.index()] == 0 {
                 continue;
             }
-            let tag = vaddr >> size.shift();
-            let set = self.set_of(tag);
-            if let Some(slot) = self.find(set, tag, meta(asid, size)) {
-                self.repl.touch(set, slot - set * self.ways);
-                return Some(self.translation_at(slot));
+            if let Some(slot) = self.probe_size(asid, vaddr, size) {
+                return Some(slot);
             }
         }
         None
+    }
+
+    /// Probes for an entry of `size` covering `vaddr`, touching it on a hit.
+    #[inline(always)]
+    fn probe_size(&mut self, asid: Asid, vaddr: u64, size: PageSize) -> Option<usize> {
+        let tag = vaddr >> size.shift();
+        let set = self.set_of(tag);
+        let slot = self.find(set, tag, meta(asid, size))?;
+        self.repl.touch(set, slot - set * self.ways);
+        Some(slot)
     }
 
     /// Inserts `t` (whose size this array must hold) and returns the entry it evicted, if any.
@@ -163,35 +246,78 @@ impl TlbArray {
     /// [`TlbArray::fill`] does.
     #[inline]
     pub fn insert_absent(&mut self, t: &Translation) -> Option<Translation> {
+        self.insert_absent_impl::<true>(t)
+    }
+
+    /// [`TlbArray::insert_absent`] for callers that do not need the evicted entry (a level
+    /// that is not inclusive): the victim is not decoded into a [`Translation`].
+    #[inline]
+    pub(crate) fn insert_absent_quiet(&mut self, t: &Translation) {
+        self.insert_absent_impl::<false>(t);
+    }
+
+    /// Both insertions; with `REPORT` false the result is always `None` and the code that
+    /// builds it is compiled out.
+    #[inline(always)]
+    fn insert_absent_impl<const REPORT: bool>(&mut self, t: &Translation) -> Option<Translation> {
         debug_assert!(self.holds(t.size), "array does not hold {} pages", t.size);
         let tag = t.vpn.0 >> (t.size.shift() - BASE_PAGE_SHIFT);
         let set = self.set_of(tag);
         let m = meta(t.asid, t.size);
         debug_assert!(self.find(set, tag, m).is_none(), "insert_absent of a present entry");
         let base = set * self.ways;
-        let way = if (self.valid_in_set[set] as usize) < self.ways {
-            self.valid_in_set[set] += 1;
-            self.metas[base..base + self.ways].iter().position(|&m| m == 0).expect("a free way")
+        // Under the stamp policies (LRU, FIFO ≤ 16 ways) the oldest stamp already is the first
+        // free way while the set has one (an unused way's stamp is its bare way number, below
+        // every real stamp), so the victim choice needs no occupancy test.
+        let stamped = self.repl.stamped();
+        let way = if stamped || self.valid_in_set[set] as usize == self.ways {
+            self.repl.replace(set)
         } else {
-            self.repl.victim(set)
+            let way = self.free_way(set);
+            self.repl.fill(set, way);
+            way
         };
         let slot = base + way;
-        let evicted = (self.metas[slot] != 0).then(|| self.translation_at(slot));
-        if let Some(old) = &evicted {
-            self.valid_per_size[old.size.index()] -= 1;
+        let old = self.metas[slot];
+        if stamped && old == 0 {
+            self.valid_in_set[set] += 1;
         }
-        self.valid_per_size[t.size.index()] += 1;
-        if let Some(index) = &mut self.index {
-            if evicted.is_some() {
-                index.remove(&(self.tags[slot], self.metas[slot]));
+        let evicted = (REPORT && old != 0).then(|| self.translation_at(slot));
+        // An array of one size only counts while it fills up: replacing an entry keeps the
+        // count of its (only) size.
+        if old == 0 || self.single_size.is_none() {
+            if old != 0 {
+                self.valid_per_size[(old >> 16 & 0x3) as usize] -= 1;
             }
-            index.insert((tag, m), slot as u32);
+            self.valid_per_size[t.size.index()] += 1;
+        }
+        if self.index.is_some() {
+            self.reindex(slot, tag, m);
         }
         self.tags[slot] = tag;
         self.metas[slot] = m;
         self.pfns[slot] = t.pfn.0;
-        self.repl.fill(set, way);
         evicted
+    }
+
+    /// Takes the first free way of `set`, which must have one (only while the array fills up).
+    #[inline(never)]
+    fn free_way(&mut self, set: usize) -> usize {
+        self.valid_in_set[set] += 1;
+        let base = set * self.ways;
+        self.metas[base..base + self.ways].iter().position(|&m| m == 0).expect("a free way")
+    }
+
+    /// Updates the hash index for `slot` being overwritten by (`tag`, `meta`).
+    #[inline]
+    fn reindex(&mut self, slot: usize, tag: u64, meta: u32) {
+        let (old_tag, old_meta) = (self.tags[slot], self.metas[slot]);
+        if let Some(index) = &mut self.index {
+            if old_meta != 0 {
+                index.remove(&(old_tag, old_meta));
+            }
+            index.insert((tag, meta), slot as u32);
+        }
     }
 
     /// Removes every entry that translates `vaddr` in `asid`; returns how many were removed.
@@ -239,6 +365,11 @@ impl TlbArray {
         self.metas[slot] = 0;
         self.valid_in_set[set] -= 1;
         self.repl.invalidate(set, slot - set * self.ways);
+    }
+
+    /// True when the array holds no valid entry.
+    pub fn is_empty(&self) -> bool {
+        self.valid_per_size.iter().all(|&v| v == 0)
     }
 
     /// Number of valid entries.

@@ -72,13 +72,31 @@ pub struct LevelStats {
     pub counters: Counters,
 }
 
+/// Hits and misses of one side; accesses are their sum, computed when reported rather than
+/// counted on every reference.
+#[derive(Clone, Debug, Default)]
+struct HitMiss {
+    hits: u64,
+    misses: u64,
+}
+
+impl HitMiss {
+    fn counters(&self) -> Counters {
+        Counters { accesses: self.hits + self.misses, hits: self.hits, misses: self.misses }
+    }
+}
+
 /// The arrays of one side of a level and where each page size is filled.
 #[derive(Clone, Debug)]
 struct SideArrays {
     arrays: Vec<TlbArray>,
     /// For each page size (by index): the array and the size to store it as.
     fill_target: [Option<(usize, PageSize)>; 3],
-    counters: Counters,
+    /// Bit `i` set when `arrays[i]` may hold an entry: probes visit only those, so the 2 MiB
+    /// and 1 GiB arrays of a level cost nothing while the OS maps no huge page. Set on every
+    /// fill, cleared when an invalidation empties the array.
+    nonempty: u64,
+    counters: HitMiss,
 }
 
 impl SideArrays {
@@ -95,32 +113,62 @@ impl SideArrays {
                 .filter(|&&s| s <= size)
                 .find_map(|&s| arrays.iter().position(|a| a.holds(s)).map(|i| (i, s)))
         });
-        SideArrays { arrays, fill_target, counters: Counters::default() }
+        assert!(arrays.len() <= 64, "a side holds at most 64 arrays (validation allows 3)");
+        SideArrays { arrays, fill_target, nonempty: 0, counters: HitMiss::default() }
     }
 
-    #[inline]
-    fn lookup(&mut self, asid: Asid, vaddr: u64) -> Option<Translation> {
-        self.counters.accesses += 1;
-        for array in &mut self.arrays {
-            if let Some(t) = array.lookup(asid, vaddr) {
+    /// Probes every array; on a hit returns the array and slot (see [`TlbArray::probe`]).
+    #[inline(always)]
+    fn probe(&mut self, asid: Asid, vaddr: u64) -> Option<(usize, usize)> {
+        let mut candidates = self.nonempty;
+        while candidates != 0 {
+            let i = candidates.trailing_zeros() as usize;
+            candidates &= candidates - 1;
+            if let Some(slot) = self.arrays[i].probe(asid, vaddr) {
                 self.counters.hits += 1;
-                return Some(t);
+                return Some((i, slot));
             }
         }
         self.counters.misses += 1;
         None
     }
 
-    /// Fills `t` after this side missed on `vaddr` (so the entry is absent).
-    #[inline]
-    fn fill_after_miss(&mut self, t: &Translation, vaddr: u64) -> Option<Translation> {
+    /// Fills `t` after this side missed on `vaddr` (so the entry is absent). With `REPORT`,
+    /// returns the entry evicted; without, always `None` (a level that is not inclusive).
+    #[inline(always)]
+    fn fill_after_miss<const REPORT: bool>(&mut self, t: &Translation, vaddr: u64) -> Option<Translation> {
         let (array, size) = self.fill_target[t.size.index()]?;
         let entry = if size == t.size { *t } else { t.splinter(vaddr, size) };
-        self.arrays[array].insert_absent(&entry)
+        self.nonempty |= 1 << array;
+        if REPORT {
+            self.arrays[array].insert_absent(&entry)
+        } else {
+            self.arrays[array].insert_absent_quiet(&entry);
+            None
+        }
     }
 
     fn invalidate(&mut self, asid: Asid, vaddr: u64) -> usize {
-        self.arrays.iter_mut().map(|a| a.invalidate(asid, vaddr)).sum()
+        let removed = self.arrays.iter_mut().map(|a| a.invalidate(asid, vaddr)).sum();
+        self.forget_empty();
+        removed
+    }
+
+    /// Removes every entry smaller than `t` that lies inside it.
+    fn invalidate_inside(&mut self, t: &Translation) {
+        for array in &mut self.arrays {
+            array.invalidate_inside(t);
+        }
+        self.forget_empty();
+    }
+
+    /// Clears the `nonempty` bits of arrays that invalidations emptied.
+    fn forget_empty(&mut self) {
+        for (i, array) in self.arrays.iter().enumerate() {
+            if array.is_empty() {
+                self.nonempty &= !(1 << i);
+            }
+        }
     }
 }
 
@@ -133,10 +181,11 @@ struct Level {
 }
 
 impl Level {
-    #[inline]
-    fn side(&mut self, kind: AccessKind) -> &mut SideArrays {
-        match (&mut self.instr, kind) {
-            (Some(instr), AccessKind::IFetch) => instr,
+    /// The side serving instruction fetches (`instr`) or data references.
+    #[inline(always)]
+    fn side(&mut self, instr: bool) -> &mut SideArrays {
+        match (&mut self.instr, instr) {
+            (Some(side), true) => side,
             _ => &mut self.data,
         }
     }
@@ -148,9 +197,7 @@ impl Level {
     /// Removes every entry smaller than `t` that lies inside it, on both sides.
     fn invalidate_inside(&mut self, t: &Translation) {
         for side in std::iter::once(&mut self.data).chain(self.instr.as_mut()) {
-            for array in &mut side.arrays {
-                array.invalidate_inside(t);
-            }
+            side.invalidate_inside(t);
         }
     }
 }
@@ -183,7 +230,9 @@ impl TlbHierarchy {
 
     /// Translates the page holding `vaddr`. Returns the level that hit, or `None` when every
     /// level missed and `walk` supplied the translation. An error from `walk` is passed on.
-    #[inline]
+    /// The same as [`TlbHierarchy::lookup`] then, on a miss, `walk` and
+    /// [`TlbHierarchy::fill_after_walk`].
+    #[inline(always)]
     pub fn access<E>(
         &mut self,
         asid: Asid,
@@ -191,32 +240,110 @@ impl TlbHierarchy {
         kind: AccessKind,
         walk: impl FnOnce() -> Result<Translation, E>,
     ) -> Result<Option<usize>, E> {
-        for i in 0..self.levels.len() {
-            if let Some(t) = self.levels[i].side(kind).lookup(asid, vaddr) {
-                self.fill_above(i, &t, vaddr, kind);
-                return Ok(Some(i));
-            }
+        if let Some(level) = self.lookup(asid, vaddr, kind) {
+            return Ok(Some(level));
         }
         let t = walk()?;
-        self.fill_above(self.levels.len(), &t, vaddr, kind);
+        self.fill_after_walk(&t, vaddr, kind);
         Ok(None)
     }
 
-    /// Fills levels `0..upto`, which all just missed on `vaddr`, deepest first.
-    fn fill_above(&mut self, upto: usize, t: &Translation, vaddr: u64, kind: AccessKind) {
-        for j in (0..upto).rev() {
-            let evicted = self.levels[j].side(kind).fill_after_miss(t, vaddr);
-            if let (Some(victim), true) = (evicted, self.levels[j].inclusive) {
-                let victim_addr = victim.vpn.addr().0;
-                for upper in &mut self.levels[..j] {
-                    upper.invalidate(victim.asid, victim_addr);
-                    // A level above that lacks the victim's (huge) size holds it as splinters,
-                    // one per base page used, not only at the victim's first address: remove
-                    // them all, or they outlive the victim and break inclusion.
-                    if victim.size != PageSize::Size4K {
-                        upper.invalidate_inside(&victim);
-                    }
+    /// The first half of [`TlbHierarchy::access`]: probes the levels in order and returns the
+    /// one that hit, after filling the levels above it; `None` when every level missed, in
+    /// which case the caller walks the page table and calls [`TlbHierarchy::fill_after_walk`].
+    ///
+    /// Split from the walk so that a simulation loop calls its OS directly rather than through
+    /// a closure, and always inlined into that loop: this is the whole per-reference path, and
+    /// a call would add a prologue and spills per reference.
+    #[inline(always)]
+    pub fn lookup(&mut self, asid: Asid, vaddr: u64, kind: AccessKind) -> Option<usize> {
+        if self.levels.len() == 1 {
+            self.lookup_shaped::<true>(asid, vaddr, kind)
+        } else {
+            self.lookup_shaped::<false>(asid, vaddr, kind)
+        }
+    }
+
+    /// The second half of [`TlbHierarchy::access`]: fills every level with `t`, the walk's
+    /// answer for `vaddr` after [`TlbHierarchy::lookup`] missed everywhere.
+    #[inline(always)]
+    pub fn fill_after_walk(&mut self, t: &Translation, vaddr: u64, kind: AccessKind) {
+        if self.levels.len() == 1 {
+            self.fill_after_walk_shaped::<true>(t, vaddr, kind);
+        } else {
+            self.fill_after_walk_shaped::<false>(t, vaddr, kind);
+        }
+    }
+
+    /// True when the hierarchy has one level (a single TLB), for which a simulation loop can
+    /// use the `ONE_LEVEL` forms of [`TlbHierarchy::lookup_shaped`] and
+    /// [`TlbHierarchy::fill_after_walk_shaped`], chosen once per batch instead of per reference.
+    pub fn is_one_level(&self) -> bool {
+        self.levels.len() == 1
+    }
+
+    /// [`TlbHierarchy::lookup`] for a hierarchy known to have one level (`ONE_LEVEL`, which
+    /// must then be true of it) or any number: a single TLB needs no level loop and has
+    /// nothing above to fill.
+    #[inline(always)]
+    pub fn lookup_shaped<const ONE_LEVEL: bool>(&mut self, asid: Asid, vaddr: u64, kind: AccessKind) -> Option<usize> {
+        let instr = kind == AccessKind::IFetch;
+        if ONE_LEVEL {
+            debug_assert_eq!(self.levels.len(), 1);
+            return self.levels[0].side(instr).probe(asid, vaddr).map(|_| 0);
+        }
+        for i in 0..self.levels.len() {
+            let side = self.levels[i].side(instr);
+            if let Some((array, slot)) = side.probe(asid, vaddr) {
+                // Only a hit below the first level has levels to fill, and so needs the entry.
+                if i > 0 {
+                    let t = side.arrays[array].translation_at(slot);
+                    self.fill_above(i, &t, vaddr, instr);
                 }
+                return Some(i);
+            }
+        }
+        None
+    }
+
+    /// [`TlbHierarchy::fill_after_walk`] for a hierarchy known to have one level
+    /// (`ONE_LEVEL`) or any number.
+    #[inline(always)]
+    pub fn fill_after_walk_shaped<const ONE_LEVEL: bool>(&mut self, t: &Translation, vaddr: u64, kind: AccessKind) {
+        let instr = kind == AccessKind::IFetch;
+        if ONE_LEVEL {
+            // Its evictions, even if it is inclusive, have no level above to clean.
+            debug_assert_eq!(self.levels.len(), 1);
+            self.levels[0].side(instr).fill_after_miss::<false>(t, vaddr);
+            return;
+        }
+        self.fill_above(self.levels.len(), t, vaddr, instr);
+    }
+
+    /// Fills levels `0..upto`, which all just missed on `vaddr`, deepest first.
+    #[inline(always)]
+    fn fill_above(&mut self, upto: usize, t: &Translation, vaddr: u64, instr: bool) {
+        for j in (0..upto).rev() {
+            let level = &mut self.levels[j];
+            if !level.inclusive {
+                level.side(instr).fill_after_miss::<false>(t, vaddr);
+            } else if let Some(victim) = level.side(instr).fill_after_miss::<true>(t, vaddr) {
+                self.back_invalidate(j, &victim);
+            }
+        }
+    }
+
+    /// Removes `victim`, just evicted from inclusive level `j`, from every level above it.
+    #[inline(never)]
+    fn back_invalidate(&mut self, j: usize, victim: &Translation) {
+        let victim_addr = victim.vpn.addr().0;
+        for upper in &mut self.levels[..j] {
+            upper.invalidate(victim.asid, victim_addr);
+            // A level above that lacks the victim's (huge) size holds it as splinters, one per
+            // base page used, not only at the victim's first address: remove them all, or they
+            // outlive the victim and break inclusion.
+            if victim.size != PageSize::Size4K {
+                upper.invalidate_inside(victim);
             }
         }
     }
@@ -232,9 +359,9 @@ impl TlbHierarchy {
         let mut rows = Vec::new();
         for level in &self.levels {
             let data_side = if level.instr.is_some() { Side::Data } else { Side::Unified };
-            rows.push(LevelStats { level: level.name.clone(), side: data_side, counters: level.data.counters.clone() });
+            rows.push(LevelStats { level: level.name.clone(), side: data_side, counters: level.data.counters.counters() });
             if let Some(instr) = &level.instr {
-                rows.push(LevelStats { level: level.name.clone(), side: Side::Instr, counters: instr.counters.clone() });
+                rows.push(LevelStats { level: level.name.clone(), side: Side::Instr, counters: instr.counters.counters() });
             }
         }
         rows

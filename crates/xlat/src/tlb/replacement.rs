@@ -27,6 +27,11 @@ pub enum Policy {
 /// Largest associativity for which LRU and FIFO use stamps rather than lists.
 const STAMPS_UP_TO_WAYS: usize = 16;
 
+/// Low bits of a stamp that hold its way number, so that the minimum stamp of a set is the
+/// oldest way itself (ties between unused ways go to the lowest way) with no extra work per
+/// way. The clock stays far below 2^60, and ways ≤ 16 fit in 4 bits.
+const WAY_BITS: u32 = 4;
+
 /// Sentinel for "no way" in the recency lists.
 const NIL: u32 = u32::MAX;
 
@@ -78,9 +83,9 @@ impl ReplacementState {
         ReplacementState {
             ways,
             mode,
-            // The structures fill invalid ways before asking for a victim, so by the time a
-            // set needs one every way carries a stamp from a fill: initial values never decide.
-            stamps: if small { vec![0; sets * ways] } else { Vec::new() },
+            // Every stamp carries its way number in the low 4 bits (see `WAY_BITS`); an unused
+            // or invalidated way holds the bare way number, older than any real stamp.
+            stamps: if small { (0..sets * ways).map(|i| (i % ways) as u64).collect() } else { Vec::new() },
             clock: 0,
             lists: matches!(mode, Mode::LruList | Mode::FifoList).then(|| RecencyLists::new(sets, ways)),
             plru_bits: if mode == Mode::Plru { vec![false; sets * plru_leaves] } else { Vec::new() },
@@ -89,10 +94,10 @@ impl ReplacementState {
         }
     }
 
-    #[inline]
+    #[inline(always)]
     fn stamp(&mut self, set: usize, way: usize) {
         self.clock += 1;
-        self.stamps[set * self.ways + way] = self.clock;
+        self.stamps[set * self.ways + way] = self.clock << WAY_BITS | way as u64;
     }
 
     #[inline]
@@ -100,9 +105,27 @@ impl ReplacementState {
         self.lists.as_mut().expect("list modes have lists")
     }
 
+    /// True for the stamp modes (LRU and FIFO up to 16 ways), which the hot paths handle
+    /// inline; the others (lists, tree-PLRU, random) are called out of line, so that the
+    /// common LRU path stays short. In a stamp mode the victim of a set with a free way is its
+    /// first free way.
+    #[inline(always)]
+    pub fn stamped(&self) -> bool {
+        matches!(self.mode, Mode::LruStamps | Mode::FifoStamps)
+    }
+
     /// A lookup hit `way` of `set`.
-    #[inline]
+    #[inline(always)]
     pub fn touch(&mut self, set: usize, way: usize) {
+        match self.mode {
+            Mode::LruStamps => self.stamp(set, way),
+            Mode::FifoStamps => {}
+            _ => self.touch_other(set, way),
+        }
+    }
+
+    #[inline]
+    fn touch_other(&mut self, set: usize, way: usize) {
         match self.mode {
             Mode::LruStamps => self.stamp(set, way),
             Mode::LruList => self.list().move_to_head(set, way),
@@ -112,8 +135,17 @@ impl ReplacementState {
     }
 
     /// A new entry was written into `way` of `set`.
-    #[inline]
+    #[inline(always)]
     pub fn fill(&mut self, set: usize, way: usize) {
+        if self.stamped() {
+            self.stamp(set, way);
+        } else {
+            self.fill_other(set, way);
+        }
+    }
+
+    #[inline]
+    fn fill_other(&mut self, set: usize, way: usize) {
         match self.mode {
             Mode::LruStamps | Mode::FifoStamps => self.stamp(set, way),
             Mode::LruList | Mode::FifoList => self.list().move_to_head(set, way),
@@ -126,30 +158,78 @@ impl ReplacementState {
     #[inline]
     pub fn invalidate(&mut self, set: usize, way: usize) {
         match self.mode {
-            Mode::LruStamps | Mode::FifoStamps => self.stamps[set * self.ways + way] = 0,
+            Mode::LruStamps | Mode::FifoStamps => self.stamps[set * self.ways + way] = way as u64,
             Mode::LruList | Mode::FifoList => self.list().move_to_tail(set, way),
             Mode::Plru | Mode::Random => {}
         }
     }
 
     /// The way to evict from a full `set`.
-    #[inline]
+    #[inline(always)]
     pub fn victim(&mut self, set: usize) -> usize {
+        if self.stamped() {
+            self.oldest(set)
+        } else {
+            self.victim_other(set)
+        }
+    }
+
+    /// Chooses the victim of a full `set` and records that a new entry was written there: the
+    /// same as [`ReplacementState::victim`] then [`ReplacementState::fill`], with one dispatch.
+    #[inline(always)]
+    pub fn replace(&mut self, set: usize) -> usize {
+        if self.stamped() {
+            let way = self.oldest(set);
+            self.stamp(set, way);
+            way
+        } else {
+            let way = self.victim_other(set);
+            self.fill_other(set, way);
+            way
+        }
+    }
+
+    /// The way of `set` with the oldest stamp (stamp modes only).
+    #[inline(always)]
+    fn oldest(&self, set: usize) -> usize {
+        // The common associativities get a constant-length scan, unrolled by the compiler
+        // into a chain of conditional moves.
+        let base = set * self.ways;
+        match self.ways {
+            2 => oldest::<2>(&self.stamps, base),
+            4 => oldest::<4>(&self.stamps, base),
+            8 => oldest::<8>(&self.stamps, base),
+            12 => oldest::<12>(&self.stamps, base),
+            16 => oldest::<16>(&self.stamps, base),
+            ways => oldest_in(&self.stamps[base..base + ways]),
+        }
+    }
+
+    #[inline]
+    fn victim_other(&mut self, set: usize) -> usize {
         match self.mode {
-            Mode::LruStamps | Mode::FifoStamps => {
-                // Branch-free minimum: the way number rides in the low bits of each stamp, so
-                // a plain `min` (compiled to conditional moves) finds the oldest way without
-                // the mispredicted branches of a compare-and-jump scan. Stamps stay far below
-                // 2^59, and ways ≤ 16 fit in 4 bits.
-                let stamps = &self.stamps[set * self.ways..(set + 1) * self.ways];
-                let oldest = stamps.iter().enumerate().map(|(w, &s)| s << 4 | w as u64).min();
-                (oldest.expect("at least one way") & 0xf) as usize
-            }
+            Mode::LruStamps | Mode::FifoStamps => self.oldest(set),
             Mode::LruList | Mode::FifoList => self.list().tail(set),
             Mode::Plru => plru_follow(&self.plru_bits, self.plru_leaves, self.ways, set),
             Mode::Random => self.rng.random_range(0..self.ways),
         }
     }
+}
+
+/// The way with the oldest stamp among the `N` stamps from `base`; ties go to the lowest way.
+#[inline(always)]
+fn oldest<const N: usize>(stamps: &[u64], base: usize) -> usize {
+    let set: &[u64; N] = stamps[base..base + N].try_into().expect("a whole set");
+    oldest_in(set)
+}
+
+/// The way with the oldest stamp in `stamps` (one set); ties go to the lowest way.
+#[inline(always)]
+fn oldest_in(stamps: &[u64]) -> usize {
+    // Branch-free minimum (conditional moves): a compare-and-jump scan would mispredict on
+    // random streams. The way number is in the stamp's low bits.
+    let oldest = stamps.iter().copied().min().expect("at least one way");
+    (oldest & ((1 << WAY_BITS) - 1)) as usize
 }
 
 /// Doubly-linked lists of ways, one per set, stored in flat arrays.
