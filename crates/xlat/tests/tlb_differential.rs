@@ -166,6 +166,9 @@ enum Stream {
     Hot,
     /// Walks with locality over 16 GiB: half the references stay within 16 pages of the last.
     Local,
+    /// Runs: 70% repeat the previous page (as most references of a real stream do), else a
+    /// page of a hot set; exercises the hierarchy's repeated-hit shortcut.
+    Runs,
 }
 
 struct StreamSpec {
@@ -197,6 +200,13 @@ fn gen_ops(spec: &StreamSpec, entries: usize, n: usize, seed: u64) -> Vec<Op> {
                         last.saturating_add_signed(rng.random_range(-16..=16))
                     } else {
                         rng.random_range(0..1 << 22)
+                    }
+                }
+                Stream::Runs => {
+                    if rng.random_bool(0.7) {
+                        last
+                    } else {
+                        rng.random_range(0..2 * entries as u64)
                     }
                 }
             };
@@ -621,6 +631,13 @@ fn gen_hops(spec: &HStreamSpec, hot_pages: u64, n: usize, whole_pages: bool, see
                         rng.random_range(0..1 << 22)
                     }
                 }
+                Stream::Runs => {
+                    if rng.random_bool(0.7) {
+                        last
+                    } else {
+                        rng.random_range(0..hot_pages)
+                    }
+                }
             };
             last = page;
             let va = page << 12 | rng.random_range(0..4096);
@@ -638,11 +655,12 @@ fn gen_hops(spec: &HStreamSpec, hot_pages: u64, n: usize, whole_pages: bool, see
         .collect()
 }
 
-const HIER_STREAMS: [HStreamSpec; 4] = [
+const HIER_STREAMS: [HStreamSpec; 5] = [
     HStreamSpec { kind: Stream::Small, asids: 1, shootdown_pct: 0, ifetch_pct: 20 },
     HStreamSpec { kind: Stream::Hot, asids: 2, shootdown_pct: 2, ifetch_pct: 20 },
     HStreamSpec { kind: Stream::Local, asids: 3, shootdown_pct: 1, ifetch_pct: 15 },
     HStreamSpec { kind: Stream::Large, asids: 2, shootdown_pct: 1, ifetch_pct: 10 },
+    HStreamSpec { kind: Stream::Runs, asids: 1, shootdown_pct: 2, ifetch_pct: 15 },
 ];
 
 fn hierarchy_matrix(shape: fn(Policy, bool) -> Vec<LevelGeometry>, hot_pages: u64, n: usize, inclusion_holds: bool) {

@@ -58,7 +58,7 @@ fn skylake() -> RawMachine {
     RawMachine { name: "skylake".into(), preset: Some("skylake-like".into()), ..RawMachine::default() }
 }
 
-const CASES: [Case; 4] = [
+const CASES: [Case; 7] = [
     Case {
         name: "tlb1024x4-uniform-256MiB",
         description: "one 1024-entry 4-way LRU TLB, uniform random 8-byte loads over 256 MiB (98% misses)",
@@ -74,10 +74,31 @@ const CASES: [Case; 4] = [
         machine: single_tlb,
     },
     Case {
+        name: "tlb1024x4-uniform-2MiB",
+        description: "one 1024-entry 4-way LRU TLB, uniform random 8-byte loads over 2 MiB (hits once warm)",
+        pattern: Pattern::Uniform,
+        footprint: 2 << 20,
+        machine: single_tlb,
+    },
+    Case {
+        name: "tlb1024x4-sequential-1GiB",
+        description: "one 1024-entry 4-way LRU TLB, sequential 8-byte loads over 1 GiB (one miss per 512 refs)",
+        pattern: Pattern::Sequential,
+        footprint: 1 << 30,
+        machine: single_tlb,
+    },
+    Case {
         name: "skylake-uniform-256MiB",
         description: "skylake-like two-level preset, uniform random 8-byte loads over 256 MiB",
         pattern: Pattern::Uniform,
         footprint: 256 << 20,
+        machine: skylake,
+    },
+    Case {
+        name: "skylake-sequential-1GiB",
+        description: "skylake-like two-level preset, sequential 8-byte loads over 1 GiB",
+        pattern: Pattern::Sequential,
+        footprint: 1 << 30,
         machine: skylake,
     },
     Case {

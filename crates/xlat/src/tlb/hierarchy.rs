@@ -10,7 +10,7 @@
 
 use super::array::{ArrayGeometry, TlbArray};
 use crate::memref::AccessKind;
-use crate::types::{Asid, PageSize, Translation};
+use crate::types::{Asid, PageSize, Translation, BASE_PAGE_SHIFT};
 use serde::Serialize;
 
 /// Which references an array or statistics row serves.
@@ -96,6 +96,13 @@ struct SideArrays {
     /// and 1 GiB arrays of a level cost nothing while the OS maps no huge page. Set on every
     /// fill, cleared when an invalidation empties the array.
     nonempty: u64,
+    /// The side's last lookup, when it hit: its ASID, 4 KiB page and (array, slot). Nothing
+    /// has touched this side's sets since, so the entry is the most recent of its set and a
+    /// repeated hit on it changes no replacement state under any policy (LRU and PLRU would
+    /// re-mark what is already marked; FIFO and random ignore hits). Consecutive references
+    /// to one page, most of a real stream, then cost a compare. Cleared by every miss, fill
+    /// and invalidation.
+    last: Option<(Asid, u64, (usize, usize))>,
     counters: HitMiss,
 }
 
@@ -114,22 +121,31 @@ impl SideArrays {
                 .find_map(|&s| arrays.iter().position(|a| a.holds(s)).map(|i| (i, s)))
         });
         assert!(arrays.len() <= 64, "a side holds at most 64 arrays (validation allows 3)");
-        SideArrays { arrays, fill_target, nonempty: 0, counters: HitMiss::default() }
+        SideArrays { arrays, fill_target, nonempty: 0, last: None, counters: HitMiss::default() }
     }
 
     /// Probes every array; on a hit returns the array and slot (see [`TlbArray::probe`]).
     #[inline(always)]
     fn probe(&mut self, asid: Asid, vaddr: u64) -> Option<(usize, usize)> {
+        let page = vaddr >> BASE_PAGE_SHIFT;
+        if let Some((last_asid, last_page, hit)) = self.last {
+            if last_asid == asid && last_page == page {
+                self.counters.hits += 1;
+                return Some(hit);
+            }
+        }
         let mut candidates = self.nonempty;
         while candidates != 0 {
             let i = candidates.trailing_zeros() as usize;
             candidates &= candidates - 1;
             if let Some(slot) = self.arrays[i].probe(asid, vaddr) {
                 self.counters.hits += 1;
+                self.last = Some((asid, page, (i, slot)));
                 return Some((i, slot));
             }
         }
         self.counters.misses += 1;
+        self.last = None;
         None
     }
 
@@ -140,6 +156,7 @@ impl SideArrays {
         let (array, size) = self.fill_target[t.size.index()]?;
         let entry = if size == t.size { *t } else { t.splinter(vaddr, size) };
         self.nonempty |= 1 << array;
+        self.last = None;
         if REPORT {
             self.arrays[array].insert_absent(&entry)
         } else {
@@ -162,8 +179,9 @@ impl SideArrays {
         self.forget_empty();
     }
 
-    /// Clears the `nonempty` bits of arrays that invalidations emptied.
+    /// Clears the `nonempty` bits of arrays that invalidations emptied, and the last hit.
     fn forget_empty(&mut self) {
+        self.last = None;
         for (i, array) in self.arrays.iter().enumerate() {
             if array.is_empty() {
                 self.nonempty &= !(1 << i);
