@@ -110,11 +110,6 @@ impl Os {
     pub fn stats(&self) -> &OsStats {
         &self.stats
     }
-
-    /// The page table (read-only), for checks and reports.
-    pub fn page_table(&self) -> &PageTable {
-        &self.table
-    }
 }
 
 #[cfg(test)]

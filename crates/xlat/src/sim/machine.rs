@@ -78,11 +78,6 @@ impl Machine {
         Ok(())
     }
 
-    /// The machine's name.
-    pub fn name(&self) -> &str {
-        &self.name
-    }
-
     /// Statistics so far.
     pub fn stats(&self) -> MachineStats {
         MachineStats {

@@ -127,11 +127,6 @@ impl TlbArray {
         }
     }
 
-    /// The page sizes this array holds, smallest first.
-    pub fn page_sizes(&self) -> &[PageSize] {
-        &self.sizes
-    }
-
     /// True if the array can hold entries of `size`.
     #[inline]
     pub fn holds(&self, size: PageSize) -> bool {
