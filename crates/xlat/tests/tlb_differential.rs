@@ -180,36 +180,42 @@ struct StreamSpec {
     raw_pct: u32,
 }
 
+/// The next data page of a `kind` stream after `last`: `hot` pages form the hot set, and a
+/// local walk stays near `last` with probability `stay`.
+fn next_page(kind: &Stream, rng: &mut Xoshiro256PlusPlus, last: u64, hot: u64, stay: f64) -> u64 {
+    match kind {
+        Stream::Small => rng.random_range(0..64),
+        Stream::Large => rng.random_range(0..1 << 24),
+        Stream::Hot => {
+            if rng.random_range(0..100) < 85 {
+                rng.random_range(0..hot)
+            } else {
+                rng.random_range(0..1 << 22)
+            }
+        }
+        Stream::Local => {
+            if rng.random_bool(stay) {
+                last.saturating_add_signed(rng.random_range(-16..=16))
+            } else {
+                rng.random_range(0..1 << 22)
+            }
+        }
+        Stream::Runs => {
+            if rng.random_bool(0.7) {
+                last
+            } else {
+                rng.random_range(0..hot)
+            }
+        }
+    }
+}
+
 fn gen_ops(spec: &StreamSpec, entries: usize, n: usize, seed: u64) -> Vec<Op> {
     let mut rng = Xoshiro256PlusPlus::seed_from_u64(seed);
     let mut last = 0u64;
     (0..n)
         .map(|_| {
-            let page = match spec.kind {
-                Stream::Small => rng.random_range(0..64),
-                Stream::Large => rng.random_range(0..1 << 24),
-                Stream::Hot => {
-                    if rng.random_range(0..100) < 85 {
-                        rng.random_range(0..2 * entries as u64)
-                    } else {
-                        rng.random_range(0..1 << 22)
-                    }
-                }
-                Stream::Local => {
-                    if rng.random_bool(0.5) {
-                        last.saturating_add_signed(rng.random_range(-16..=16))
-                    } else {
-                        rng.random_range(0..1 << 22)
-                    }
-                }
-                Stream::Runs => {
-                    if rng.random_bool(0.7) {
-                        last
-                    } else {
-                        rng.random_range(0..2 * entries as u64)
-                    }
-                }
-            };
+            let page = next_page(&spec.kind, &mut rng, last, 2 * entries as u64, 0.5);
             last = page;
             let va = page << 12 | rng.random_range(0..4096);
             let asid = rng.random_range(0..spec.asids);
@@ -614,31 +620,7 @@ fn gen_hops(spec: &HStreamSpec, hot_pages: u64, n: usize, whole_pages: bool, see
                 let page = (1u64 << 30) + rng.random_range(0..hot_pages / 2 + 8);
                 return HOp::Access(asid, page << 12 | rng.random_range(0..4096), AccessKind::IFetch);
             }
-            let page = match spec.kind {
-                Stream::Small => rng.random_range(0..64),
-                Stream::Large => rng.random_range(0..1 << 24),
-                Stream::Hot => {
-                    if rng.random_range(0..100) < 85 {
-                        rng.random_range(0..hot_pages)
-                    } else {
-                        rng.random_range(0..1 << 22)
-                    }
-                }
-                Stream::Local => {
-                    if rng.random_bool(0.6) {
-                        last.saturating_add_signed(rng.random_range(-16..=16))
-                    } else {
-                        rng.random_range(0..1 << 22)
-                    }
-                }
-                Stream::Runs => {
-                    if rng.random_bool(0.7) {
-                        last
-                    } else {
-                        rng.random_range(0..hot_pages)
-                    }
-                }
-            };
+            let page = next_page(&spec.kind, &mut rng, last, hot_pages, 0.6);
             last = page;
             let va = page << 12 | rng.random_range(0..4096);
             if r < spec.ifetch_pct + spec.shootdown_pct {
