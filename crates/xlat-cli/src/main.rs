@@ -59,7 +59,9 @@ fn main() -> ExitCode {
         Ok(Outcome::Done) => ExitCode::SUCCESS,
         Ok(Outcome::Interrupted) => ExitCode::from(130),
         Err(e) => {
-            eprintln!("error: {e:#}");
+            // The engine's messages are complete (file, line or field, cause); the alternate
+            // form would repeat the cause of I/O errors.
+            eprintln!("error: {e}");
             ExitCode::FAILURE
         }
     }

@@ -154,3 +154,11 @@ fn configuration_errors_name_the_field() {
         assert!(e.contains(path) && e.contains(message), "expected `{path}` and `{message}` in: {e}");
     }
 }
+
+#[test]
+fn exhausted_memory_names_workload_and_machine() {
+    let text = SMALL.replace("memory = \"64MiB\"", "memory = \"64KiB\"");
+    let spec = parse_experiment(&text, Path::new(".")).unwrap();
+    let e = run_experiment(&spec, &AtomicBool::new(false), &mut |_| {}).unwrap_err().to_string();
+    assert!(e.contains("workload `seq`") && e.contains("machine `tiny`") && e.contains("out of physical memory"), "{e}");
+}

@@ -10,7 +10,7 @@ use crate::config::ExperimentSpec;
 use crate::memref::Batch;
 use crate::source::{RefSource, WorkloadSpec};
 use crate::sim::MachineSpec;
-use crate::Result;
+use crate::{Error, Result};
 use serde::Serialize;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{channel, sync_channel};
@@ -106,7 +106,10 @@ pub fn run_workload(
     progress(Progress::Start { workload: &workload.name, expected: source.len_hint() });
     let mut sims: Vec<Machine> = machines.iter().map(Machine::new).collect();
     let started = Instant::now();
-    let (refs, partial) = feed(source, &mut sims, batch, interrupt, progress)?;
+    let (refs, partial) = feed(source, &mut sims, batch, interrupt, progress).map_err(|e| match e {
+        Error::Simulation(message) => Error::Simulation(format!("workload `{}`: {message}", workload.name)),
+        other => other,
+    })?;
     progress(Progress::Finish);
     Ok(WorkloadResult {
         workload: workload.name.clone(),

@@ -72,10 +72,16 @@ impl Machine {
         if self.tlb.lookup_shaped::<ONE_LEVEL>(asid, vaddr, kind).is_none() {
             match self.os.translate(asid, vaddr) {
                 Ok(t) => self.tlb.fill_after_walk_shaped::<ONE_LEVEL>(&t, vaddr, kind),
-                Err(oom) => return Err(self.os.describe(oom)),
+                Err(oom) => return Err(self.out_of_memory(oom)),
             }
         }
         Ok(())
+    }
+
+    /// The error for a fault that found no frame, naming this machine.
+    #[cold]
+    fn out_of_memory(&self, oom: crate::os::OutOfMemory) -> crate::Error {
+        crate::Error::Simulation(format!("machine `{}`: {}", self.name, self.os.describe(oom)))
     }
 
     /// Statistics so far.

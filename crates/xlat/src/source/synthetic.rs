@@ -87,6 +87,9 @@ impl SyntheticSpec {
             Pattern::Zipf { exponent } if !(exponent > 0.0 && exponent.is_finite()) => {
                 err("exponent", format!("Zipf exponent {exponent} must be positive"))
             }
+            Pattern::Zipf { .. } if self.footprint.div_ceil(1 << BASE_PAGE_SHIFT) > MAX_ZIPF_PAGES => {
+                err("footprint", "Zipf footprints are limited to 256 GiB (2^26 pages)".into())
+            }
             _ => Ok(()),
         }
     }
@@ -113,9 +116,6 @@ impl Synthetic {
         let zipf = match spec.pattern {
             Pattern::Zipf { exponent } => {
                 let pages = spec.footprint.div_ceil(1 << BASE_PAGE_SHIFT);
-                if pages > MAX_ZIPF_PAGES {
-                    return Err(Error::config("workload.footprint", "Zipf footprints are limited to 256 GiB (2^26 pages)"));
-                }
                 let mut perm: Vec<u32> = (0..pages as u32).collect();
                 perm.shuffle(&mut rng);
                 let weights = (1..=pages).map(|rank| (rank as f64).powf(-exponent)).collect();
