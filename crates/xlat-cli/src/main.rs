@@ -51,13 +51,17 @@ fn main() -> ExitCode {
     install_interrupt_handler(Arc::clone(&interrupt));
     let result = match cli.command {
         Command::Run(args) => commands::run::run(&args, &interrupt),
-        Command::Trace(cmd) => commands::trace::run(&cmd),
+        Command::Trace(cmd) => commands::trace::run(&cmd, &interrupt),
         Command::Bench(args) => commands::bench::run(&args),
         Command::Presets(args) => commands::presets::run(&args),
     };
     match result {
         Ok(Outcome::Done) => ExitCode::SUCCESS,
         Ok(Outcome::Interrupted) => ExitCode::from(130),
+        Err(e) if matches!(e.downcast_ref::<xlat::Error>(), Some(xlat::Error::Interrupted)) => {
+            eprintln!("interrupted: nothing was written");
+            ExitCode::from(130)
+        }
         Err(e) => {
             // The engine's messages are complete (file, line or field, cause); the alternate
             // form would repeat the cause of I/O errors.
@@ -67,13 +71,13 @@ fn main() -> ExitCode {
     }
 }
 
-/// The first Ctrl-C asks the run to stop after its current batch and write partial results;
-/// a second one exits at once.
+/// The first Ctrl-C asks the command to stop after its current batch (`run` then writes
+/// partial results; trace commands write nothing); a second one exits at once.
 fn install_interrupt_handler(flag: Arc<AtomicBool>) {
     let _ = ctrlc::set_handler(move || {
         if flag.swap(true, Ordering::SeqCst) {
             std::process::exit(130);
         }
-        eprintln!("\ninterrupted: finishing the current batch and writing partial results (Ctrl-C again to abort)");
+        eprintln!("\ninterrupted: stopping after the current batch (Ctrl-C again to abort at once)");
     });
 }

@@ -183,3 +183,28 @@ fn trace_errors_name_file_and_line() {
     assert_eq!(unknown.status.code(), Some(1));
     assert!(text(&unknown.stderr).contains("unknown format"));
 }
+
+#[test]
+fn ctrl_c_stops_a_trace_command() {
+    use std::io::Write;
+    let dir = tempfile::tempdir().unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_xlat"))
+        .args(["trace", "info", "-"])
+        .current_dir(dir.path())
+        .stdin(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    // An endless Lackey stream until the reader goes away (the write then fails).
+    let feeder = std::thread::spawn(move || {
+        let chunk = "I  0400000,4\n L 1ffefff000,8\n".repeat(4096);
+        while stdin.write_all(chunk.as_bytes()).is_ok() {}
+    });
+    std::thread::sleep(std::time::Duration::from_millis(1000));
+    assert!(Command::new("kill").args(["-INT", &child.id().to_string()]).status().unwrap().success());
+    let out = child.wait_with_output().unwrap();
+    feeder.join().unwrap();
+    assert_eq!(out.status.code(), Some(130), "{}", text(&out.stderr));
+    assert!(text(&out.stderr).contains("interrupted"));
+}

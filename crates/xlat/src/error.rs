@@ -44,6 +44,9 @@ pub enum Error {
     /// The simulated machine cannot continue (for example physical memory is exhausted).
     #[error("{0}")]
     Simulation(String),
+    /// The user interrupted a command that has no partial result to keep (a conversion).
+    #[error("interrupted")]
+    Interrupted,
 }
 
 impl Error {

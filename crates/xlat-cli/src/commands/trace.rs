@@ -4,6 +4,8 @@ use crate::Outcome;
 use anyhow::{anyhow, Result};
 use clap::Subcommand;
 use std::path::PathBuf;
+use std::sync::atomic::AtomicBool;
+use xlat::source::Interruptible;
 use xlat::trace::{self, TraceFormat};
 
 /// Subcommands of `xlat trace`.
@@ -47,11 +49,11 @@ fn format_arg(name: Option<&String>, flag: &str) -> Result<Option<TraceFormat>> 
 }
 
 /// Runs a trace subcommand.
-pub fn run(cmd: &TraceCommand) -> Result<Outcome> {
+pub fn run(cmd: &TraceCommand, interrupt: &AtomicBool) -> Result<Outcome> {
     match cmd {
         TraceCommand::Info { file, format, json } => {
             let mut source = trace::open(file, format_arg(format.as_ref(), "format")?)?;
-            let info = trace::info(&mut *source)?;
+            let info = trace::info(&mut Interruptible::new(&mut *source, interrupt))?;
             if *json {
                 println!("{}", serde_json::to_string_pretty(&info)?);
             } else {
@@ -67,7 +69,7 @@ pub fn run(cmd: &TraceCommand) -> Result<Outcome> {
                     anyhow!("{}: cannot tell the output format from the extension; use --to", output.display())
                 })?,
             };
-            let copied = trace::convert_with(input, in_format, output, out_format, *lossy)?;
+            let copied = trace::convert_with(input, in_format, output, out_format, *lossy, interrupt)?;
             eprintln!("{copied} references written to {} ({out_format})", output.display());
         }
     }

@@ -137,6 +137,37 @@ impl<S: RefSource> RefSource for Limited<S> {
     }
 }
 
+/// Wraps a source so that reading fails with [`crate::Error::Interrupted`] once `flag` is
+/// set (by a Ctrl-C handler), for commands that stop rather than keep a partial result.
+pub struct Interruptible<'a, S: ?Sized> {
+    inner: &'a mut S,
+    flag: &'a std::sync::atomic::AtomicBool,
+}
+
+impl<'a, S: RefSource + ?Sized> Interruptible<'a, S> {
+    /// Reads `inner` until `flag` is set.
+    pub fn new(inner: &'a mut S, flag: &'a std::sync::atomic::AtomicBool) -> Interruptible<'a, S> {
+        Interruptible { inner, flag }
+    }
+}
+
+impl<S: RefSource + ?Sized> RefSource for Interruptible<'_, S> {
+    fn fill(&mut self, batch: &mut Batch, max: usize) -> Result<usize> {
+        if self.flag.load(std::sync::atomic::Ordering::Relaxed) {
+            return Err(crate::Error::Interrupted);
+        }
+        self.inner.fill(batch, max)
+    }
+
+    fn identity(&self) -> serde_json::Value {
+        self.inner.identity()
+    }
+
+    fn len_hint(&self) -> Option<u64> {
+        self.inner.len_hint()
+    }
+}
+
 /// A source over a fixed vector of references (for tests and small tools).
 pub struct VecSource {
     refs: Vec<crate::MemRef>,
@@ -187,6 +218,17 @@ pub fn collect(source: &mut dyn RefSource) -> Result<(Vec<crate::MemRef>, u64)> 
 mod tests {
     use super::*;
     use crate::MemRef;
+
+    #[test]
+    fn interruptible_stops_once_flagged() {
+        let flag = std::sync::atomic::AtomicBool::new(false);
+        let mut inner = VecSource::new(vec![MemRef::load(0, 8); 10]);
+        let mut src = Interruptible::new(&mut inner, &flag);
+        let mut batch = Batch::default();
+        assert_eq!(src.fill(&mut batch, 4).unwrap(), 4);
+        flag.store(true, std::sync::atomic::Ordering::Relaxed);
+        assert!(matches!(src.fill(&mut batch, 4), Err(crate::Error::Interrupted)));
+    }
 
     #[test]
     fn limited_skips_and_limits_exactly() {

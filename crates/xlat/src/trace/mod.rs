@@ -22,7 +22,8 @@ pub use native::NativeWriter;
 pub use native_reader::NativeReader;
 
 use crate::memref::{AccessKind, Batch, MemRef};
-use crate::source::RefSource;
+use crate::source::{Interruptible, RefSource};
+use std::sync::atomic::AtomicBool;
 use crate::{Error, Result};
 use io::Compression;
 use std::fmt;
@@ -179,25 +180,28 @@ pub fn convert(input: impl AsRef<Path>, output: impl AsRef<Path>) -> Result<u64>
             "cannot tell the output format from the extension (.xlat, .champsim[.xz|.gz], .lackey)",
         )
     })?;
-    convert_with(input.as_ref(), None, output, out_format, false)
+    convert_with(input.as_ref(), None, output, out_format, false, &AtomicBool::new(false))
 }
 
 /// [`convert`] with explicit formats. Native to native keeps each reference's instruction
 /// count exactly; other inputs count one instruction per fetch, which every writer keeps.
 /// `lossy` lets a ChampSim output take what it cannot represent exactly (sizes, loads after
 /// stores, wide instructions; see [`ChampSimWriter::lossy`]); otherwise those are errors.
+/// Setting `interrupt` stops the conversion with [`Error::Interrupted`], leaving no output.
 pub fn convert_with(
     input: &Path,
     in_format: Option<TraceFormat>,
     output: &Path,
     out_format: TraceFormat,
     lossy: bool,
+    interrupt: &AtomicBool,
 ) -> Result<u64> {
     let in_format = match in_format {
         Some(f) => f,
         None => detect(input)?,
     };
-    let mut source = open(input, Some(in_format))?;
+    let mut opened = open(input, Some(in_format))?;
+    let mut source = Interruptible::new(&mut *opened, interrupt);
     let metadata = serde_json::json!({
         "source": source.identity(),
         "created_by": format!("xlat {} trace convert", crate::VERSION),
