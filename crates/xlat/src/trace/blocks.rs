@@ -3,10 +3,10 @@
 //! decompression (about half of the reading time) overlaps with record decoding.
 
 use super::block::{MAX_RECORD_BYTES, PADDING};
+use super::io::{read_at, u32_at, u64_at};
 use super::native::{IndexEntry, BLOCK_HEADER};
 use crate::{Error, Result};
 use std::fs::File;
-use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
 use std::thread::JoinHandle;
@@ -20,13 +20,6 @@ pub(crate) struct LoadedBlock {
     pub raw: Vec<u8>,
     /// Length of the body.
     pub len: usize,
-}
-
-fn u32_at(b: &[u8], at: usize) -> u32 {
-    u32::from_le_bytes(b[at..at + 4].try_into().expect("slice of 4"))
-}
-fn u64_at(b: &[u8], at: usize) -> u64 {
-    u64::from_le_bytes(b[at..at + 8].try_into().expect("slice of 8"))
 }
 
 /// Reads blocks of one file in order.
@@ -45,9 +38,7 @@ impl Loader {
     }
 
     fn read_at(&mut self, offset: u64, buf: &mut [u8]) -> Result<()> {
-        let path = &self.path;
-        self.file.seek(SeekFrom::Start(offset)).map_err(|e| Error::io(path, e))?;
-        self.file.read_exact(buf).map_err(|e| Error::io(path, e))
+        read_at(&mut self.file, &self.path, offset, buf)
     }
 
     /// Reads, checks and decompresses block `b` into `raw`.

@@ -12,7 +12,7 @@
 //! what ChampSim itself simulates: it translates exactly one page per address, so an access
 //! never straddles pages there either. An empty file is an empty stream (zero records).
 
-use super::io::{display_path, open_input, read_full, AtomicOutput, Compression, Input};
+use super::io::{display_path, file_identity, open_input, read_full, u64_at, AtomicOutput, Compression, Input};
 use super::TraceWriter;
 use crate::memref::{AccessKind, Batch, MemRef};
 use crate::source::RefSource;
@@ -25,10 +25,6 @@ const DST_AT: usize = 16;
 const SRC_AT: usize = 32;
 /// Records read per chunk from the (decompressed) input.
 const CHUNK_RECORDS: usize = 4096;
-
-fn u64_at(b: &[u8], at: usize) -> u64 {
-    u64::from_le_bytes(b[at..at + 8].try_into().expect("slice of 8"))
-}
 
 /// Reads a ChampSim trace from a file or from stdin (`-`).
 pub struct ChampSimReader {
@@ -157,12 +153,7 @@ impl RefSource for ChampSimReader {
     }
 
     fn identity(&self) -> serde_json::Value {
-        serde_json::json!({
-            "format": "champsim",
-            "path": self.path.display().to_string(),
-            "file_size": self.file_size,
-            "compression": format!("{:?}", self.compression).to_lowercase(),
-        })
+        file_identity("champsim", &self.path, self.file_size, self.compression)
     }
 }
 

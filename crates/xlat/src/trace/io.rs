@@ -3,7 +3,7 @@
 
 use crate::{Error, Result};
 use std::fs::File;
-use std::io::{self, BufRead, BufReader, BufWriter, Read, Write};
+use std::io::{self, BufRead, BufReader, BufWriter, Read, Seek, Write};
 use std::path::{Path, PathBuf};
 use crate::atomic::{persist, temp_for};
 use tempfile::NamedTempFile;
@@ -84,6 +84,37 @@ pub(crate) fn open_input(path: &Path) -> Result<(Input, Compression, Option<u64>
         }
     };
     Ok((BufReader::with_capacity(1 << 16, inner), compression, size))
+}
+
+/// The little-endian `u16` at `at` of `b`.
+pub(crate) fn u16_at(b: &[u8], at: usize) -> u16 {
+    u16::from_le_bytes(b[at..at + 2].try_into().expect("slice of 2"))
+}
+
+/// The little-endian `u32` at `at` of `b`.
+pub(crate) fn u32_at(b: &[u8], at: usize) -> u32 {
+    u32::from_le_bytes(b[at..at + 4].try_into().expect("slice of 4"))
+}
+
+/// The little-endian `u64` at `at` of `b`.
+pub(crate) fn u64_at(b: &[u8], at: usize) -> u64 {
+    u64::from_le_bytes(b[at..at + 8].try_into().expect("slice of 8"))
+}
+
+/// Fills `buf` from `offset` of `file` (named `path` in errors).
+pub(crate) fn read_at(file: &mut File, path: &Path, offset: u64, buf: &mut [u8]) -> Result<()> {
+    file.seek(io::SeekFrom::Start(offset)).map_err(|e| Error::io(path, e))?;
+    file.read_exact(buf).map_err(|e| Error::io(path, e))
+}
+
+/// The identity of a streamed (possibly compressed) trace file, for result files.
+pub(crate) fn file_identity(format: &str, path: &Path, file_size: Option<u64>, compression: Compression) -> serde_json::Value {
+    serde_json::json!({
+        "format": format,
+        "path": path.display().to_string(),
+        "file_size": file_size,
+        "compression": format!("{compression:?}").to_lowercase(),
+    })
 }
 
 /// Reads into `buf` until it is full or the input ends; returns the bytes read.

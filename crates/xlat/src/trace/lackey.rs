@@ -10,7 +10,7 @@
 //! (`==123== ...` banners), are ignored unless they hold control characters (binary data);
 //! any other line is a record and must parse exactly, else the error names the file and line.
 
-use super::io::{display_path, open_input, AtomicOutput, Compression, Input};
+use super::io::{display_path, file_identity, open_input, AtomicOutput, Compression, Input};
 use super::TraceWriter;
 use crate::memref::{AccessKind, Batch, MemRef};
 use crate::source::RefSource;
@@ -180,12 +180,7 @@ impl RefSource for LackeyReader {
     }
 
     fn identity(&self) -> serde_json::Value {
-        serde_json::json!({
-            "format": "lackey",
-            "path": self.path.display().to_string(),
-            "file_size": self.file_size,
-            "compression": format!("{:?}", self.compression).to_lowercase(),
-        })
+        file_identity("lackey", &self.path, self.file_size, self.compression)
     }
 }
 

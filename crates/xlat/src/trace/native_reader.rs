@@ -6,12 +6,12 @@
 
 use super::block::BlockCursor;
 use super::blocks::{LoadedBlock, Prefetcher};
+use super::io::{read_at, u16_at, u32_at, u64_at};
 use super::native::*;
 use crate::memref::Batch;
 use crate::source::RefSource;
 use crate::{Error, Result};
 use std::fs::File;
-use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 
 /// Streams the references of a native trace; see the module documentation.
@@ -35,16 +35,6 @@ pub struct NativeReader {
     prefetcher: Option<Prefetcher>,
     /// Set after an error, so a caller that goes on reading gets errors, not a skewed stream.
     failed: bool,
-}
-
-fn u16_at(b: &[u8], at: usize) -> u16 {
-    u16::from_le_bytes(b[at..at + 2].try_into().expect("slice of 2"))
-}
-fn u32_at(b: &[u8], at: usize) -> u32 {
-    u32::from_le_bytes(b[at..at + 4].try_into().expect("slice of 4"))
-}
-fn u64_at(b: &[u8], at: usize) -> u64 {
-    u64::from_le_bytes(b[at..at + 8].try_into().expect("slice of 8"))
 }
 
 impl NativeReader {
@@ -99,9 +89,7 @@ impl NativeReader {
     }
 
     fn read_at(&mut self, offset: u64, buf: &mut [u8]) -> Result<()> {
-        let path = &self.path;
-        self.file.seek(SeekFrom::Start(offset)).map_err(|e| Error::io(path, e))?;
-        self.file.read_exact(buf).map_err(|e| Error::io(path, e))
+        read_at(&mut self.file, &self.path, offset, buf)
     }
 
     /// Reads and checks the fixed header and the metadata; returns the offset just past them.
