@@ -121,13 +121,12 @@ pub fn run_workload(
     })
 }
 
-/// Feeds `batch` to every machine. With two or more machines and cores, the second half of
-/// the machines runs on a scoped thread; machines share nothing, so results are the same as
-/// in sequence. A thread per batch (tens of microseconds against milliseconds of simulation)
+/// Feeds `batch` to every machine. With two or more machines and `parallel` (two cores), the
+/// second half of the machines runs on a scoped thread; machines share nothing, so results are
+/// the same as in sequence. A thread per batch (tens of microseconds against milliseconds of simulation)
 /// keeps this simpler than a pool.
-fn process_all(machines: &mut [Machine], batch: &Batch) -> Result<()> {
-    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    if machines.len() < 2 || cores < 2 {
+fn process_all(machines: &mut [Machine], batch: &Batch, parallel: bool) -> Result<()> {
+    if machines.len() < 2 || !parallel {
         return machines.iter_mut().try_for_each(|m| m.process(batch));
     }
     let (first, second) = machines.split_at_mut(machines.len() / 2);
@@ -165,10 +164,12 @@ pub fn feed(
                 }
             }
         });
+        // Asked once per run: it reads the CPU affinity, which is not free.
+        let parallel = std::thread::available_parallelism().is_ok_and(|n| n.get() >= 2);
         let mut refs = 0;
         for item in full_rx {
             let b = item?;
-            process_all(machines, &b)?;
+            process_all(machines, &b, parallel)?;
             refs += b.len() as u64;
             progress(Progress::Advance { refs });
             if interrupt.load(Ordering::Relaxed) {
