@@ -33,6 +33,9 @@ enum Command {
     Trace(commands::trace::TraceCommand),
     /// Measure simulation speed on fixed configurations.
     Bench(commands::bench::BenchArgs),
+    /// Hash functions of hashed physical memory: export test vectors for the hardware model.
+    #[command(subcommand)]
+    Hash(commands::hash::HashCommand),
     /// List the built-in machines, or print one as TOML to start a configuration from.
     Presets(commands::presets::PresetsArgs),
 }
@@ -54,6 +57,7 @@ fn main() -> ExitCode {
         Command::Trace(cmd) => commands::trace::run(&cmd, &interrupt),
         Command::Bench(args) => commands::bench::run(&args),
         Command::Presets(args) => commands::presets::run(&args),
+        Command::Hash(cmd) => commands::hash::run(&cmd),
     };
     match result {
         Ok(Outcome::Done) => ExitCode::SUCCESS,

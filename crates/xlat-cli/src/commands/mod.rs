@@ -1,6 +1,7 @@
 //! One module per subcommand.
 
 pub mod bench;
+pub mod hash;
 pub mod presets;
 pub mod run;
 pub mod trace;

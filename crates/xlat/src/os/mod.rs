@@ -7,6 +7,7 @@
 
 pub mod allocator;
 pub mod fully_associative;
+pub mod iceberg;
 pub mod page_table;
 
 pub use allocator::{FrameAllocator, Placement};

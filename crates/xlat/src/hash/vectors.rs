@@ -1,0 +1,118 @@
+//! Test vectors for the hardware hash circuit and CPFN decoder (`xlat hash vectors`): the
+//! tables as a `$readmemh` file and, for edge-case and random keys, every hash output and the
+//! frame each CPFN decodes to. `docs/hashing.md` describes the files.
+
+use super::tabulation::{Tabulation, KEY_BYTES, TABLE_ENTRIES};
+use crate::atomic::write_atomically;
+use crate::os::iceberg::{Layout, Slot};
+use crate::Result;
+use rand::{Rng, SeedableRng};
+use rand_xoshiro::Xoshiro256PlusPlus;
+use std::io::Write;
+use std::path::Path;
+
+/// Hash outputs per vector line: the most the circuit is built with (H = 8).
+pub const OUTPUTS: usize = 8;
+
+/// Keys that exercise the byte-wrap of probing and the extremes of every byte.
+fn edge_keys() -> Vec<u64> {
+    let mut keys = vec![0, u64::MAX, 0x0101_0101_0101_0101, 0x8080_8080_8080_8080, 0xfefe_fefe_fefe_fefe];
+    for byte in 0..KEY_BYTES {
+        keys.push(0xff << (8 * byte));
+        keys.push(0xf9 << (8 * byte));
+    }
+    keys.extend((0..64).map(|bit| 1u64 << bit));
+    keys
+}
+
+/// The edge-case keys followed by `random` keys drawn from `seed`.
+pub fn keys(random: usize, seed: u64) -> Vec<u64> {
+    let mut rng = Xoshiro256PlusPlus::seed_from_u64(seed);
+    let mut keys = edge_keys();
+    keys.extend((0..random).map(|_| rng.random::<u64>()));
+    keys
+}
+
+/// Writes `dir/tables.memh`, `dir/hash_vectors.txt` and `dir/cpfn_vectors.txt` for the
+/// tabulation tables of `table_seed`, the decoder of `layout` (whose hash must be tabulation
+/// with the same seed) and `keys`. Returns the number of vector lines written.
+pub fn write(dir: &Path, table_seed: u64, layout: &Layout, keys: &[u64]) -> Result<usize> {
+    std::fs::create_dir_all(dir).map_err(|e| crate::Error::io(dir, e))?;
+    let tables = Tabulation::new(table_seed);
+    write_atomically(&dir.join("tables.memh"), |w| {
+        writeln!(w, "// tabulation tables, seed {table_seed}: table t entry e at line t*256+e")?;
+        for t in 0..KEY_BYTES {
+            for e in 0..TABLE_ENTRIES {
+                writeln!(w, "{:08x}", tables.entry(t, e))?;
+            }
+        }
+        Ok(())
+    })?;
+    write_atomically(&dir.join("hash_vectors.txt"), |w| {
+        writeln!(w, "// key h0 h1 .. h{} (hex), tabulation seed {table_seed}", OUTPUTS - 1)?;
+        for &key in keys {
+            write!(w, "{key:016x}")?;
+            for k in 0..OUTPUTS {
+                write!(w, " {:08x}", tables.hash(k, key))?;
+            }
+            writeln!(w)?;
+        }
+        Ok(())
+    })?;
+    let mut lines = keys.len();
+    write_atomically(&dir.join("cpfn_vectors.txt"), |w| {
+        let s = layout.spec();
+        writeln!(
+            w,
+            "// key cpfn valid frame (hex); buckets {} front {} back {} choices {} backyard {:?} cpfn_bits {}",
+            layout.buckets(), s.front, s.back, s.choices, s.backyard, s.cpfn_bits
+        )?;
+        for (i, &key) in keys.iter().enumerate() {
+            // Every code for the first keys, then one front and one backyard code per key.
+            let codes: Vec<u8> = if i < 8 {
+                (0..1u32 << s.cpfn_bits).map(|c| c as u8).collect()
+            } else {
+                let choice = 1 + (key >> 32) as u32 % s.choices;
+                vec![
+                    layout.encode(Slot::Front(key as u32 % s.front)),
+                    layout.encode(Slot::Back { choice, slot: (key >> 16) as u32 % s.back }),
+                ]
+            };
+            for cpfn in codes {
+                let frame = layout.decode_frame(key, cpfn);
+                writeln!(w, "{key:016x} {cpfn:02x} {} {:016x}", u8::from(frame.is_some()), frame.unwrap_or(0))?;
+                lines += 1;
+            }
+        }
+        Ok(())
+    })?;
+    Ok(lines)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::hash::HashSpec;
+    use crate::os::iceberg::IcebergSpec;
+
+    #[test]
+    fn files_agree_with_the_model() {
+        let dir = tempfile::tempdir().unwrap();
+        let spec = IcebergSpec { hash: HashSpec::Tabulation { seed: 9 }, ..IcebergSpec::default() };
+        let layout = Layout::new(spec, 64 * 1000);
+        let keys = keys(10, 1);
+        write(dir.path(), 9, &layout, &keys).unwrap();
+        let tables = std::fs::read_to_string(dir.path().join("tables.memh")).unwrap();
+        assert_eq!(tables.lines().filter(|l| !l.starts_with("//")).count(), 2048);
+        let t = Tabulation::new(9);
+        let vectors = std::fs::read_to_string(dir.path().join("hash_vectors.txt")).unwrap();
+        let line = vectors.lines().nth(1).unwrap();
+        let fields: Vec<u64> = line.split(' ').map(|f| u64::from_str_radix(f, 16).unwrap()).collect();
+        assert_eq!(fields.len(), 1 + OUTPUTS);
+        assert_eq!(fields[0], keys[0]);
+        assert_eq!(fields[3], u64::from(t.hash(2, keys[0])));
+        let cpfn = std::fs::read_to_string(dir.path().join("cpfn_vectors.txt")).unwrap();
+        let valid = cpfn.lines().filter(|l| l.split(' ').nth(2) == Some("1")).count();
+        assert_eq!(valid, 8 * 104 + 2 * (keys.len() - 8));
+    }
+}
