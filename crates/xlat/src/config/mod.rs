@@ -4,6 +4,7 @@
 //! Layers, as in ruff: [`raw`] mirrors the file (serde, unknown fields rejected), [`validate`]
 //! checks it once and produces specs, models take only specs.
 
+mod os;
 pub mod presets;
 pub mod raw;
 pub mod size;

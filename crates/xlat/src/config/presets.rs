@@ -39,7 +39,7 @@ fn array(entries: usize, ways: RawWays, replacement: Policy, sizes: &[ByteSize])
 /// The default OS: 16 GiB (the Mosaic paper's gem5 machine), random fully associative
 /// placement, 4 KiB pages.
 pub fn default_os() -> RawOs {
-    RawOs { memory: Some(ByteSize(16 << 30)), page_size: Some(K4), placement: Some(Placement::Random) }
+    RawOs { memory: Some(ByteSize(16 << 30)), page_size: Some(K4), placement: Some(Placement::Random), ..RawOs::default() }
 }
 
 /// The preset called `name` with `params`, or an error message. Presets without parameters

@@ -2,6 +2,9 @@
 //! where a default exists. Nothing here is trusted; [`super::validate`] turns it into specs.
 
 use super::size::ByteSize;
+use crate::hash::HashSpec;
+use crate::os::eviction::{EvictionKind, RecencyKind};
+use crate::os::iceberg::BackyardRanges;
 use crate::os::Placement;
 use crate::tlb::Policy;
 use serde::{Deserialize, Serialize};
@@ -153,6 +156,42 @@ pub struct RawOs {
     pub page_size: Option<ByteSize>,
     /// Frame placement.
     pub placement: Option<Placement>,
+    /// Frames per set (set-associative placement).
+    pub ways: Option<u64>,
+    /// Iceberg parameters (iceberg placement).
+    pub iceberg: Option<RawIceberg>,
+    /// Eviction policy.
+    pub eviction: Option<EvictionKind>,
+    /// Fraction of memory Linux-like reclaim keeps free.
+    pub reserve: Option<f64>,
+    /// Fraction of memory Iceberg LRU leaves unused.
+    pub delta: Option<f64>,
+    /// How page use is observed.
+    pub recency: Option<RecencyKind>,
+    /// References between accessed-bit scans (`recency = "scan"`).
+    pub scan_period: Option<u64>,
+    /// Fraction of hot pages read at each scan.
+    pub hot_sample: Option<f64>,
+    /// Evictions per window of the eviction-age metric (tracked only when given).
+    pub age_window: Option<u64>,
+}
+
+/// Iceberg parameters as written; omitted fields take the paper's values.
+#[derive(Clone, Copy, Debug, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawIceberg {
+    /// Front-yard slots per bucket (56).
+    pub front: Option<u32>,
+    /// Backyard slots per bucket (8).
+    pub back: Option<u32>,
+    /// Backyard choices (6).
+    pub choices: Option<u32>,
+    /// `disjoint` (the prototype's) or `all`.
+    pub backyard: Option<BackyardRanges>,
+    /// CPFN width in bits (7).
+    pub cpfn_bits: Option<u32>,
+    /// Hash functions (`{ kind = "tabulation", seed = ... }` or `{ kind = "xxhash64" }`).
+    pub hash: Option<HashSpec>,
 }
 
 /// One TLB level as written.

@@ -1,9 +1,9 @@
 //! Validation: raw configuration in, typed specs out, every error naming the offending field
 //! (`machine[1].tlb[0].arrays[0].ways: 1536 entries are not divisible by 7 ways`).
 
+use super::os;
 use super::presets::{self, PresetParams};
-use super::raw::{ExperimentFile, RawArray, RawLevel, RawMachine, RawOs, RawWays, RawWorkload, WorkloadType};
-use crate::os::OsSpec;
+use super::raw::{ExperimentFile, RawArray, RawLevel, RawMachine, RawWays, RawWorkload, WorkloadType};
 use crate::sim::MachineSpec;
 use crate::source::synthetic::{Pattern, SyntheticSpec};
 use crate::source::{SourceSpec, WorkloadSpec};
@@ -33,7 +33,7 @@ pub const DEFAULT_SEED: u64 = 1;
 /// in the L2 cache (64 Ki × 16 bytes = 1 MiB).
 pub const DEFAULT_BATCH: usize = 1 << 16;
 
-fn err<T>(path: impl Into<String>, message: impl Into<String>) -> Result<T> {
+pub(super) fn err<T>(path: impl Into<String>, message: impl Into<String>) -> Result<T> {
     Err(Error::config(path, message))
 }
 
@@ -174,42 +174,16 @@ pub fn machine(m: &RawMachine, path: &str, seed: u64) -> Result<MachineSpec> {
         (None, Some(tlb)) => tlb,
         (None, None) => return err(format!("{path}.tlb"), "a machine needs a `preset` or a `tlb` section"),
     };
-    let os_raw = merge_os(preset_os, m.os.as_ref());
+    let os_raw = os::merge(preset_os, m.os.as_ref());
     Ok(MachineSpec {
         name: m.name.clone(),
         seed: m.seed.unwrap_or(seed),
-        os: os(&os_raw, &format!("{path}.os"))?,
+        os: os::validate(&os_raw, &format!("{path}.os"))?,
         tlb: tlb(&levels, &format!("{path}.tlb"))?,
     })
 }
 
-fn merge_os(base: RawOs, over: Option<&RawOs>) -> RawOs {
-    let Some(over) = over else { return base };
-    RawOs {
-        memory: over.memory.or(base.memory),
-        page_size: over.page_size.or(base.page_size),
-        placement: over.placement.or(base.placement),
-    }
-}
-
-fn os(raw: &RawOs, path: &str) -> Result<OsSpec> {
-    let defaults = presets::default_os();
-    let page_size = raw.page_size.or(defaults.page_size).expect("default page size").0;
-    let page_size = page_size_of(page_size, &format!("{path}.page_size"))?;
-    let memory = raw.memory.or(defaults.memory).expect("default memory").0;
-    if memory < page_size.bytes() || memory % page_size.bytes() != 0 {
-        return err(
-            format!("{path}.memory"),
-            format!("{} is not a positive multiple of the {page_size} page size", format_bytes(memory)),
-        );
-    }
-    if memory / page_size.bytes() > crate::os::PageTable::MAX_FRAMES {
-        return err(format!("{path}.memory"), format!("{} holds more than 2^32 - 1 frames", format_bytes(memory)));
-    }
-    Ok(OsSpec { memory, page_size, placement: raw.placement.or(defaults.placement).expect("default placement") })
-}
-
-fn page_size_of(bytes: u64, path: &str) -> Result<PageSize> {
+pub(super) fn page_size_of(bytes: u64, path: &str) -> Result<PageSize> {
     PageSize::ALL
         .into_iter()
         .find(|s| s.bytes() == bytes)

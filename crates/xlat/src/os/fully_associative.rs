@@ -5,15 +5,14 @@
 //! swapped away from their identity are stored, so memory grows with allocations, not with the
 //! size of physical memory (a 1 TiB machine costs nothing until it is used).
 
-use super::allocator::{FrameAllocator, Placement};
-use crate::types::{Asid, Vpn};
 use rand::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
 use rustc_hash::FxHashMap;
 
 /// A fully associative allocator with random or sequential placement.
 pub struct FullyAssociative {
-    placement: Placement,
+    /// Random placement when true, sequential when false.
+    random: bool,
     capacity: u64,
     /// Number of free frames; free frames are positions `0..free` of the virtual array.
     free: u64,
@@ -28,9 +27,9 @@ pub struct FullyAssociative {
 
 impl FullyAssociative {
     /// An allocator over `capacity` frames, all free.
-    pub fn new(placement: Placement, capacity: u64, seed: u64) -> FullyAssociative {
+    pub fn new(random: bool, capacity: u64, seed: u64) -> FullyAssociative {
         FullyAssociative {
-            placement,
+            random,
             capacity,
             free: capacity,
             moved: FxHashMap::default(),
@@ -57,41 +56,35 @@ impl FullyAssociative {
     }
 }
 
-impl FrameAllocator for FullyAssociative {
-    fn allocate(&mut self, _asid: Asid, _vpn: Vpn) -> Option<u64> {
+impl FullyAssociative {
+    /// A free frame, or `None` when every frame is in use.
+    pub fn allocate(&mut self) -> Option<u64> {
         if self.free == 0 {
             return None;
         }
-        match self.placement {
-            Placement::Random => Some(self.draw_random()),
-            Placement::Sequential => {
-                self.free -= 1;
-                Some(self.recycled.pop().unwrap_or_else(|| {
-                    self.next += 1;
-                    self.next - 1
-                }))
-            }
+        if self.random {
+            return Some(self.draw_random());
         }
+        self.free -= 1;
+        Some(self.recycled.pop().unwrap_or_else(|| {
+            self.next += 1;
+            self.next - 1
+        }))
     }
 
-    fn free(&mut self, frame: u64) {
+    /// Returns `frame` to the free pool.
+    pub fn free(&mut self, frame: u64) {
         debug_assert!(frame < self.capacity);
-        match self.placement {
-            Placement::Random => {
-                if frame != self.free {
-                    self.moved.insert(self.free, frame);
-                }
-            }
-            Placement::Sequential => self.recycled.push(frame),
+        if !self.random {
+            self.recycled.push(frame);
+        } else if frame != self.free {
+            self.moved.insert(self.free, frame);
         }
         self.free += 1;
     }
 
-    fn capacity(&self) -> u64 {
-        self.capacity
-    }
-
-    fn used(&self) -> u64 {
+    /// Frames currently allocated.
+    pub fn used(&self) -> u64 {
         self.capacity - self.free
     }
 }
@@ -112,12 +105,11 @@ mod tests {
             seed in any::<u64>(),
             random in any::<bool>(),
         ) {
-            let placement = if random { Placement::Random } else { Placement::Sequential };
-            let mut a = FullyAssociative::new(placement, capacity, seed);
+            let mut a = FullyAssociative::new(random, capacity, seed);
             let mut held = BTreeSet::new();
             for (i, alloc) in ops.into_iter().enumerate() {
                 if alloc || held.is_empty() {
-                    match a.allocate(0, Vpn(i as u64)) {
+                    match a.allocate() {
                         Some(f) => {
                             prop_assert!(f < capacity);
                             prop_assert!(held.insert(f), "frame {} handed out twice", f);
@@ -136,17 +128,17 @@ mod tests {
 
     #[test]
     fn sequential_is_in_order() {
-        let mut a = FullyAssociative::new(Placement::Sequential, 4, 0);
-        let got: Vec<_> = (0..4).map(|i| a.allocate(0, Vpn(i)).unwrap()).collect();
+        let mut a = FullyAssociative::new(false, 4, 0);
+        let got: Vec<_> = (0..4).map(|_| a.allocate().unwrap()).collect();
         assert_eq!(got, vec![0, 1, 2, 3]);
-        assert_eq!(a.allocate(0, Vpn(9)), None);
+        assert_eq!(a.allocate(), None);
     }
 
     #[test]
     fn random_is_seeded() {
         let draw = |seed| {
-            let mut a = FullyAssociative::new(Placement::Random, 1 << 30, seed);
-            (0..5).map(|i| a.allocate(0, Vpn(i)).unwrap()).collect::<Vec<_>>()
+            let mut a = FullyAssociative::new(true, 1 << 30, seed);
+            (0..5).map(|_| a.allocate().unwrap()).collect::<Vec<_>>()
         };
         assert_eq!(draw(3), draw(3));
         assert_ne!(draw(3), draw(4));

@@ -1,18 +1,36 @@
-//! The operating-system model: address spaces with demand paging over a frame allocator.
+//! The operating-system model: address spaces with demand paging over a placement policy,
+//! and, when memory is smaller than the footprint, eviction to swap.
 //!
-//! This first model maps every page on first touch with one page size and never evicts. The
-//! frame allocator sits behind [`FrameAllocator`], so hashed (iceberg), set-associative and
-//! other placements plug in without touching the rest; page tables with walk costs and
-//! eviction policies arrive with their own models.
+//! A walk that finds no mapping faults: the page gets a frame its placement allows
+//! ([`placement`]), evicting a page when none is free if an eviction policy is configured
+//! ([`eviction`]). Evicted pages are unmapped, counted as swapped out, and reported to the
+//! machine for a TLB shootdown; touching one again is a major fault (a swap-in).
 
-pub mod allocator;
+pub mod eviction;
+pub mod frames;
 pub mod fully_associative;
 pub mod iceberg;
 pub mod page_table;
+pub mod placement;
+pub mod set_associative;
+mod stats;
 
-pub use allocator::{FrameAllocator, Placement};
+pub use eviction::{EvictionSpec, Recency};
 pub use page_table::PageTable;
+pub use placement::{Placement, PlacementSpec};
+pub use stats::OsStats;
 
+use eviction::age::AgeTracker;
+use eviction::linux::LinuxLists;
+use eviction::lru_heap::LruHeap;
+use frames::Frames;
+use iceberg::placement as iceberg_placement;
+use placement::Placer;
+use rand::{Rng, SeedableRng};
+use rand_xoshiro::Xoshiro256PlusPlus;
+use stats::Utilization;
+
+use crate::hash::page_key;
 use crate::types::{Asid, PageSize, Pfn, Translation, Vpn, BASE_PAGE_SHIFT};
 use crate::units::format_bytes;
 use crate::Error;
@@ -25,132 +43,405 @@ pub struct OsSpec {
     pub memory: u64,
     /// The one page size every fault maps.
     pub page_size: PageSize,
-    /// Where a new page's frame goes.
-    pub placement: Placement,
+    /// Where a new page's frame may go.
+    pub placement: PlacementSpec,
+    /// What is evicted when no allowed frame is free.
+    pub eviction: EvictionSpec,
+    /// How page use is observed (matters only with eviction).
+    pub recency: Recency,
+    /// Evictions per window of the eviction-age metric, when it is tracked.
+    pub age_window: Option<u64>,
 }
 
-/// Counters of the OS model.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
-pub struct OsStats {
-    /// Page-table walks (TLB misses in every level).
-    pub walks: u64,
-    /// Walks that found no mapping and mapped a page (minor faults: first touch).
-    pub page_faults: u64,
-    /// Pages currently mapped.
-    pub mapped_pages: u64,
-    /// Bytes currently mapped (the footprint: pages touched × page size).
-    pub footprint_bytes: u64,
+impl OsSpec {
+    /// A memory of `memory` bytes of 4 KiB pages placed by `placement`, never evicting.
+    pub fn simple(memory: u64, placement: PlacementSpec) -> OsSpec {
+        OsSpec { memory, page_size: PageSize::Size4K, placement, eviction: EvictionSpec::None, recency: Recency::Access, age_window: None }
+    }
 }
 
-/// A page fault found no frame to map: the reference that faulted.
+/// Why a page fault found no frame.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum NoFrame {
+    /// Every frame is in use.
+    Full,
+    /// Every frame the page may use is in use, while others are free.
+    Conflict,
+}
+
+/// A page fault found no frame to map: the reference that faulted and why.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct OutOfMemory {
     /// Address space of the faulting reference.
     pub asid: Asid,
     /// Its address.
     pub vaddr: u64,
+    /// Why.
+    pub reason: NoFrame,
 }
 
-/// Demand-paging OS over one frame allocator.
+/// The periodic accessed-bit scan of [`Recency::Scan`].
+struct Scanner {
+    period: u64,
+    hot_sample: f64,
+    next: u64,
+    referenced: Vec<u8>,
+    history: Vec<u8>,
+    rng: Xoshiro256PlusPlus,
+}
+
+/// Demand-paging OS over one placement policy, with optional eviction.
 pub struct Os {
     spec: OsSpec,
     table: PageTable,
-    allocator: Box<dyn FrameAllocator>,
+    frames: Frames,
+    placer: Placer,
+    /// Global LRU order (exact LRU on a fully associative memory, and Iceberg LRU).
+    lru: Option<LruHeap>,
+    linux: Option<LinuxLists>,
+    scanner: Option<Scanner>,
+    age: Option<AgeTracker>,
+    /// Horizon LRU's horizon: pages last used before it are ghosts.
+    horizon: u64,
+    /// Pages at most this many may be resident (reserve or δ of memory kept free).
+    resident_limit: u64,
+    /// Uses so far: the timestamp of the next use.
+    clock: u64,
+    /// Pages unmapped since the machine last took them, for TLB shootdowns.
+    unmapped: Vec<(Asid, Vpn)>,
+    utilization: Utilization,
     stats: OsStats,
 }
 
 impl Os {
-    /// An OS with nothing mapped; `seed` drives random placement.
+    /// An OS with nothing mapped; `seed` drives random placement and scan sampling.
     pub fn new(spec: &OsSpec, seed: u64) -> Os {
         let frames = spec.memory / spec.page_size.bytes();
+        let global_lru = match spec.eviction {
+            EvictionSpec::Lru => spec.placement.is_fully_associative(),
+            EvictionSpec::IcebergLru { .. } => true,
+            _ => false,
+        };
+        let kept_free = match spec.eviction {
+            EvictionSpec::Linux { reserve } => reserve,
+            EvictionSpec::IcebergLru { delta } => delta,
+            _ => 0.0,
+        };
+        let scanner = match spec.recency {
+            Recency::Scan { period, hot_sample } => Some(Scanner {
+                period,
+                hot_sample,
+                next: period,
+                referenced: vec![0; frames as usize],
+                history: vec![0; frames as usize],
+                rng: Xoshiro256PlusPlus::seed_from_u64(seed ^ 0x5ca7),
+            }),
+            _ => None,
+        };
         Os {
             spec: spec.clone(),
             table: PageTable::new(spec.page_size),
-            allocator: spec.placement.build(frames, seed),
+            frames: Frames::new(frames),
+            placer: spec.placement.build(frames, seed),
+            lru: global_lru.then(LruHeap::default),
+            linux: matches!(spec.eviction, EvictionSpec::Linux { .. }).then(|| LinuxLists::new(frames)),
+            scanner,
+            age: spec.age_window.map(AgeTracker::new),
+            horizon: 0,
+            resident_limit: frames - (frames as f64 * kept_free).floor() as u64,
+            clock: 0,
+            unmapped: Vec::new(),
+            utilization: Utilization::default(),
             stats: OsStats::default(),
         }
     }
 
-    /// Walks the page table for `vaddr`, mapping the page on first touch. The error is small
-    /// on purpose (this is the TLB-miss path); [`Os::describe`] turns it into a message.
+    /// True when the machine must report every use with [`Os::access`]: eviction needs
+    /// recency, or the age metric needs timestamps.
+    pub fn tracks_use(&self) -> bool {
+        self.spec.eviction != EvictionSpec::None || self.age.is_some()
+    }
+
+    /// Walks the page table for `vaddr`, mapping the page on first touch (or after it was
+    /// swapped out). The error is small on purpose (this is the TLB-miss path);
+    /// [`Os::describe`] turns it into a message.
     #[inline(always)]
     pub fn translate(&mut self, asid: Asid, vaddr: u64) -> std::result::Result<Translation, OutOfMemory> {
         self.stats.walks += 1;
-        let size = self.spec.page_size;
         if let Some(t) = self.table.lookup(asid, vaddr) {
+            if self.spec.recency == Recency::Fill && self.tracks_use() {
+                self.filled(t.pfn);
+            }
             return Ok(t);
         }
-        self.fault(asid, vaddr, size)
+        self.fault(asid, vaddr)
+    }
+
+    /// Records one use of the page mapped at base frame `pfn` (every translated reference,
+    /// when [`Os::tracks_use`]).
+    #[inline(always)]
+    pub fn access(&mut self, pfn: Pfn) {
+        self.clock += 1;
+        let frame = self.frame_of(pfn);
+        match self.spec.recency {
+            Recency::Access => {
+                self.retime(frame);
+                if let Some(linux) = &mut self.linux {
+                    linux.reference(frame);
+                }
+            }
+            Recency::Fill => {}
+            Recency::Scan { .. } => self.scan_reference(frame),
+        }
+    }
+
+    #[inline(always)]
+    fn frame_of(&self, pfn: Pfn) -> u64 {
+        pfn.0 >> (self.spec.page_size.shift() - BASE_PAGE_SHIFT)
+    }
+
+    /// A walk found the page at `pfn` (recency on TLB fill).
+    fn filled(&mut self, pfn: Pfn) {
+        let frame = self.frame_of(pfn);
+        self.retime(frame);
+        if let Some(linux) = &mut self.linux {
+            linux.reference(frame);
+        }
+    }
+
+    /// Sets the timestamp of the page in `frame` to now.
+    #[inline(always)]
+    fn retime(&mut self, frame: u64) {
+        if let Some(age) = &mut self.age {
+            age.retime(self.frames.stamp(frame), self.clock);
+        }
+        self.frames.touch(frame, self.clock);
+    }
+
+    fn scan_reference(&mut self, frame: u64) {
+        let scanner = self.scanner.as_mut().expect("scan recency has a scanner");
+        scanner.referenced[frame as usize] = 1;
+        if self.clock >= scanner.next {
+            scanner.next += scanner.period;
+            self.scan();
+        }
+    }
+
+    /// One accessed-bit scan: pages seen used get the current time.
+    #[cold]
+    fn scan(&mut self) {
+        let mut scanner = self.scanner.take().expect("scan recency has a scanner");
+        for frame in 0..self.frames.capacity() {
+            if self.frames.is_free(frame) {
+                continue;
+            }
+            let f = frame as usize;
+            let hot = scanner.history[f] == u8::MAX;
+            let used = if hot && scanner.rng.random::<f64>() >= scanner.hot_sample {
+                true
+            } else {
+                std::mem::take(&mut scanner.referenced[f]) != 0
+            };
+            scanner.history[f] = scanner.history[f] >> 1 | u8::from(used) << 7;
+            if used {
+                self.retime(frame);
+            }
+        }
+        self.scanner = Some(scanner);
+    }
+
+    #[cold]
+    fn fault(&mut self, asid: Asid, vaddr: u64) -> std::result::Result<Translation, OutOfMemory> {
+        let size = self.spec.page_size;
+        let vpn = Vpn((vaddr >> size.shift()) << (size.shift() - BASE_PAGE_SHIFT));
+        let swapped_in = self.spec.eviction != EvictionSpec::None && self.table.is_swapped(asid, vaddr);
+        let (frame, cpfn) = self.choose_frame(asid, vpn).map_err(|reason| OutOfMemory { asid, vaddr, reason })?;
+        self.utilization.change(self.clock, self.frames.used());
+        self.frames.occupy(frame, asid, vpn, self.clock, cpfn);
+        if let Some(lru) = &mut self.lru {
+            lru.insert(&self.frames, frame);
+        }
+        if let Some(linux) = &mut self.linux {
+            linux.insert(frame);
+        }
+        if let Some(age) = &mut self.age {
+            age.insert(self.clock);
+        }
+        let t = Translation { asid, vpn, pfn: Pfn(frame * size.base_pages()), size };
+        self.table.insert(t);
+        self.stats.page_faults += 1;
+        self.stats.mapped_pages = self.table.len() as u64;
+        if swapped_in {
+            self.stats.swap_ins += 1;
+        } else {
+            self.stats.footprint_bytes += size.bytes();
+        }
+        Ok(t)
+    }
+
+    /// A frame for (`asid`, `vpn`) and its CPFN, evicting as the policy says.
+    fn choose_frame(&mut self, asid: Asid, vpn: Vpn) -> std::result::Result<(u64, u8), NoFrame> {
+        match &mut self.placer {
+            Placer::Fully(_) => {
+                self.evict_down_to_limit()?;
+                let Placer::Fully(alloc) = &mut self.placer else { unreachable!() };
+                alloc.allocate().map(|f| (f, 0)).ok_or(NoFrame::Full)
+            }
+            Placer::Set(sets) => {
+                let sets = *sets;
+                if let Some(frame) = sets.free_frame(&self.frames, vpn) {
+                    return Ok((frame, 0));
+                }
+                self.conflict()?;
+                let victim = sets.oldest(&self.frames, vpn);
+                self.evict(victim);
+                Ok((victim, 0))
+            }
+            Placer::Iceberg(_) => self.choose_iceberg_frame(asid, vpn),
+        }
+    }
+
+    fn choose_iceberg_frame(&mut self, asid: Asid, vpn: Vpn) -> std::result::Result<(u64, u8), NoFrame> {
+        self.evict_down_to_limit()?;
+        let key = page_key(asid, vpn);
+        let horizon = (self.spec.eviction == EvictionSpec::HorizonLru).then_some(self.horizon);
+        let Placer::Iceberg(layout) = &self.placer else { unreachable!("iceberg placement") };
+        let placed = match iceberg_placement::place(layout, &self.frames, key, horizon) {
+            Some(p) => p,
+            None => {
+                let oldest = iceberg_placement::oldest_candidate(layout, &self.frames, key);
+                self.conflict()?;
+                oldest
+            }
+        };
+        let Placer::Iceberg(layout) = &self.placer else { unreachable!("iceberg placement") };
+        let cpfn = layout.encode(placed.slot);
+        if !self.frames.is_free(placed.frame) {
+            if placed.evicts_ghost {
+                self.stats.ghost_evictions += 1;
+            }
+            self.evict(placed.frame);
+        }
+        Ok((placed.frame, cpfn))
+    }
+
+    /// Records an associativity conflict; fails when the policy cannot evict.
+    fn conflict(&mut self) -> std::result::Result<(), NoFrame> {
+        self.stats.conflicts += 1;
+        if self.stats.first_conflict_utilization.is_none() && self.frames.used() < self.frames.capacity() {
+            self.stats.first_conflict_utilization = Some(self.frames.used() as f64 / self.frames.capacity() as f64);
+        }
+        match self.spec.eviction {
+            EvictionSpec::None => Err(NoFrame::Conflict),
+            _ => Ok(()),
+        }
+    }
+
+    /// Evicts globally until fewer pages than the resident limit remain (policies that keep
+    /// part of memory free, and exact LRU on a fully associative memory).
+    fn evict_down_to_limit(&mut self) -> std::result::Result<(), NoFrame> {
+        while self.frames.used() >= self.resident_limit {
+            let victim = if let Some(lru) = &mut self.lru {
+                lru.oldest(&self.frames)
+            } else if let Some(linux) = &mut self.linux {
+                linux.victim()
+            } else if self.spec.placement.is_fully_associative() || self.spec.eviction == EvictionSpec::None {
+                // Full with no policy to evict: the fault fails unless a frame is still free.
+                return if self.frames.used() < self.frames.capacity() { Ok(()) } else { Err(NoFrame::Full) };
+            } else {
+                return Ok(());
+            };
+            match victim {
+                Some(frame) => self.evict(frame),
+                None => return Err(NoFrame::Full),
+            }
+        }
+        Ok(())
+    }
+
+    /// Swaps out the page in `frame`, leaving the frame free.
+    fn evict(&mut self, frame: u64) {
+        let stamp = self.frames.stamp(frame);
+        if self.stats.evictions == 0 {
+            self.utilization.start(self.clock);
+        }
+        self.utilization.change(self.clock, self.frames.used());
+        let (asid, vpn) = self.frames.release(frame);
+        self.table.swap_out(asid, vpn.addr().0);
+        if let Placer::Fully(alloc) = &mut self.placer {
+            alloc.free(frame);
+        }
+        if let Some(age) = &mut self.age {
+            age.evict(stamp);
+        }
+        self.horizon = self.horizon.max(stamp);
+        self.stats.evictions += 1;
+        self.stats.swap_outs += 1;
+        self.stats.mapped_pages = self.table.len() as u64;
+        self.unmapped.push((asid, vpn));
+    }
+
+    /// Pages unmapped since the last call, each needing a TLB shootdown.
+    #[inline]
+    pub fn take_unmapped(&mut self) -> Option<std::vec::Drain<'_, (Asid, Vpn)>> {
+        (!self.unmapped.is_empty()).then(|| self.unmapped.drain(..))
+    }
+
+    /// The CPFN of the page holding `vaddr` if it is mapped, else `None` (for Mosaic ToCs).
+    /// Only meaningful for iceberg placement.
+    pub fn cpfn(&mut self, asid: Asid, vaddr: u64) -> Option<u8> {
+        let t = self.table.lookup(asid, vaddr)?;
+        Some(self.frames.cpfn(self.frame_of(t.pfn)))
+    }
+
+    /// The iceberg layout, when placement is iceberg.
+    pub fn iceberg(&self) -> Option<&iceberg::Layout> {
+        match &self.placer {
+            Placer::Iceberg(layout) => Some(layout),
+            _ => None,
+        }
     }
 
     /// The error message for `oom`.
     pub fn describe(&self, oom: OutOfMemory) -> Error {
-        Error::Simulation(format!(
-            "out of physical memory: all {} frames of {} are mapped when asid {} touches {:#x}; \
-             this OS model does not evict, so configure a larger os.memory",
-            self.allocator.capacity(),
-            format_bytes(self.spec.memory),
-            oom.asid,
-            oom.vaddr,
-        ))
-    }
-
-    #[cold]
-    fn fault(&mut self, asid: Asid, vaddr: u64, size: PageSize) -> std::result::Result<Translation, OutOfMemory> {
-        let vpn = Vpn((vaddr >> size.shift()) << (size.shift() - BASE_PAGE_SHIFT));
-        let frame = self.allocator.allocate(asid, vpn).ok_or(OutOfMemory { asid, vaddr })?;
-        let t = Translation { asid, vpn, pfn: Pfn(frame * size.base_pages()), size };
-        self.table.insert(t);
-        self.stats.page_faults += 1;
-        self.stats.mapped_pages += 1;
-        self.stats.footprint_bytes += size.bytes();
-        Ok(t)
+        let capacity = self.frames.capacity();
+        let message = match oom.reason {
+            NoFrame::Full => format!(
+                "out of physical memory: all {capacity} frames of {} are in use when asid {} touches {:#x}; \
+                 configure a larger os.memory or an os.eviction policy",
+                format_bytes(self.spec.memory),
+                oom.asid,
+                oom.vaddr
+            ),
+            NoFrame::Conflict => format!(
+                "associativity conflict: every frame asid {} may use for {:#x} is in use ({} of {capacity} frames used); \
+                 configure an os.eviction policy to evict",
+                oom.asid,
+                oom.vaddr,
+                self.frames.used()
+            ),
+        };
+        Error::Simulation(message)
     }
 
     /// The counters so far.
-    pub fn stats(&self) -> &OsStats {
-        &self.stats
+    pub fn stats(&self) -> OsStats {
+        let mut stats = self.stats.clone();
+        stats.steady_state_utilization = self.utilization.mean(self.clock, self.frames.used(), self.frames.capacity());
+        stats.eviction_age = self.age.as_ref().map(AgeTracker::stats);
+        stats
+    }
+
+    /// The page occupying each frame, for invariant checks in tests.
+    pub fn frames(&self) -> &Frames {
+        &self.frames
+    }
+
+    /// Horizon LRU's current horizon.
+    pub fn horizon(&self) -> u64 {
+        self.horizon
     }
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn spec(memory: u64, page_size: PageSize, placement: Placement) -> OsSpec {
-        OsSpec { memory, page_size, placement }
-    }
-
-    #[test]
-    fn first_touch_faults_once() {
-        let mut os = Os::new(&spec(1 << 20, PageSize::Size4K, Placement::Sequential), 0);
-        let a = os.translate(0, 0x5123).unwrap();
-        let b = os.translate(0, 0x5fff).unwrap();
-        assert_eq!(a, b);
-        assert_eq!(a.pfn, Pfn(0));
-        let c = os.translate(1, 0x5000).unwrap();
-        assert_eq!(c.pfn, Pfn(1));
-        assert_eq!(os.stats().page_faults, 2);
-        assert_eq!(os.stats().walks, 3);
-        assert_eq!(os.stats().footprint_bytes, 8192);
-    }
-
-    #[test]
-    fn huge_pages_map_aligned_frames() {
-        let mut os = Os::new(&spec(8 << 21, PageSize::Size2M, Placement::Random), 7);
-        let t = os.translate(0, 0x40_1234).unwrap();
-        assert_eq!(t.vpn, Vpn(1024));
-        assert_eq!(t.pfn.0 % 512, 0);
-        assert!(t.pfn.0 < 8 * 512);
-    }
-
-    #[test]
-    fn exhaustion_is_an_error_not_a_panic() {
-        let mut os = Os::new(&spec(2 << 12, PageSize::Size4K, Placement::Random), 1);
-        os.translate(0, 0).unwrap();
-        os.translate(0, 0x1000).unwrap();
-        let oom = os.translate(0, 0x2000).unwrap_err();
-        let err = os.describe(oom).to_string();
-        assert!(err.contains("out of physical memory"), "{err}");
-    }
-}
+mod tests;

@@ -24,6 +24,8 @@ const NO_KEY: u64 = u64::MAX;
 
 /// A leaf slot with no mapping, and a middle-node slot with no leaf.
 const UNMAPPED: u32 = u32::MAX;
+/// A leaf slot whose page was evicted to swap: unmapped, but its next fault is a major one.
+const SWAPPED: u32 = u32::MAX - 1;
 
 /// A node of 512 frame numbers (a leaf) or of 512 leaf numbers (a middle node).
 type Node = [u32; 1 << LEAF_BITS];
@@ -75,12 +77,24 @@ impl PageTable {
     }
 
     /// Largest frame number (in units of the page size) a table can hold.
-    pub const MAX_FRAMES: u64 = UNMAPPED as u64;
+    pub const MAX_FRAMES: u64 = SWAPPED as u64;
 
     /// The mapping covering `vaddr`, if any.
     #[inline(always)]
     pub fn lookup(&mut self, asid: Asid, vaddr: u64) -> Option<Translation> {
         let page = vaddr >> self.size.shift();
+        let frame = self.leaf_entry(asid, page)?;
+        (frame < SWAPPED).then(|| self.translation(asid, page, frame))
+    }
+
+    /// True when the page holding `vaddr` was evicted to swap and not mapped since.
+    pub fn is_swapped(&mut self, asid: Asid, vaddr: u64) -> bool {
+        self.leaf_entry(asid, vaddr >> self.size.shift()) == Some(SWAPPED)
+    }
+
+    /// The leaf entry of `page`, if its leaf exists.
+    #[inline(always)]
+    fn leaf_entry(&mut self, asid: Asid, page: u64) -> Option<u32> {
         let key = mid_key(asid, page);
         let slot = (key ^ key >> 48) as usize % RECENT;
         let mid = if self.recent[slot].0 == key {
@@ -91,11 +105,19 @@ impl PageTable {
             mid
         };
         let leaf = self.mids[mid as usize][mid_slot(page)];
-        if leaf == UNMAPPED {
-            return None;
-        }
-        let frame = self.leaves[leaf as usize][leaf_slot(page)];
-        (frame != UNMAPPED).then(|| self.translation(asid, page, frame))
+        (leaf != UNMAPPED).then(|| self.leaves[leaf as usize][leaf_slot(page)])
+    }
+
+    /// Unmaps the page holding `vaddr`, marking it swapped out; returns its frame (in units
+    /// of the page size) if it was mapped.
+    pub fn swap_out(&mut self, asid: Asid, vaddr: u64) -> Option<u64> {
+        let page = vaddr >> self.size.shift();
+        let frame = self.leaf_entry(asid, page).filter(|&f| f < SWAPPED)?;
+        let mid = self.directory[&mid_key(asid, page)];
+        let leaf = self.mids[mid as usize][mid_slot(page)];
+        self.leaves[leaf as usize][leaf_slot(page)] = SWAPPED;
+        self.mapped -= 1;
+        Some(u64::from(frame))
     }
 
     /// Adds (or replaces) the mapping `t`, which must be of this table's page size and whose
@@ -116,7 +138,7 @@ impl PageTable {
             self.leaves.push([UNMAPPED; 1 << LEAF_BITS]);
         }
         let slot = &mut self.leaves[leaf as usize][leaf_slot(page)];
-        if *slot == UNMAPPED {
+        if *slot >= SWAPPED {
             self.mapped += 1;
         }
         *slot = frame;
@@ -163,6 +185,22 @@ mod tests {
                 prop_assert_eq!(got, model.get(&(asid, page)).map(|&f| u64::from(f)));
             }
         }
+    }
+
+    #[test]
+    fn swapped_pages_are_unmapped_and_remembered() {
+        let mut table = PageTable::new(PageSize::Size4K);
+        let t = Translation { asid: 2, vpn: Vpn(77), pfn: Pfn(5), size: PageSize::Size4K };
+        table.insert(t);
+        assert_eq!(table.swap_out(2, 77 << 12), Some(5));
+        assert_eq!(table.swap_out(2, 77 << 12), None);
+        assert!(table.lookup(2, 77 << 12).is_none());
+        assert!(table.is_swapped(2, 77 << 12));
+        assert!(!table.is_swapped(2, 78 << 12));
+        assert_eq!(table.len(), 0);
+        table.insert(t);
+        assert!(!table.is_swapped(2, 77 << 12));
+        assert_eq!(table.len(), 1);
     }
 
     #[test]

@@ -98,7 +98,7 @@ impl Machine {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::os::Placement;
+    use crate::os::PlacementSpec;
     use crate::tlb::{ArrayGeometry, Policy};
     use crate::types::PageSize;
     use crate::MemRef;
@@ -107,7 +107,7 @@ mod tests {
         MachineSpec {
             name: "m".into(),
             seed: 1,
-            os: OsSpec { memory: 1 << 30, page_size: PageSize::Size4K, placement: Placement::Random },
+            os: OsSpec::simple(1 << 30, PlacementSpec::Random),
             tlb: vec![LevelGeometry {
                 name: "L1".into(),
                 arrays: vec![ArrayGeometry { entries: 4, ways: 4, policy: Policy::Lru, page_sizes: vec![PageSize::Size4K] }],

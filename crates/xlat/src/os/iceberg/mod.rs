@@ -1,6 +1,8 @@
-//! Iceberg hashing of physical memory (Mosaic pages): the layout and CPFN codec, and the
-//! frame allocator that places pages in it.
+//! Iceberg hashing of physical memory (Mosaic pages): the layout and CPFN codec, and where
+//! pages are placed in it.
 
 pub mod geometry;
+pub mod placement;
 
 pub use geometry::{BackyardRanges, IcebergSpec, Layout, Slot};
+pub use placement::Placed;

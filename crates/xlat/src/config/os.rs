@@ -1,0 +1,174 @@
+//! Validation of the OS model's configuration: placement, eviction and recency, each error
+//! naming its field.
+
+use super::presets;
+use super::raw::{RawIceberg, RawOs};
+use super::validate::{err, page_size_of};
+use crate::os::eviction::{EvictionKind, RecencyKind};
+use crate::os::iceberg::IcebergSpec;
+use crate::os::{EvictionSpec, OsSpec, Placement, PlacementSpec, Recency};
+use crate::types::PageSize;
+use crate::units::format_bytes;
+use crate::Result;
+
+/// Default fraction of memory Linux-like reclaim keeps free: the Mosaic paper observed Linux
+/// start swapping at about 99.2% utilization (zone watermarks).
+pub const DEFAULT_RESERVE: f64 = 0.008;
+/// Default δ of Iceberg LRU: about 13% of memory stays free for the paper's parameters.
+pub const DEFAULT_DELTA: f64 = 0.13;
+/// Default references between accessed-bit scans.
+pub const DEFAULT_SCAN_PERIOD: u64 = 1_000_000;
+/// Default fraction of hot pages read per scan (the prototype's 20%).
+pub const DEFAULT_HOT_SAMPLE: f64 = 0.2;
+/// Default ways of set-associative placement.
+pub const DEFAULT_SET_WAYS: u64 = 16;
+
+/// `over`'s fields where given, else `base`'s.
+pub fn merge(base: RawOs, over: Option<&RawOs>) -> RawOs {
+    let Some(o) = over else { return base };
+    RawOs {
+        memory: o.memory.or(base.memory),
+        page_size: o.page_size.or(base.page_size),
+        placement: o.placement.or(base.placement),
+        ways: o.ways.or(base.ways),
+        iceberg: o.iceberg.or(base.iceberg),
+        eviction: o.eviction.or(base.eviction),
+        reserve: o.reserve.or(base.reserve),
+        delta: o.delta.or(base.delta),
+        recency: o.recency.or(base.recency),
+        scan_period: o.scan_period.or(base.scan_period),
+        hot_sample: o.hot_sample.or(base.hot_sample),
+        age_window: o.age_window.or(base.age_window),
+    }
+}
+
+/// Validates `raw` (already merged over its preset) into an [`OsSpec`].
+pub fn validate(raw: &RawOs, path: &str) -> Result<OsSpec> {
+    let defaults = presets::default_os();
+    let page_size = raw.page_size.or(defaults.page_size).expect("default page size").0;
+    let page_size = page_size_of(page_size, &format!("{path}.page_size"))?;
+    let memory = raw.memory.or(defaults.memory).expect("default memory").0;
+    if memory < page_size.bytes() || memory % page_size.bytes() != 0 {
+        return err(
+            format!("{path}.memory"),
+            format!("{} is not a positive multiple of the {page_size} page size", format_bytes(memory)),
+        );
+    }
+    let frames = memory / page_size.bytes();
+    if frames > crate::os::PageTable::MAX_FRAMES {
+        return err(format!("{path}.memory"), format!("{} holds more than 2^32 - 2 frames", format_bytes(memory)));
+    }
+    let placement = placement(raw, path, frames, page_size)?;
+    let eviction = eviction(raw, path, &placement)?;
+    let recency = recency(raw, path, eviction)?;
+    if raw.age_window == Some(0) {
+        return err(format!("{path}.age_window"), "a window needs at least one eviction");
+    }
+    Ok(OsSpec { memory, page_size, placement, eviction, recency, age_window: raw.age_window })
+}
+
+fn placement(raw: &RawOs, path: &str, frames: u64, page_size: PageSize) -> Result<PlacementSpec> {
+    let kind = raw.placement.unwrap_or(Placement::Random);
+    if raw.ways.is_some() && kind != Placement::SetAssociative {
+        return err(format!("{path}.ways"), "`ways` applies to `placement = \"set-associative\"` only");
+    }
+    if raw.iceberg.is_some() && kind != Placement::Iceberg {
+        return err(format!("{path}.iceberg"), "`iceberg` parameters apply to `placement = \"iceberg\"` only");
+    }
+    Ok(match kind {
+        Placement::Random => PlacementSpec::Random,
+        Placement::Sequential => PlacementSpec::Sequential,
+        Placement::SetAssociative => {
+            let ways = raw.ways.unwrap_or(DEFAULT_SET_WAYS);
+            if ways == 0 || frames % ways != 0 {
+                return err(format!("{path}.ways"), format!("{ways} ways do not divide the {frames} frames of memory"));
+            }
+            PlacementSpec::SetAssociative { ways }
+        }
+        Placement::Iceberg => {
+            if page_size != PageSize::Size4K {
+                return err(format!("{path}.page_size"), "iceberg placement places 4 KiB pages");
+            }
+            let spec = iceberg(&raw.iceberg.unwrap_or_default());
+            spec.check(frames).map_err(|e| crate::Error::config(format!("{path}.iceberg"), e))?;
+            PlacementSpec::Iceberg(spec)
+        }
+    })
+}
+
+fn iceberg(raw: &RawIceberg) -> IcebergSpec {
+    let d = IcebergSpec::default();
+    IcebergSpec {
+        front: raw.front.unwrap_or(d.front),
+        back: raw.back.unwrap_or(d.back),
+        choices: raw.choices.unwrap_or(d.choices),
+        backyard: raw.backyard.unwrap_or(d.backyard),
+        cpfn_bits: raw.cpfn_bits.unwrap_or(d.cpfn_bits),
+        hash: raw.hash.unwrap_or(d.hash),
+    }
+}
+
+fn fraction(value: f64, field: String, what: &str) -> Result<f64> {
+    if (0.0..1.0).contains(&value) {
+        Ok(value)
+    } else {
+        err(field, format!("{what} must be a fraction in [0, 1), not {value}"))
+    }
+}
+
+fn eviction(raw: &RawOs, path: &str, placement: &PlacementSpec) -> Result<EvictionSpec> {
+    let kind = raw.eviction.unwrap_or(EvictionKind::None);
+    if raw.reserve.is_some() && kind != EvictionKind::Linux {
+        return err(format!("{path}.reserve"), "`reserve` applies to `eviction = \"linux\"` only");
+    }
+    if raw.delta.is_some() && kind != EvictionKind::IcebergLru {
+        return err(format!("{path}.delta"), "`delta` applies to `eviction = \"iceberg-lru\"` only");
+    }
+    let iceberg = matches!(placement, PlacementSpec::Iceberg(_));
+    let needs = |ok: bool, what: &str| if ok { Ok(()) } else { err(format!("{path}.eviction"), format!("{kind:?} eviction needs {what} placement")) };
+    Ok(match kind {
+        EvictionKind::None => EvictionSpec::None,
+        EvictionKind::Lru => EvictionSpec::Lru,
+        EvictionKind::Linux => {
+            needs(placement.is_fully_associative(), "fully associative (random or sequential)")?;
+            EvictionSpec::Linux { reserve: fraction(raw.reserve.unwrap_or(DEFAULT_RESERVE), format!("{path}.reserve"), "reserve")? }
+        }
+        EvictionKind::HorizonLru => {
+            needs(iceberg, "iceberg")?;
+            EvictionSpec::HorizonLru
+        }
+        EvictionKind::IcebergLru => {
+            needs(iceberg, "iceberg")?;
+            let delta = fraction(raw.delta.unwrap_or(DEFAULT_DELTA), format!("{path}.delta"), "delta")?;
+            if delta == 0.0 {
+                return err(format!("{path}.delta"), "delta must be above 0 (use `lru` for no slack)");
+            }
+            EvictionSpec::IcebergLru { delta }
+        }
+    })
+}
+
+fn recency(raw: &RawOs, path: &str, eviction: EvictionSpec) -> Result<Recency> {
+    let kind = raw.recency.unwrap_or(RecencyKind::Access);
+    if (raw.scan_period.is_some() || raw.hot_sample.is_some()) && kind != RecencyKind::Scan {
+        return err(format!("{path}.scan_period"), "`scan_period` and `hot_sample` apply to `recency = \"scan\"` only");
+    }
+    Ok(match kind {
+        RecencyKind::Access => Recency::Access,
+        RecencyKind::Fill => Recency::Fill,
+        RecencyKind::Scan => {
+            if matches!(eviction, EvictionSpec::Linux { .. }) {
+                return err(format!("{path}.recency"), "Linux-like reclaim keeps its own referenced bits; use `access` or `fill`");
+            }
+            let period = raw.scan_period.unwrap_or(DEFAULT_SCAN_PERIOD);
+            if period == 0 {
+                return err(format!("{path}.scan_period"), "the scan period must be at least one reference");
+            }
+            let hot_sample = raw.hot_sample.unwrap_or(DEFAULT_HOT_SAMPLE);
+            if !(0.0..=1.0).contains(&hot_sample) {
+                return err(format!("{path}.hot_sample"), format!("hot_sample must be in [0, 1], not {hot_sample}"));
+            }
+            Recency::Scan { period, hot_sample }
+        }
+    })
+}

@@ -1,0 +1,85 @@
+//! Memory pressure: which page to evict when a new page finds no free frame, how page
+//! recency is observed, and what the evictions cost.
+//!
+//! Policies (`docs/configuration.md` lists where each applies):
+//! - exact LRU: the least recently used page among the faulting page's candidate frames (all
+//!   frames for a fully associative memory, so the ideal global LRU);
+//! - Linux-like reclaim ([`linux`]): active and inactive lists with referenced bits;
+//! - Horizon LRU (Mosaic pages): ghosts below a horizon, see `os::iceberg`;
+//! - Iceberg LRU: global LRU over `(1 - δ)` of memory, so that the oldest page is evicted.
+
+pub mod age;
+pub mod linux;
+pub mod lru_heap;
+
+use serde::{Deserialize, Serialize};
+
+/// The eviction policy, validated.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+#[serde(tag = "kind", rename_all = "kebab-case")]
+pub enum EvictionSpec {
+    /// Never evict: a fault that finds no frame is an error.
+    None,
+    /// Exact LRU among the candidate frames of the faulting page.
+    Lru,
+    /// Linux-like active/inactive reclaim (fully associative memory only).
+    Linux {
+        /// Fraction of memory kept free (the zone watermarks): reclaim starts when the
+        /// rest is used.
+        reserve: f64,
+    },
+    /// Horizon LRU (iceberg memory only).
+    HorizonLru,
+    /// Iceberg LRU (iceberg memory only): global LRU over `(1 - delta)` of memory.
+    IcebergLru {
+        /// Fraction of memory left unused.
+        delta: f64,
+    },
+}
+
+/// How the OS learns that a page was used.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+#[serde(tag = "kind", rename_all = "kebab-case")]
+pub enum Recency {
+    /// Every reference updates its page's timestamp (exact; a simulator can afford it).
+    Access,
+    /// Only a TLB fill (a page-table walk) does, like the accessed bit a walk sets.
+    Fill,
+    /// A scan every `period` references reads and clears referenced bits, keeping an 8-bit
+    /// history per page; pages whose history is all ones are hot, and only `hot_sample` of
+    /// them are read, the rest assumed used (the authors' prototype: 1 s scans, 20%).
+    Scan {
+        /// References between scans.
+        period: u64,
+        /// Fraction of hot pages whose bit is read at each scan.
+        hot_sample: f64,
+    },
+}
+
+/// The names of the eviction policies in configurations.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum EvictionKind {
+    /// [`EvictionSpec::None`].
+    None,
+    /// [`EvictionSpec::Lru`].
+    Lru,
+    /// [`EvictionSpec::Linux`].
+    Linux,
+    /// [`EvictionSpec::HorizonLru`].
+    HorizonLru,
+    /// [`EvictionSpec::IcebergLru`].
+    IcebergLru,
+}
+
+/// The names of the recency modes in configurations.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum RecencyKind {
+    /// [`Recency::Access`].
+    Access,
+    /// [`Recency::Fill`].
+    Fill,
+    /// [`Recency::Scan`].
+    Scan,
+}

@@ -1,0 +1,132 @@
+//! Where the iceberg memory puts a page: the front yard of its bucket if it has room, else
+//! the least-loaded of its backyard choices (power of d choices). With Horizon LRU, ghost
+//! pages (last used before the horizon) count as free: a ghost's slot is taken by evicting
+//! it, and ghosts do not count towards a backyard's load.
+
+use super::geometry::{Layout, Slot};
+use crate::os::frames::Frames;
+
+/// A slot chosen for a new page.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Placed {
+    /// The slot, relative to the page's candidates.
+    pub slot: Slot,
+    /// Its frame.
+    pub frame: u64,
+    /// True when the frame holds a ghost that must be evicted first.
+    pub evicts_ghost: bool,
+}
+
+/// Whether the page in `frame` is live: present and, under Horizon LRU, not a ghost.
+#[inline]
+fn live(frames: &Frames, frame: u64, horizon: Option<u64>) -> bool {
+    !frames.is_free(frame) && horizon.is_none_or(|h| frames.stamp(frame) >= h)
+}
+
+/// Among `slots` (slot, frame), a free one (the first), else the oldest ghost.
+fn free_or_oldest_ghost(frames: &Frames, slots: impl Iterator<Item = (Slot, u64)>, horizon: Option<u64>) -> Option<Placed> {
+    let mut ghost: Option<(u64, Slot, u64)> = None;
+    for (slot, frame) in slots {
+        if frames.is_free(frame) {
+            return Some(Placed { slot, frame, evicts_ghost: false });
+        }
+        if !live(frames, frame, horizon) && ghost.is_none_or(|(stamp, ..)| frames.stamp(frame) < stamp) {
+            ghost = Some((frames.stamp(frame), slot, frame));
+        }
+    }
+    ghost.map(|(_, slot, frame)| Placed { slot, frame, evicts_ghost: true })
+}
+
+/// The front-yard slots of `key` with their frames.
+fn front_slots(layout: &Layout, key: u64) -> impl Iterator<Item = (Slot, u64)> + '_ {
+    let base = layout.bucket(key, 0) * layout.spec().bucket_frames();
+    (0..layout.spec().front).map(move |s| (Slot::Front(s), base + u64::from(s)))
+}
+
+/// The backyard slots of choice `choice` of `key` with their frames.
+fn back_slots(layout: &Layout, key: u64, choice: u32) -> impl Iterator<Item = (Slot, u64)> + '_ {
+    let spec = layout.spec();
+    let base = layout.bucket(key, choice) * spec.bucket_frames() + u64::from(spec.front);
+    (0..spec.back).map(move |slot| (Slot::Back { choice, slot }, base + u64::from(slot)))
+}
+
+/// Every candidate slot of `key` with its frame, front yard first.
+pub fn candidates(layout: &Layout, key: u64) -> impl Iterator<Item = (Slot, u64)> + '_ {
+    front_slots(layout, key).chain((1..=layout.spec().choices).flat_map(move |c| back_slots(layout, key, c)))
+}
+
+/// Where the page of `key` goes, or `None` when every candidate slot holds a live page (an
+/// associativity conflict). `horizon` is Horizon LRU's, or `None` without ghosts.
+pub fn place(layout: &Layout, frames: &Frames, key: u64, horizon: Option<u64>) -> Option<Placed> {
+    if let Some(p) = free_or_oldest_ghost(frames, front_slots(layout, key), horizon) {
+        return Some(p);
+    }
+    let spec = layout.spec();
+    let mut best: Option<(u32, u32)> = None;
+    for choice in 1..=spec.choices {
+        let load = back_slots(layout, key, choice).filter(|&(_, f)| live(frames, f, horizon)).count() as u32;
+        if load < spec.back && best.is_none_or(|(_, l)| load < l) {
+            best = Some((choice, load));
+        }
+    }
+    let (choice, _) = best?;
+    free_or_oldest_ghost(frames, back_slots(layout, key, choice), horizon)
+}
+
+/// The least recently used of `key`'s candidate pages (all occupied).
+pub fn oldest_candidate(layout: &Layout, frames: &Frames, key: u64) -> Placed {
+    let (slot, frame) = candidates(layout, key).min_by_key(|&(_, f)| frames.stamp(f)).expect("a page has candidates");
+    Placed { slot, frame, evicts_ghost: false }
+}
+
+/// The slot of `key` whose frame is `frame` (the first, if choices share a bucket).
+pub fn slot_of(layout: &Layout, key: u64, frame: u64) -> Option<Slot> {
+    candidates(layout, key).find(|&(_, f)| f == frame).map(|(s, _)| s)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::os::iceberg::IcebergSpec;
+    use crate::types::Vpn;
+
+    fn layout() -> Layout {
+        Layout::new(IcebergSpec::default(), 64 * 60)
+    }
+
+    #[test]
+    fn front_yard_fills_first_then_least_loaded_backyard() {
+        let layout = layout();
+        let mut frames = Frames::new(64 * 60);
+        let key = 12345;
+        for i in 0..56 {
+            let p = place(&layout, &frames, key, None).unwrap();
+            assert_eq!(p.slot, Slot::Front(i));
+            frames.occupy(p.frame, 0, Vpn(i.into()), 1, 0);
+        }
+        // Load choice 1's backyard with one page: the next page goes to choice 2.
+        let c1 = layout.frame(key, Slot::Back { choice: 1, slot: 0 });
+        frames.occupy(c1, 1, Vpn(0), 1, 0);
+        let p = place(&layout, &frames, key, None).unwrap();
+        assert_eq!(p.slot, Slot::Back { choice: 2, slot: 0 });
+    }
+
+    #[test]
+    fn ghosts_count_as_free_and_the_oldest_goes() {
+        let layout = layout();
+        let mut frames = Frames::new(64 * 60);
+        let key = 99;
+        for (s, frame) in candidates(&layout, key).collect::<Vec<_>>() {
+            let stamp = match s {
+                Slot::Front(i) => 100 + u64::from(i),
+                Slot::Back { .. } => 1000,
+            };
+            frames.occupy(frame, 0, Vpn(frame), stamp, 0);
+        }
+        assert_eq!(place(&layout, &frames, key, None), None, "all live: conflict");
+        assert_eq!(place(&layout, &frames, key, Some(100)), None, "nothing below the horizon");
+        let p = place(&layout, &frames, key, Some(103)).unwrap();
+        assert_eq!((p.slot, p.evicts_ghost), (Slot::Front(0), true));
+        assert_eq!(oldest_candidate(&layout, &frames, key).slot, Slot::Front(0));
+    }
+}

@@ -1,0 +1,68 @@
+//! Counters and utilization metrics of the OS model.
+
+use super::eviction::age::AgeStats;
+use serde::Serialize;
+
+/// Counters of the OS model.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct OsStats {
+    /// Page-table walks (TLB misses in every level).
+    pub walks: u64,
+    /// Walks that found no mapping and mapped a page (first touches and swap-ins).
+    pub page_faults: u64,
+    /// Faults on pages that had been swapped out (major faults), each a page read from swap.
+    pub swap_ins: u64,
+    /// Pages evicted to swap, each a page written and a TLB shootdown.
+    pub swap_outs: u64,
+    /// Evictions (equal to `swap_outs`: every evicted page is written to swap).
+    pub evictions: u64,
+    /// Evictions of Horizon LRU ghosts (pages older than the horizon).
+    pub ghost_evictions: u64,
+    /// Faults whose candidate frames were all in use by live pages (associativity conflicts).
+    pub conflicts: u64,
+    /// Fraction of frames in use at the first conflict that left free frames elsewhere.
+    pub first_conflict_utilization: Option<f64>,
+    /// Time-averaged fraction of frames in use from the first eviction to the end.
+    pub steady_state_utilization: Option<f64>,
+    /// Pages currently mapped.
+    pub mapped_pages: u64,
+    /// Bytes of distinct pages touched (the footprint).
+    pub footprint_bytes: u64,
+    /// Relative age of evicted pages, when tracked.
+    pub eviction_age: Option<AgeStats>,
+}
+
+/// The time integral of frames in use, from the first eviction on.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Utilization {
+    start: Option<u64>,
+    last: u64,
+    area: u128,
+}
+
+impl Utilization {
+    /// Starts integrating at time `now`.
+    pub fn start(&mut self, now: u64) {
+        self.start = Some(now);
+        self.last = now;
+    }
+
+    /// Frames in use are about to change at time `now`; `used` held since the last change.
+    pub fn change(&mut self, now: u64, used: u64) {
+        if self.start.is_some() {
+            self.area += u128::from(used) * u128::from(now - self.last);
+            self.last = now;
+        }
+    }
+
+    /// The mean fraction of `capacity` in use up to `now`, with `used` in use since the last
+    /// change; `None` before the first eviction.
+    pub fn mean(&self, now: u64, used: u64, capacity: u64) -> Option<f64> {
+        let start = self.start?;
+        if now == start {
+            return Some(used as f64 / capacity as f64);
+        }
+        let area = self.area + u128::from(used) * u128::from(now - self.last);
+        Some(area as f64 / (u128::from(now - start) * u128::from(capacity)) as f64)
+    }
+}

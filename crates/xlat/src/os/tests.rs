@@ -1,0 +1,249 @@
+//! Tests of the OS model: demand paging, eviction policies against brute-force models, and
+//! the placement invariants of iceberg memory.
+
+use super::*;
+use crate::os::iceberg::{IcebergSpec, Slot};
+use std::collections::{HashMap, VecDeque};
+
+fn spec(memory: u64, page_size: PageSize, placement: PlacementSpec) -> OsSpec {
+    OsSpec { page_size, ..OsSpec::simple(memory, placement) }
+}
+
+/// Touches page `vpn` of ASID 0 the way a machine does: a walk, then a use.
+fn touch(os: &mut Os, vpn: u64) -> Translation {
+    let t = os.translate(0, vpn << 12).unwrap();
+    if os.tracks_use() {
+        os.access(t.pfn);
+    }
+    t
+}
+
+#[test]
+fn first_touch_faults_once() {
+    let mut os = Os::new(&spec(1 << 20, PageSize::Size4K, PlacementSpec::Sequential), 0);
+    let a = os.translate(0, 0x5123).unwrap();
+    let b = os.translate(0, 0x5fff).unwrap();
+    assert_eq!(a, b);
+    assert_eq!(a.pfn, Pfn(0));
+    let c = os.translate(1, 0x5000).unwrap();
+    assert_eq!(c.pfn, Pfn(1));
+    assert_eq!(os.stats().page_faults, 2);
+    assert_eq!(os.stats().walks, 3);
+    assert_eq!(os.stats().footprint_bytes, 8192);
+}
+
+#[test]
+fn huge_pages_map_aligned_frames() {
+    let mut os = Os::new(&spec(8 << 21, PageSize::Size2M, PlacementSpec::Random), 7);
+    let t = os.translate(0, 0x40_1234).unwrap();
+    assert_eq!(t.vpn, Vpn(1024));
+    assert_eq!(t.pfn.0 % 512, 0);
+    assert!(t.pfn.0 < 8 * 512);
+}
+
+#[test]
+fn exhaustion_is_an_error_not_a_panic() {
+    let mut os = Os::new(&spec(2 << 12, PageSize::Size4K, PlacementSpec::Random), 1);
+    os.translate(0, 0).unwrap();
+    os.translate(0, 0x1000).unwrap();
+    let oom = os.translate(0, 0x2000).unwrap_err();
+    assert_eq!(oom.reason, NoFrame::Full);
+    let err = os.describe(oom).to_string();
+    assert!(err.contains("out of physical memory"), "{err}");
+}
+
+#[test]
+fn set_conflict_without_eviction_is_an_error() {
+    let mut os = Os::new(&OsSpec::simple(8 << 12, PlacementSpec::SetAssociative { ways: 2 }), 1);
+    touch(&mut os, 0);
+    touch(&mut os, 4);
+    let oom = os.translate(0, 8 << 12).unwrap_err();
+    assert_eq!(oom.reason, NoFrame::Conflict);
+    assert!(os.describe(oom).to_string().contains("associativity conflict"));
+    assert_eq!(os.stats().first_conflict_utilization, Some(0.25));
+}
+
+/// A deterministic pseudo-random page stream with reuse (a skewed mix of hot and cold pages).
+fn stream(len: usize, pages: u64, seed: u64) -> Vec<u64> {
+    let mut rng = Xoshiro256PlusPlus::seed_from_u64(seed);
+    (0..len)
+        .map(|_| if rng.random::<f64>() < 0.5 { rng.random_range(0..pages / 8) } else { rng.random_range(0..pages) })
+        .collect()
+}
+
+#[test]
+fn exact_lru_matches_a_brute_force_lru() {
+    let frames = 64;
+    let mut os = Os::new(&OsSpec { eviction: EvictionSpec::Lru, ..OsSpec::simple(frames << 12, PlacementSpec::Random) }, 3);
+    let mut model: VecDeque<u64> = VecDeque::new();
+    let (mut model_outs, mut model_ins) = (0, 0);
+    let mut evicted = std::collections::HashSet::new();
+    for vpn in stream(20_000, 200, 1) {
+        touch(&mut os, vpn);
+        if let Some(pos) = model.iter().position(|&p| p == vpn) {
+            model.remove(pos);
+        } else {
+            if evicted.remove(&vpn) {
+                model_ins += 1;
+            }
+            if model.len() == frames as usize {
+                evicted.insert(model.pop_back().unwrap());
+                model_outs += 1;
+            }
+        }
+        model.push_front(vpn);
+        os.take_unmapped().map(|d| d.count());
+    }
+    let s = os.stats();
+    assert_eq!((s.swap_outs, s.swap_ins), (model_outs, model_ins));
+    assert!(model_outs > 1000, "the stream must exercise eviction");
+    let age = s.eviction_age;
+    assert!(age.is_none());
+}
+
+fn iceberg_os(buckets: u64, eviction: EvictionSpec, age_window: Option<u64>) -> Os {
+    let spec = OsSpec {
+        eviction,
+        age_window,
+        ..OsSpec::simple(buckets * 64 << 12, PlacementSpec::Iceberg(IcebergSpec::default()))
+    };
+    Os::new(&spec, 5)
+}
+
+/// Checks, after every reference of a stream under memory pressure, that each resident page
+/// sits in one of its own candidate slots, that its frame never changed while it stayed
+/// resident, and that the page table and the frames agree.
+fn check_placement_invariants(eviction: EvictionSpec) {
+    let mut os = iceberg_os(8, eviction, None);
+    let layout = os.iceberg().unwrap().clone();
+    let mut home: HashMap<u64, u64> = HashMap::new();
+    for vpn in stream(30_000, 800, 2) {
+        let t = touch(&mut os, vpn);
+        if let Some(unmapped) = os.take_unmapped() {
+            for (_, v) in unmapped {
+                home.remove(&v.0);
+            }
+        }
+        let frame = t.pfn.0;
+        assert_eq!(*home.entry(vpn).or_insert(frame), frame, "page {vpn} moved while resident");
+        let key = page_key(0, Vpn(vpn));
+        let slot = iceberg_placement::slot_of(&layout, key, frame).expect("frame is a candidate");
+        assert_eq!(layout.decode_frame(key, layout.encode(slot)), Some(frame));
+        assert_eq!(os.cpfn(0, vpn << 12).and_then(|c| layout.decode_frame(key, c)), Some(frame));
+    }
+    assert_eq!(home.len() as u64, os.frames().used());
+    assert!(os.stats().evictions > 1000);
+}
+
+#[test]
+fn iceberg_placement_is_stable_and_within_candidates() {
+    check_placement_invariants(EvictionSpec::HorizonLru);
+    check_placement_invariants(EvictionSpec::Lru);
+    check_placement_invariants(EvictionSpec::IcebergLru { delta: 0.13 });
+}
+
+#[test]
+fn horizon_lru_evicts_a_live_page_only_when_no_candidate_is_free_or_a_ghost() {
+    let mut os = iceberg_os(8, EvictionSpec::HorizonLru, None);
+    let layout = os.iceberg().unwrap().clone();
+    for vpn in stream(30_000, 800, 3) {
+        // Before the fault, classify the candidates the way the rule must.
+        let resident = os.cpfn(0, vpn << 12).is_some();
+        let key = page_key(0, Vpn(vpn));
+        let horizon = os.horizon();
+        let any_free_or_ghost = iceberg_placement::candidates(&layout, key)
+            .any(|(_, f)| os.frames().is_free(f) || os.frames().stamp(f) < horizon);
+        let before = os.stats();
+        touch(&mut os, vpn);
+        let after = os.stats();
+        os.take_unmapped();
+        let live_evictions = (after.evictions - before.evictions) - (after.ghost_evictions - before.ghost_evictions);
+        if resident {
+            assert_eq!(after.evictions, before.evictions);
+        } else if any_free_or_ghost {
+            assert_eq!(live_evictions, 0, "page {vpn}: a live page was evicted while a ghost or free slot existed");
+        } else {
+            assert_eq!(live_evictions, 1);
+            assert!(os.horizon() >= horizon);
+        }
+    }
+    assert!(os.stats().ghost_evictions > 0 && os.stats().conflicts > 0);
+}
+
+#[test]
+fn iceberg_lru_evicts_the_oldest_page_and_keeps_delta_free() {
+    let mut os = iceberg_os(16, EvictionSpec::IcebergLru { delta: 0.13 }, Some(100));
+    for vpn in 0..20_000 {
+        touch(&mut os, vpn);
+        os.take_unmapped();
+    }
+    let s = os.stats();
+    let limit = 1024 - (1024.0 * 0.13f64).floor() as u64;
+    assert_eq!(os.frames().used(), limit);
+    let age = s.eviction_age.unwrap();
+    // Evictions past the first are of the oldest page, except rare conflicts.
+    assert!(age.mean < 0.01, "{age:?}");
+}
+
+#[test]
+fn horizon_lru_on_a_unique_stream_evicts_young_pages_sometimes() {
+    let mut os = iceberg_os(16, EvictionSpec::HorizonLru, Some(100));
+    for vpn in 0..20_000 {
+        touch(&mut os, vpn);
+        os.take_unmapped();
+    }
+    let s = os.stats();
+    let age = s.eviction_age.unwrap();
+    assert!(age.mean > 0.0 && age.mean < 0.5, "{age:?}");
+    assert!(s.steady_state_utilization.unwrap() > 0.95);
+    assert!(s.first_conflict_utilization.unwrap() > 0.8);
+}
+
+#[test]
+fn linux_reclaim_keeps_its_reserve_and_counts_swap() {
+    let frames = 1000;
+    let spec = OsSpec { eviction: EvictionSpec::Linux { reserve: 0.008 }, ..OsSpec::simple(frames << 12, PlacementSpec::Random) };
+    let mut os = Os::new(&spec, 1);
+    for vpn in stream(50_000, 2000, 4) {
+        touch(&mut os, vpn);
+        os.take_unmapped();
+    }
+    let s = os.stats();
+    assert_eq!(os.frames().used(), 992);
+    assert!(s.swap_outs > 0 && s.swap_ins > 0 && s.swap_ins <= s.swap_outs);
+    assert_eq!(s.footprint_bytes, 2000 << 12);
+}
+
+#[test]
+fn scan_recency_approximates_lru() {
+    let frames = 256;
+    let lru = |recency| {
+        let spec = OsSpec { eviction: EvictionSpec::Lru, recency, ..OsSpec::simple(frames << 12, PlacementSpec::Random) };
+        let mut os = Os::new(&spec, 1);
+        for vpn in stream(100_000, 600, 6) {
+            touch(&mut os, vpn);
+            os.take_unmapped();
+        }
+        os.stats().swap_outs
+    };
+    let exact = lru(Recency::Access);
+    let scanned = lru(Recency::Scan { period: 500, hot_sample: 0.2 });
+    let fill = lru(Recency::Fill);
+    // Coarser recency evicts worse than exact LRU, but not wildly (the stream has a hot set).
+    assert!(scanned >= exact * 95 / 100 && scanned < exact * 2, "exact {exact} scan {scanned}");
+    assert!(fill >= exact, "exact {exact} fill {fill}");
+}
+
+#[test]
+fn swapped_out_pages_fault_back_in_elsewhere() {
+    let mut os = Os::new(&OsSpec { eviction: EvictionSpec::Lru, ..OsSpec::simple(2 << 12, PlacementSpec::Sequential) }, 1);
+    touch(&mut os, 10);
+    touch(&mut os, 11);
+    touch(&mut os, 12);
+    assert_eq!(os.take_unmapped().unwrap().collect::<Vec<_>>(), vec![(0, Vpn(10))]);
+    assert!(os.take_unmapped().is_none());
+    touch(&mut os, 10);
+    let s = os.stats();
+    assert_eq!((s.swap_outs, s.swap_ins, s.page_faults, s.footprint_bytes), (2, 1, 4, 3 << 12));
+    let _ = Slot::Front(0);
+}
