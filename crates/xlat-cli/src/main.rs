@@ -8,6 +8,7 @@
 #![allow(clippy::print_stdout)]
 
 mod commands;
+mod plot;
 mod progress;
 mod report;
 

@@ -49,6 +49,7 @@ pub fn run(args: &RunArgs, interrupt: &AtomicBool) -> Result<Outcome> {
     }
     if let Some(dir) = &args.out {
         write_results(dir, &spec, &result)?;
+        crate::plot::draw_all(dir, &spec.plots)?;
         if !args.quiet {
             eprintln!("results written to {}", dir.display());
         }

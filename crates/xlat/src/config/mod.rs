@@ -4,7 +4,9 @@
 //! Layers, as in ruff: [`raw`] mirrors the file (serde, unknown fields rejected), [`validate`]
 //! checks it once and produces specs, models take only specs.
 
+mod mosaic;
 mod os;
+pub mod plot;
 pub mod presets;
 pub mod raw;
 pub mod size;

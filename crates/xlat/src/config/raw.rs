@@ -26,6 +26,9 @@ pub struct ExperimentFile {
     /// The machine configurations, all fed every workload.
     #[serde(default, rename = "machine")]
     pub machines: Vec<RawMachine>,
+    /// Plots of the results, drawn when results are written.
+    #[serde(default, rename = "plot")]
+    pub plots: Vec<super::plot::RawPlot>,
 }
 
 /// Which kind of workload.
@@ -79,6 +82,9 @@ pub struct RawWorkload {
     pub skip: Option<u64>,
     /// Any: at most this many references.
     pub limit: Option<u64>,
+    /// Any: run only on these machines (names; a trailing `*` matches a prefix). All when
+    /// absent.
+    pub machines: Option<Vec<String>>,
 }
 
 /// Associativity as written: a way count, or `"full"` for a fully associative array.
@@ -144,6 +150,45 @@ pub struct RawMachine {
     pub os: Option<RawOs>,
     /// TLB levels, closest to the core first; replaces the preset's levels when given.
     pub tlb: Option<Vec<RawLevel>>,
+    /// Mosaic TLBs riding the machine's (iceberg) OS.
+    pub mosaic: Option<Vec<RawMosaic>>,
+}
+
+/// A value or a list of values (a sweep: one TLB per value).
+#[derive(Clone, Debug, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(untagged)]
+pub enum OneOrMany<T> {
+    /// One value.
+    One(T),
+    /// Several values.
+    Many(Vec<T>),
+}
+
+impl<T: Clone> OneOrMany<T> {
+    /// The values as a list.
+    pub fn to_vec(&self) -> Vec<T> {
+        match self {
+            OneOrMany::One(v) => vec![v.clone()],
+            OneOrMany::Many(v) => v.clone(),
+        }
+    }
+}
+
+/// Mosaic TLBs as written: one per combination of the listed arities and associativities.
+#[derive(Clone, Debug, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawMosaic {
+    /// Name in results (default `mosaic-<arity>`, with `-<ways>w` or `-full` when several
+    /// associativities are listed); with several TLBs, a prefix.
+    pub name: Option<String>,
+    /// Entries (default 1024, the paper's).
+    pub entries: Option<usize>,
+    /// Ways, `"full"`, or a list of them (default 4).
+    pub ways: Option<OneOrMany<RawWays>>,
+    /// Replacement policy (default `lru`).
+    pub replacement: Option<Policy>,
+    /// Pages per Mosaic page, or a list of them (default 4).
+    pub arity: Option<OneOrMany<u32>>,
 }
 
 /// The OS model as written.

@@ -1,7 +1,9 @@
 //! Validation: raw configuration in, typed specs out, every error naming the offending field
 //! (`machine[1].tlb[0].arrays[0].ways: 1536 entries are not divisible by 7 ways`).
 
+use super::mosaic;
 use super::os;
+use super::plot::{self, PlotSpec};
 use super::presets::{self, PresetParams};
 use super::raw::{ExperimentFile, RawArray, RawLevel, RawMachine, RawWays, RawWorkload, WorkloadType};
 use crate::sim::MachineSpec;
@@ -25,6 +27,8 @@ pub struct ExperimentSpec {
     pub workloads: Vec<WorkloadSpec>,
     /// Machines, all fed every workload.
     pub machines: Vec<MachineSpec>,
+    /// Plots drawn from the results.
+    pub plots: Vec<PlotSpec>,
 }
 
 /// Default seed when a file gives none.
@@ -69,7 +73,16 @@ pub fn experiment(file: &ExperimentFile, base_dir: &Path) -> Result<ExperimentSp
         .map(|(i, m)| machine(m, &format!("machine[{i}]"), seed))
         .collect::<Result<Vec<_>>>()?;
     unique_names(machines.iter().map(|m| m.name.as_str()), "machine")?;
-    Ok(ExperimentSpec { seed, batch, workloads, machines })
+    for (i, w) in workloads.iter().enumerate() {
+        for (j, pattern) in w.machines.iter().flatten().enumerate() {
+            let only = WorkloadSpec { machines: Some(vec![pattern.clone()]), ..w.clone() };
+            if !machines.iter().any(|m| only.runs_on(&m.name)) {
+                return err(format!("workload[{i}].machines[{j}]"), format!("`{pattern}` names no machine"));
+            }
+        }
+    }
+    let plots = file.plots.iter().enumerate().map(|(i, p)| plot::validate(p, &format!("plot[{i}]"))).collect::<Result<Vec<_>>>()?;
+    Ok(ExperimentSpec { seed, batch, workloads, machines, plots })
 }
 
 fn unique_names<'a>(names: impl Iterator<Item = &'a str>, what: &str) -> Result<()> {
@@ -91,7 +104,7 @@ pub fn workload(w: &RawWorkload, path: &str, seed: u64, base_dir: &Path) -> Resu
         WorkloadType::Trace => trace_source(w, path, base_dir)?,
         _ => SourceSpec::Synthetic(synthetic(w, path, seed)?),
     };
-    Ok(WorkloadSpec { name: w.name.clone(), source, skip: w.skip.unwrap_or(0), limit: w.limit })
+    Ok(WorkloadSpec { name: w.name.clone(), source, skip: w.skip.unwrap_or(0), limit: w.limit, machines: w.machines.clone() })
 }
 
 fn trace_source(w: &RawWorkload, path: &str, base_dir: &Path) -> Result<SourceSpec> {
@@ -172,14 +185,21 @@ pub fn machine(m: &RawMachine, path: &str, seed: u64) -> Result<MachineSpec> {
     let levels = match (&m.tlb, preset_tlb) {
         (Some(tlb), _) => tlb.clone(),
         (None, Some(tlb)) => tlb,
-        (None, None) => return err(format!("{path}.tlb"), "a machine needs a `preset` or a `tlb` section"),
+        (None, None) if m.mosaic.is_some() => Vec::new(),
+        (None, None) => return err(format!("{path}.tlb"), "a machine needs a `preset`, a `tlb` section or `mosaic` TLBs"),
     };
     let os_raw = os::merge(preset_os, m.os.as_ref());
+    let os = os::validate(&os_raw, &format!("{path}.os"))?;
+    let mosaic = mosaic::validate(m.mosaic.as_deref().unwrap_or_default(), &format!("{path}.mosaic"))?;
+    if !mosaic.is_empty() && !matches!(os.placement, crate::os::PlacementSpec::Iceberg(_)) {
+        return err(format!("{path}.mosaic"), "Mosaic TLBs store CPFNs, which need `os.placement = \"iceberg\"`");
+    }
     Ok(MachineSpec {
         name: m.name.clone(),
         seed: m.seed.unwrap_or(seed),
-        os: os::validate(&os_raw, &format!("{path}.os"))?,
-        tlb: tlb(&levels, &format!("{path}.tlb"))?,
+        os,
+        tlb: if levels.is_empty() { Vec::new() } else { tlb(&levels, &format!("{path}.tlb"))? },
+        mosaic,
     })
 }
 

@@ -387,6 +387,11 @@ impl Os {
         (!self.unmapped.is_empty()).then(|| self.unmapped.drain(..))
     }
 
+    /// The mapping of `vaddr`, if any, without counting a walk or faulting (for checks).
+    pub fn mapping(&mut self, asid: Asid, vaddr: u64) -> Option<Translation> {
+        self.table.lookup(asid, vaddr)
+    }
+
     /// The CPFN of the page holding `vaddr` if it is mapped, else `None` (for Mosaic ToCs).
     /// Only meaningful for iceberg placement.
     pub fn cpfn(&mut self, asid: Asid, vaddr: u64) -> Option<u8> {
@@ -429,6 +434,8 @@ impl Os {
         let mut stats = self.stats.clone();
         stats.steady_state_utilization = self.utilization.mean(self.clock, self.frames.used(), self.frames.capacity());
         stats.eviction_age = self.age.as_ref().map(AgeTracker::stats);
+        stats.memory_bytes = self.spec.memory;
+        stats.swap_io_bytes = (stats.swap_ins + stats.swap_outs) * self.spec.page_size.bytes();
         stats
     }
 

@@ -24,6 +24,10 @@ pub struct OsStats {
     pub first_conflict_utilization: Option<f64>,
     /// Time-averaged fraction of frames in use from the first eviction to the end.
     pub steady_state_utilization: Option<f64>,
+    /// Physical memory in bytes.
+    pub memory_bytes: u64,
+    /// Bytes moved to and from swap: (`swap_ins` + `swap_outs`) pages.
+    pub swap_io_bytes: u64,
     /// Pages currently mapped.
     pub mapped_pages: u64,
     /// Bytes of distinct pages touched (the footprint).

@@ -104,7 +104,7 @@ pub fn run_workload(
     let source = workload.open()?;
     let input = source.identity();
     progress(Progress::Start { workload: &workload.name, expected: source.len_hint() });
-    let mut sims: Vec<Machine> = machines.iter().map(Machine::new).collect();
+    let mut sims: Vec<Machine> = machines.iter().filter(|m| workload.runs_on(&m.name)).map(Machine::new).collect();
     let started = Instant::now();
     let (refs, partial) = feed(source, &mut sims, batch, interrupt, progress).map_err(|e| match e {
         Error::Simulation(message) => Error::Simulation(format!("workload `{}`: {message}", workload.name)),

@@ -1,12 +1,30 @@
-//! A simulated machine: a TLB hierarchy in front of an OS model, consuming reference batches.
+//! A simulated machine: one OS model and the TLBs that observe its mappings, consuming
+//! reference batches.
+//!
+//! A machine has a conventional TLB hierarchy, any number of Mosaic TLBs, or both; every
+//! reference goes through each of them, and each miss walks the one page table (as the
+//! Mosaic paper's gem5 model feeds every access to a vanilla and a Mosaic TLB at once). A
+//! Mosaic hit decodes its CPFN through the OS's hash to a frame; debug builds check that frame
+//! against the page table. Pages the OS evicts are shot down in every TLB.
 
-use super::stats::{MachineStats, RefCounters};
+use super::stats::{MachineStats, MosaicStats, RefCounters};
+use crate::hash::page_key;
 use crate::memref::{AccessKind, Batch};
 use crate::os::{Os, OsSpec};
+use crate::tlb::mosaic::{MosaicGeometry, MosaicLookup, MosaicTlb};
 use crate::tlb::{LevelGeometry, TlbHierarchy};
-use crate::types::{Asid, BASE_PAGE_SHIFT};
+use crate::types::{Asid, Pfn, Translation, Vpn, BASE_PAGE_SHIFT};
 use crate::Result;
 use serde::Serialize;
+
+/// A Mosaic TLB of a machine, validated.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct MosaicSpec {
+    /// Name in results.
+    pub name: String,
+    /// Shape, policy and arity.
+    pub geometry: MosaicGeometry,
+}
 
 /// A validated machine configuration.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -17,25 +35,48 @@ pub struct MachineSpec {
     pub seed: u64,
     /// The OS model.
     pub os: OsSpec,
-    /// TLB levels, closest to the core first.
+    /// Conventional TLB levels, closest to the core first (empty: none).
     pub tlb: Vec<LevelGeometry>,
+    /// Mosaic TLBs riding the same OS (they need iceberg placement).
+    pub mosaic: Vec<MosaicSpec>,
+}
+
+struct MosaicVariant {
+    name: String,
+    tlb: MosaicTlb,
 }
 
 /// A machine being simulated.
 pub struct Machine {
     name: String,
-    tlb: TlbHierarchy,
+    tlb: Option<TlbHierarchy>,
+    mosaic: Vec<MosaicVariant>,
     os: Os,
+    /// Scratch space for the CPFNs of one Mosaic page.
+    toc: Vec<u8>,
     counters: RefCounters,
 }
 
 impl Machine {
     /// A machine in its initial state: empty TLBs, nothing mapped.
     pub fn new(spec: &MachineSpec) -> Machine {
+        let os = Os::new(&spec.os, spec.seed ^ 0x6f73);
+        let unmapped = os.iceberg().map_or(u8::MAX, |layout| layout.unmapped());
+        let mosaic = spec
+            .mosaic
+            .iter()
+            .enumerate()
+            .map(|(i, m)| MosaicVariant {
+                name: m.name.clone(),
+                tlb: MosaicTlb::new(&m.geometry, unmapped, spec.seed ^ (i as u64 + 1).wrapping_mul(0x9e37_79b9_7f4a_7c15)),
+            })
+            .collect();
         Machine {
             name: spec.name.clone(),
-            tlb: TlbHierarchy::new(&spec.tlb, spec.seed),
-            os: Os::new(&spec.os, spec.seed ^ 0x6f73),
+            tlb: (!spec.tlb.is_empty()).then(|| TlbHierarchy::new(&spec.tlb, spec.seed)),
+            mosaic,
+            os,
+            toc: Vec::new(),
             counters: RefCounters::default(),
         }
     }
@@ -43,23 +84,32 @@ impl Machine {
     /// Simulates every reference of `batch` in order. A reference that straddles a page
     /// boundary translates both pages (two TLB accesses).
     pub fn process(&mut self, batch: &Batch) -> Result<()> {
-        // The shape is fixed, so choosing the single-TLB loop once per batch costs nothing per
-        // reference.
-        if self.tlb.is_one_level() {
-            self.process_shaped::<true>(batch)
-        } else {
-            self.process_shaped::<false>(batch)
+        // The machine's shape is fixed, so choosing a specialized loop once per batch costs
+        // nothing per reference, and the common case (one conventional TLB, no eviction)
+        // keeps a loop with nothing else in it.
+        let one_level = self.tlb.as_ref().is_some_and(TlbHierarchy::is_one_level);
+        let track = self.os.tracks_use();
+        let mosaic = !self.mosaic.is_empty();
+        match (one_level, track, mosaic) {
+            (true, false, false) => self.process_shaped::<true, false, false>(batch),
+            (false, false, false) => self.process_shaped::<false, false, false>(batch),
+            (true, true, false) => self.process_shaped::<true, true, false>(batch),
+            (false, true, false) => self.process_shaped::<false, true, false>(batch),
+            (true, false, true) => self.process_shaped::<true, false, true>(batch),
+            (false, false, true) => self.process_shaped::<false, false, true>(batch),
+            (true, true, true) => self.process_shaped::<true, true, true>(batch),
+            (false, true, true) => self.process_shaped::<false, true, true>(batch),
         }
     }
 
-    fn process_shaped<const ONE_LEVEL: bool>(&mut self, batch: &Batch) -> Result<()> {
+    fn process_shaped<const ONE_LEVEL: bool, const TRACK: bool, const MOSAIC: bool>(&mut self, batch: &Batch) -> Result<()> {
         for r in &batch.refs {
             let first = r.vaddr >> BASE_PAGE_SHIFT;
             let last = r.last_vpn().0;
-            self.translate::<ONE_LEVEL>(r.asid, r.vaddr, r.kind)?;
+            self.translate::<ONE_LEVEL, TRACK, MOSAIC>(r.asid, r.vaddr, r.kind)?;
             if last != first {
                 self.counters.straddles += 1;
-                self.translate::<ONE_LEVEL>(r.asid, last << BASE_PAGE_SHIFT, r.kind)?;
+                self.translate::<ONE_LEVEL, TRACK, MOSAIC>(r.asid, last << BASE_PAGE_SHIFT, r.kind)?;
             }
         }
         self.counters.refs += batch.refs.len() as u64;
@@ -67,15 +117,93 @@ impl Machine {
         Ok(())
     }
 
+    /// One page's translation in every TLB; with `TRACK`, reports the use to the OS.
     #[inline(always)]
-    fn translate<const ONE_LEVEL: bool>(&mut self, asid: Asid, vaddr: u64, kind: AccessKind) -> Result<()> {
-        if self.tlb.lookup_shaped::<ONE_LEVEL>(asid, vaddr, kind).is_none() {
-            match self.os.translate(asid, vaddr) {
-                Ok(t) => self.tlb.fill_after_walk_shaped::<ONE_LEVEL>(&t, vaddr, kind),
-                Err(oom) => return Err(self.out_of_memory(oom)),
+    fn translate<const ONE_LEVEL: bool, const TRACK: bool, const MOSAIC: bool>(&mut self, asid: Asid, vaddr: u64, kind: AccessKind) -> Result<()> {
+        let mut pfn = None;
+        if let Some(tlb) = &mut self.tlb {
+            match tlb.lookup_shaped::<ONE_LEVEL>(asid, vaddr, kind) {
+                Some(level) => {
+                    if TRACK {
+                        pfn = Some(tlb.hit_pfn(level, vaddr, kind));
+                    }
+                }
+                None => {
+                    let t = self.walk(asid, vaddr)?;
+                    let tlb = self.tlb.as_mut().expect("checked above");
+                    tlb.fill_after_walk_shaped::<ONE_LEVEL>(&t, vaddr, kind);
+                    if TRACK {
+                        pfn = Some(t.pfn_of(vaddr));
+                    }
+                    self.shoot_down();
+                }
             }
         }
+        if MOSAIC {
+            for i in 0..self.mosaic.len() {
+                let frame = self.translate_mosaic(i, asid, vaddr)?;
+                pfn.get_or_insert(frame);
+            }
+        }
+        if TRACK {
+            self.os.access(pfn.expect("a machine has at least one TLB"));
+        }
         Ok(())
+    }
+
+    /// Translates `vaddr` in Mosaic TLB `i`, returning its frame.
+    #[inline]
+    fn translate_mosaic(&mut self, i: usize, asid: Asid, vaddr: u64) -> Result<Pfn> {
+        let vpn = Vpn(vaddr >> BASE_PAGE_SHIFT);
+        if let MosaicLookup::Hit(cpfn) = self.mosaic[i].tlb.lookup(asid, vpn) {
+            let layout = self.os.iceberg().expect("Mosaic TLBs ride an iceberg memory");
+            let frame = layout.decode_frame(page_key(asid, vpn), cpfn).expect("a valid sub-entry holds a valid CPFN");
+            debug_assert_eq!(
+                Some(Pfn(frame)),
+                self.os.mapping(asid, vaddr).map(|t| t.pfn),
+                "{}: CPFN {cpfn:#x} of asid {asid} page {:#x} decodes to another frame than the OS mapped",
+                self.mosaic[i].name,
+                vpn.0
+            );
+            return Ok(Pfn(frame));
+        }
+        let t = self.walk(asid, vaddr)?;
+        self.fill_toc(i, asid, vpn);
+        self.shoot_down();
+        Ok(t.pfn_of(vaddr))
+    }
+
+    /// Fills Mosaic TLB `i` with the ToC of the Mosaic page holding `vpn`: the CPFN of every
+    /// sub-page mapped now.
+    fn fill_toc(&mut self, i: usize, asid: Asid, vpn: Vpn) {
+        let arity = u64::from(self.mosaic[i].tlb.geometry().arity);
+        let unmapped = self.mosaic[i].tlb.unmapped();
+        let base = vpn.0 & !(arity - 1);
+        self.toc.clear();
+        for page in base..base + arity {
+            self.toc.push(self.os.cpfn(asid, page << BASE_PAGE_SHIFT).unwrap_or(unmapped));
+        }
+        self.mosaic[i].tlb.fill(asid, vpn, &self.toc);
+    }
+
+    /// A page-table walk, with the error naming this machine.
+    #[inline]
+    fn walk(&mut self, asid: Asid, vaddr: u64) -> Result<Translation> {
+        self.os.translate(asid, vaddr).map_err(|oom| self.out_of_memory(oom))
+    }
+
+    /// Invalidates the pages the OS just evicted in every TLB.
+    #[inline]
+    fn shoot_down(&mut self) {
+        let Some(pages) = self.os.take_unmapped() else { return };
+        for (asid, vpn) in pages {
+            if let Some(tlb) = &mut self.tlb {
+                tlb.invalidate(asid, vpn.addr().0);
+            }
+            for m in &mut self.mosaic {
+                m.tlb.invalidate_page(asid, vpn);
+            }
+        }
     }
 
     /// The error for a fault that found no frame, naming this machine.
@@ -89,45 +217,12 @@ impl Machine {
         MachineStats {
             machine: self.name.clone(),
             counters: self.counters.clone(),
-            levels: self.tlb.stats(),
-            os: self.os.stats().clone(),
+            levels: self.tlb.as_ref().map(TlbHierarchy::stats).unwrap_or_default(),
+            mosaic: self.mosaic.iter().map(|m| MosaicStats { name: m.name.clone(), geometry: m.tlb.geometry().clone(), counters: m.tlb.counters() }).collect(),
+            os: self.os.stats(),
         }
     }
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::os::PlacementSpec;
-    use crate::tlb::{ArrayGeometry, Policy};
-    use crate::types::PageSize;
-    use crate::MemRef;
-
-    fn spec() -> MachineSpec {
-        MachineSpec {
-            name: "m".into(),
-            seed: 1,
-            os: OsSpec::simple(1 << 30, PlacementSpec::Random),
-            tlb: vec![LevelGeometry {
-                name: "L1".into(),
-                arrays: vec![ArrayGeometry { entries: 4, ways: 4, policy: Policy::Lru, page_sizes: vec![PageSize::Size4K] }],
-                instr_arrays: vec![],
-                inclusive: false,
-            }],
-        }
-    }
-
-    #[test]
-    fn straddle_touches_both_pages() {
-        let mut m = Machine::new(&spec());
-        let batch = Batch { refs: vec![MemRef::load(0x1ffc, 8), MemRef::load(0x2000, 4)], instructions: 2 };
-        m.process(&batch).unwrap();
-        let s = m.stats();
-        assert_eq!(s.counters.refs, 2);
-        assert_eq!(s.counters.straddles, 1);
-        assert_eq!(s.levels[0].counters.accesses, 3);
-        assert_eq!(s.levels[0].counters.misses, 2);
-        assert_eq!(s.os.page_faults, 2);
-        assert_eq!(s.counters.instructions, 2);
-    }
-}
+mod tests;

@@ -7,6 +7,6 @@ pub mod results;
 pub mod stats;
 
 pub use experiment::{run_experiment, ExperimentResult, Progress, WorkloadResult};
-pub use machine::{Machine, MachineSpec};
+pub use machine::{Machine, MachineSpec, MosaicSpec};
 pub use results::write_results;
 pub use stats::{MachineStats, ResultRow};

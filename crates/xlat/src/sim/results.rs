@@ -20,6 +20,7 @@ pub fn write_results(dir: &Path, spec: &ExperimentSpec, result: &ExperimentResul
         }
         w.flush()
     })?;
+    write_eviction_ages(dir, result)?;
     let json = serde_json::json!({
         "xlat_version": crate::VERSION,
         "seed": spec.seed,
@@ -30,5 +31,38 @@ pub fn write_results(dir: &Path, spec: &ExperimentSpec, result: &ExperimentResul
     write_atomically(&dir.join("results.json"), |out| {
         serde_json::to_writer_pretty(&mut *out, &json)?;
         out.write_all(b"\n")
+    })
+}
+
+/// One row of `eviction_age.csv`: the relative age of one window of evictions.
+#[derive(serde::Serialize)]
+struct AgeRow<'a> {
+    workload: &'a str,
+    config: &'a str,
+    window: usize,
+    mean_age: f64,
+    max_age: f64,
+}
+
+/// Writes `eviction_age.csv` when some machine tracked eviction ages.
+fn write_eviction_ages(dir: &Path, result: &ExperimentResult) -> Result<()> {
+    let tracked = result.workloads.iter().flat_map(|w| w.machines.iter().map(move |m| (w, m)));
+    let mut rows = Vec::new();
+    for (w, m) in tracked {
+        if let Some(age) = &m.os.eviction_age {
+            for (i, (&mean_age, &max_age)) in age.window_means.iter().zip(&age.window_maxes).enumerate() {
+                rows.push(AgeRow { workload: &w.workload, config: &m.machine, window: i, mean_age, max_age });
+            }
+        }
+    }
+    if rows.is_empty() {
+        return Ok(());
+    }
+    write_atomically(&dir.join("eviction_age.csv"), |out| {
+        let mut w = csv::Writer::from_writer(out);
+        for row in &rows {
+            w.serialize(row).map_err(std::io::Error::other)?;
+        }
+        w.flush()
     })
 }

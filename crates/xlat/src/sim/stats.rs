@@ -2,6 +2,7 @@
 //! result rows.
 
 use crate::os::OsStats;
+use crate::tlb::mosaic::{MosaicCounters, MosaicGeometry};
 use crate::tlb::LevelStats;
 use serde::Serialize;
 
@@ -24,10 +25,24 @@ pub struct MachineStats {
     /// Stream counts.
     #[serde(flatten)]
     pub counters: RefCounters,
-    /// Per TLB level and side.
+    /// Per conventional TLB level and side.
     pub levels: Vec<LevelStats>,
+    /// Per Mosaic TLB.
+    pub mosaic: Vec<MosaicStats>,
     /// OS model counters.
     pub os: OsStats,
+}
+
+/// Counters of one Mosaic TLB, with its name.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct MosaicStats {
+    /// The Mosaic TLB's name.
+    pub name: String,
+    /// Its shape.
+    pub geometry: MosaicGeometry,
+    /// Its counters.
+    #[serde(flatten)]
+    pub counters: MosaicCounters,
 }
 
 /// One row of `results.csv`: one workload × machine × TLB level (and side).
@@ -41,12 +56,22 @@ pub struct ResultRow {
     pub level: String,
     /// `unified`, `data` or `instr`.
     pub side: String,
+    /// `vanilla` for a conventional TLB, `mosaic-<arity>` for a Mosaic TLB.
+    pub tlb: String,
+    /// Entries of the TLB (its first array, for a level of several).
+    pub entries: u64,
+    /// Its ways.
+    pub ways: u64,
+    /// Pages per entry's tag: 1 for a conventional TLB, the arity for a Mosaic TLB.
+    pub arity: u32,
     /// Lookups at this level and side.
     pub accesses: u64,
     /// Hits.
     pub hits: u64,
-    /// Misses.
+    /// Misses (for a Mosaic TLB, tag misses and sub-page misses).
     pub misses: u64,
+    /// Misses of a Mosaic TLB whose entry was present but whose sub-page was not.
+    pub sub_page_misses: u64,
     /// Misses / accesses.
     pub miss_rate: f64,
     /// Misses per thousand instructions; empty when instruction counts are unknown.
@@ -59,37 +84,86 @@ pub struct ResultRow {
     pub walks: u64,
     /// Page faults of the machine.
     pub page_faults: u64,
-    /// Bytes mapped at the end (the footprint).
+    /// Bytes of distinct pages touched (the footprint).
     pub footprint_bytes: u64,
+    /// Physical memory of the machine.
+    pub memory_bytes: u64,
+    /// Bytes moved to and from swap.
+    pub swap_io_bytes: u64,
+    /// Pages read back from swap (major faults).
+    pub swap_ins: u64,
+    /// Pages written to swap (evictions).
+    pub swap_outs: u64,
+    /// Associativity conflicts of the placement.
+    pub conflicts: u64,
+    /// Memory utilization at the first associativity conflict.
+    pub first_conflict_utilization: Option<f64>,
+    /// Time-averaged utilization from the first eviction on.
+    pub steady_state_utilization: Option<f64>,
     /// True when the run was interrupted before the workload ended.
     pub partial: bool,
 }
 
 impl MachineStats {
-    /// The result rows of this machine on `workload`, one per level and side.
+    /// The result rows of this machine on `workload`: one per conventional TLB level and
+    /// side, then one per Mosaic TLB.
     pub fn rows(&self, workload: &str, partial: bool) -> Vec<ResultRow> {
-        self.levels
-            .iter()
-            .map(|l| ResultRow {
-                workload: workload.to_string(),
-                config: self.machine.clone(),
-                level: l.level.clone(),
-                side: l.side.as_str().to_string(),
-                accesses: l.counters.accesses,
-                hits: l.counters.hits,
-                misses: l.counters.misses,
-                miss_rate: ratio(l.counters.misses, l.counters.accesses),
-                mpki: (self.counters.instructions > 0)
-                    .then(|| 1000.0 * l.counters.misses as f64 / self.counters.instructions as f64),
-                refs: self.counters.refs,
-                instructions: self.counters.instructions,
-                walks: self.os.walks,
-                page_faults: self.os.page_faults,
-                footprint_bytes: self.os.footprint_bytes,
-                partial,
-            })
-            .collect()
+        let levels = self.levels.iter().map(|l| {
+            let c = &l.counters;
+            let tlb = TlbColumns { level: l.level.clone(), side: l.side.as_str(), kind: "vanilla".into(), entries: l.entries, ways: l.ways, arity: 1 };
+            (tlb, [c.accesses, c.hits, c.misses, 0])
+        });
+        let mosaic = self.mosaic.iter().map(|m| {
+            let (c, g) = (&m.counters, &m.geometry);
+            let kind = format!("mosaic-{}", g.arity);
+            let tlb = TlbColumns { level: m.name.clone(), side: "unified", kind, entries: g.entries, ways: g.ways, arity: g.arity };
+            (tlb, [c.accesses, c.hits, c.misses + c.sub_misses, c.sub_misses])
+        });
+        levels.chain(mosaic).map(|(tlb, counts)| self.row(workload, partial, tlb, counts)).collect()
     }
+
+    fn row(&self, workload: &str, partial: bool, tlb: TlbColumns, [accesses, hits, misses, sub_page_misses]: [u64; 4]) -> ResultRow {
+        let os = &self.os;
+        ResultRow {
+            workload: workload.to_string(),
+            config: self.machine.clone(),
+            level: tlb.level,
+            side: tlb.side.to_string(),
+            tlb: tlb.kind,
+            entries: tlb.entries as u64,
+            ways: tlb.ways as u64,
+            arity: tlb.arity,
+            accesses,
+            hits,
+            misses,
+            sub_page_misses,
+            miss_rate: ratio(misses, accesses),
+            mpki: (self.counters.instructions > 0).then(|| 1000.0 * misses as f64 / self.counters.instructions as f64),
+            refs: self.counters.refs,
+            instructions: self.counters.instructions,
+            walks: os.walks,
+            page_faults: os.page_faults,
+            footprint_bytes: os.footprint_bytes,
+            memory_bytes: os.memory_bytes,
+            swap_io_bytes: os.swap_io_bytes,
+            swap_ins: os.swap_ins,
+            swap_outs: os.swap_outs,
+            conflicts: os.conflicts,
+            first_conflict_utilization: os.first_conflict_utilization,
+            steady_state_utilization: os.steady_state_utilization,
+            partial,
+        }
+    }
+}
+
+/// What a result row says about the TLB it counts.
+struct TlbColumns {
+    level: String,
+    side: &'static str,
+    kind: String,
+    entries: usize,
+    ways: usize,
+    arity: u32,
 }
 
 fn ratio(a: u64, b: u64) -> f64 {

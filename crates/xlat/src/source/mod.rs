@@ -37,9 +37,21 @@ pub struct WorkloadSpec {
     pub skip: u64,
     /// At most this many references are simulated.
     pub limit: Option<u64>,
+    /// Names (or `prefix*` patterns) of the machines this workload runs on; all when `None`.
+    pub machines: Option<Vec<String>>,
 }
 
 impl WorkloadSpec {
+    /// True when this workload runs on the machine called `machine`.
+    pub fn runs_on(&self, machine: &str) -> bool {
+        self.machines.as_ref().is_none_or(|patterns| {
+            patterns.iter().any(|p| match p.strip_suffix('*') {
+                Some(prefix) => machine.starts_with(prefix),
+                None => machine == p,
+            })
+        })
+    }
+
     /// Opens the source, applying `skip` and `limit`.
     pub fn open(&self) -> Result<Box<dyn RefSource>> {
         let inner: Box<dyn RefSource> = match &self.source {

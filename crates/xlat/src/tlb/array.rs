@@ -127,6 +127,16 @@ impl TlbArray {
         }
     }
 
+    /// Total entries.
+    pub fn entries(&self) -> usize {
+        self.sets * self.ways
+    }
+
+    /// Ways per set.
+    pub fn ways(&self) -> usize {
+        self.ways
+    }
+
     /// True if the array can hold entries of `size`.
     #[inline]
     pub fn holds(&self, size: PageSize) -> bool {

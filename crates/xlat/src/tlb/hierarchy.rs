@@ -10,7 +10,7 @@
 
 use super::array::{ArrayGeometry, TlbArray};
 use crate::memref::AccessKind;
-use crate::types::{Asid, PageSize, Translation, BASE_PAGE_SHIFT};
+use crate::types::{Asid, PageSize, Pfn, Translation, BASE_PAGE_SHIFT};
 use serde::Serialize;
 
 /// Which references an array or statistics row serves.
@@ -67,6 +67,10 @@ pub struct LevelStats {
     pub level: String,
     /// Which references the row counts.
     pub side: Side,
+    /// Entries of the side's first array.
+    pub entries: usize,
+    /// Ways of the side's first array.
+    pub ways: usize,
     /// The counts.
     #[serde(flatten)]
     pub counters: Counters,
@@ -122,6 +126,12 @@ impl SideArrays {
         });
         assert!(arrays.len() <= 64, "a side holds at most 64 arrays (validation allows 3)");
         SideArrays { arrays, fill_target, nonempty: 0, last: None, counters: HitMiss::default() }
+    }
+
+    /// This side's statistics row.
+    fn stats(&self, level: &str, side: Side) -> LevelStats {
+        let first = &self.arrays[0];
+        LevelStats { level: level.to_string(), side, entries: first.entries(), ways: first.ways(), counters: self.counters.counters() }
     }
 
     /// Probes every array; on a hit returns the array and slot (see [`TlbArray::probe`]).
@@ -366,6 +376,14 @@ impl TlbHierarchy {
         }
     }
 
+    /// The base frame of `vaddr` in the entry that `level` hit on in the lookup just made.
+    #[inline]
+    pub fn hit_pfn(&mut self, level: usize, vaddr: u64, kind: AccessKind) -> Pfn {
+        let side = self.levels[level].side(kind == AccessKind::IFetch);
+        let (_, _, (array, slot)) = side.last.expect("the level just hit");
+        side.arrays[array].translation_at(slot).pfn_of(vaddr)
+    }
+
     /// Removes every entry translating `vaddr` in `asid` from every level (a shootdown of one
     /// page); returns how many entries were removed.
     pub fn invalidate(&mut self, asid: Asid, vaddr: u64) -> usize {
@@ -377,9 +395,9 @@ impl TlbHierarchy {
         let mut rows = Vec::new();
         for level in &self.levels {
             let data_side = if level.instr.is_some() { Side::Data } else { Side::Unified };
-            rows.push(LevelStats { level: level.name.clone(), side: data_side, counters: level.data.counters.counters() });
+            rows.push(level.data.stats(&level.name, data_side));
             if let Some(instr) = &level.instr {
-                rows.push(LevelStats { level: level.name.clone(), side: Side::Instr, counters: instr.counters.counters() });
+                rows.push(instr.stats(&level.name, Side::Instr));
             }
         }
         rows

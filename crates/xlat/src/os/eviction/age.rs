@@ -60,6 +60,8 @@ pub struct AgeStats {
     pub window: u64,
     /// Mean relative age of the evictions of each complete window, in order.
     pub window_means: Vec<f64>,
+    /// Largest relative age in each complete window.
+    pub window_maxes: Vec<f64>,
     /// Mean over every eviction.
     pub mean: f64,
 }
@@ -72,15 +74,28 @@ pub struct AgeTracker {
     window: u64,
     in_window: u64,
     window_sum: f64,
+    window_max: f64,
     total: u64,
     total_sum: f64,
     means: Vec<f64>,
+    maxes: Vec<f64>,
 }
 
 impl AgeTracker {
     /// A tracker averaging over windows of `window` evictions.
     pub fn new(window: u64) -> AgeTracker {
-        AgeTracker { fenwick: Fenwick::default(), resident: 0, window, in_window: 0, window_sum: 0.0, total: 0, total_sum: 0.0, means: Vec::new() }
+        AgeTracker {
+            fenwick: Fenwick::default(),
+            resident: 0,
+            window,
+            in_window: 0,
+            window_sum: 0.0,
+            window_max: 0.0,
+            total: 0,
+            total_sum: 0.0,
+            means: Vec::new(),
+            maxes: Vec::new(),
+        }
     }
 
     /// A page became resident with timestamp `stamp`.
@@ -107,11 +122,14 @@ impl AgeTracker {
         self.total += 1;
         self.total_sum += age;
         self.window_sum += age;
+        self.window_max = self.window_max.max(age);
         self.in_window += 1;
         if self.in_window == self.window {
             self.means.push(self.window_sum / self.window as f64);
+            self.maxes.push(self.window_max);
             self.in_window = 0;
             self.window_sum = 0.0;
+            self.window_max = 0.0;
         }
     }
 
@@ -120,6 +138,7 @@ impl AgeTracker {
         AgeStats {
             window: self.window,
             window_means: self.means.clone(),
+            window_maxes: self.maxes.clone(),
             mean: if self.total == 0 { 0.0 } else { self.total_sum / self.total as f64 },
         }
     }
@@ -161,6 +180,7 @@ mod tests {
         t.evict(5);
         t.evict(12);
         assert_eq!(t.stats().window_means, vec![0.5]);
+        assert_eq!(t.stats().window_maxes, vec![1.0]);
         t.retime(9, 20);
         assert_eq!(t.stats().mean, 0.5);
     }

@@ -1,0 +1,224 @@
+//! Draws an experiment's plots ([`PlotSpec`]) as PNG files from the CSV tables it wrote, so
+//! a plot shows exactly what the results say and can be redrawn from them (`xlat plot`).
+
+use anyhow::{anyhow, bail, Context, Result};
+use plotters::prelude::*;
+use plotters::style::FontStyle;
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::Once;
+use xlat::config::plot::{PlotData, PlotKind, PlotSpec};
+
+/// The font every plot uses, shipped with the binary so plots look the same everywhere.
+static FONT: &[u8] = include_bytes!("../assets/DejaVuSans.ttf");
+const WIDTH_PER_PANEL: u32 = 640;
+const HEIGHT: u32 = 480;
+
+/// A table read back from CSV: header names and rows of cells.
+struct Table {
+    columns: Vec<String>,
+    rows: Vec<Vec<String>>,
+}
+
+impl Table {
+    fn read(path: &Path) -> Result<Table> {
+        let mut reader = csv::Reader::from_path(path).with_context(|| format!("reading {}", path.display()))?;
+        let columns = reader.headers()?.iter().map(str::to_string).collect();
+        let rows = reader.records().map(|r| r.map(|r| r.iter().map(str::to_string).collect())).collect::<Result<_, _>>()?;
+        Ok(Table { columns, rows })
+    }
+
+    fn index(&self, column: &str) -> Result<usize> {
+        self.columns.iter().position(|c| c == column).ok_or_else(|| anyhow!("the table has no column `{column}`"))
+    }
+}
+
+/// One plotted series: its label and (x, y) points, x as text for bars.
+type Series = Vec<(String, Vec<(String, f64)>)>;
+
+/// Draws every plot of an experiment into `dir`, from the tables there.
+pub fn draw_all(dir: &Path, plots: &[PlotSpec]) -> Result<()> {
+    for plot in plots {
+        draw(dir, plot).with_context(|| format!("drawing {}", plot.file))?;
+    }
+    Ok(())
+}
+
+/// Draws one plot, writing it to a temporary file renamed into place.
+pub fn draw(dir: &Path, plot: &PlotSpec) -> Result<()> {
+    static REGISTER: Once = Once::new();
+    REGISTER.call_once(|| {
+        let _ = plotters::style::register_font("sans-serif", FontStyle::Normal, FONT);
+    });
+    let table = Table::read(&dir.join(match plot.data {
+        PlotData::Results => "results.csv",
+        PlotData::EvictionAge => "eviction_age.csv",
+    }))?;
+    let panels = panels(&table, plot)?;
+    if panels.is_empty() {
+        bail!("no rows to plot (check `only`)");
+    }
+    let out = dir.join(&plot.file);
+    let tmp = dir.join(format!(".{}.tmp.png", plot.file.trim_end_matches(".png")));
+    {
+        let width = WIDTH_PER_PANEL * panels.len() as u32;
+        let root = BitMapBackend::new(&tmp, (width, HEIGHT)).into_drawing_area();
+        root.fill(&WHITE)?;
+        let root = root.titled(&plot.title, ("sans-serif", 20))?;
+        let areas = root.split_evenly((1, panels.len()));
+        for (area, (name, series)) in areas.iter().zip(&panels) {
+            match plot.kind {
+                PlotKind::Lines => lines(area, plot, name, series)?,
+                PlotKind::Bars => bars(area, plot, name, series)?,
+            }
+        }
+        root.present()?;
+    }
+    std::fs::rename(&tmp, &out).with_context(|| format!("writing {}", out.display()))?;
+    Ok(())
+}
+
+/// The rows passing `only`, grouped by panel then series, in order of first appearance.
+fn panels(table: &Table, plot: &PlotSpec) -> Result<Vec<(String, Series)>> {
+    let x = table.index(&plot.x)?;
+    let ys = plot.y.iter().map(|y| table.index(y)).collect::<Result<Vec<_>>>()?;
+    let series = plot.series.as_deref().map(|s| table.index(s)).transpose()?;
+    let panel = plot.panels.as_deref().map(|p| table.index(p)).transpose()?;
+    let filters = plot.only.iter().map(|(c, v)| Ok((table.index(c)?, v.as_str()))).collect::<Result<Vec<_>>>()?;
+    let mut out: Vec<(String, Series)> = Vec::new();
+    for row in &table.rows {
+        if !filters.iter().all(|&(c, v)| row[c] == v) {
+            continue;
+        }
+        let panel_name = panel.map_or(String::new(), |p| row[p].clone());
+        let panel_pos = out.iter().position(|(n, _)| *n == panel_name).unwrap_or_else(|| {
+            out.push((panel_name, Vec::new()));
+            out.len() - 1
+        });
+        for (&y, y_name) in ys.iter().zip(&plot.y) {
+            let Ok(value) = row[y].parse::<f64>() else { continue };
+            let mut label = series.map_or(String::new(), |s| row[s].clone());
+            if ys.len() > 1 {
+                label = if label.is_empty() { y_name.clone() } else { format!("{label} {y_name}") };
+            }
+            let list = &mut out[panel_pos].1;
+            let pos = list.iter().position(|(l, _)| *l == label).unwrap_or_else(|| {
+                list.push((label, Vec::new()));
+                list.len() - 1
+            });
+            list[pos].1.push((row[x].clone(), value));
+        }
+    }
+    Ok(out)
+}
+
+/// A distinct colour per series.
+fn colour(i: usize) -> RGBColor {
+    const PALETTE: [RGBColor; 8] = [
+        RGBColor(31, 119, 180), RGBColor(214, 39, 40), RGBColor(44, 160, 44), RGBColor(255, 127, 14),
+        RGBColor(148, 103, 189), RGBColor(140, 86, 75), RGBColor(227, 119, 194), RGBColor(127, 127, 127),
+    ];
+    PALETTE[i % PALETTE.len()]
+}
+
+fn y_range(series: &Series, log: bool) -> (f64, f64) {
+    let values = series.iter().flat_map(|(_, p)| p.iter().map(|&(_, y)| y));
+    let (lo, hi) = values.fold((f64::MAX, f64::MIN), |(lo, hi), y| (lo.min(y), hi.max(y)));
+    if log {
+        (lo.max(1e-9) / 2.0, hi.max(1e-9) * 2.0)
+    } else {
+        (lo.min(0.0), if hi > lo.min(0.0) { hi * 1.05 } else { 1.0 })
+    }
+}
+
+type Area<'a> = DrawingArea<BitMapBackend<'a>, plotters::coord::Shift>;
+
+fn lines(area: &Area, plot: &PlotSpec, name: &str, series: &Series) -> Result<()> {
+    let numeric: Vec<(&String, Vec<(f64, f64)>)> = series
+        .iter()
+        .map(|(label, points)| {
+            let mut p: Vec<(f64, f64)> = points.iter().filter_map(|(x, y)| x.parse::<f64>().ok().map(|x| (x, *y))).collect();
+            p.sort_by(|a, b| a.0.total_cmp(&b.0));
+            (label, p)
+        })
+        .collect();
+    let xs = numeric.iter().flat_map(|(_, p)| p.iter().map(|&(x, _)| x));
+    let (x_lo, x_hi) = xs.fold((f64::MAX, f64::MIN), |(lo, hi), x| (lo.min(x), hi.max(x)));
+    if x_lo > x_hi {
+        bail!("column `{}` has no numbers", plot.x);
+    }
+    let (y_lo, y_hi) = y_range(series, plot.y_log);
+    let mut builder = ChartBuilder::on(area);
+    builder.caption(name, ("sans-serif", 16)).margin(10).x_label_area_size(40).y_label_area_size(70);
+    let x_hi = if x_hi > x_lo { x_hi } else { x_lo + 1.0 };
+    macro_rules! draw_on {
+        ($chart:expr) => {{
+            let mut chart = $chart;
+            chart.configure_mesh().x_desc(&plot.x_label).y_desc(&plot.y_label).draw()?;
+            for (i, (label, points)) in numeric.iter().enumerate() {
+                let c = colour(i);
+                chart.draw_series(LineSeries::new(points.iter().copied(), c.stroke_width(2)))?
+                    .label(label.as_str())
+                    .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 16, y)], c.stroke_width(2)));
+                chart.draw_series(points.iter().map(|&p| Circle::new(p, 3, c.filled())))?;
+            }
+            if numeric.iter().any(|(l, _)| !l.is_empty()) {
+                chart.configure_series_labels().background_style(WHITE.mix(0.8)).border_style(BLACK).draw()?;
+            }
+        }};
+    }
+    match (plot.x_log2, plot.y_log) {
+        (true, true) => draw_on!(builder.build_cartesian_2d((x_lo..x_hi).log_scale().base(2.0), (y_lo..y_hi).log_scale())?),
+        (true, false) => draw_on!(builder.build_cartesian_2d((x_lo..x_hi).log_scale().base(2.0), y_lo..y_hi)?),
+        (false, true) => draw_on!(builder.build_cartesian_2d(x_lo..x_hi, (y_lo..y_hi).log_scale())?),
+        (false, false) => draw_on!(builder.build_cartesian_2d(x_lo..x_hi, y_lo..y_hi)?),
+    }
+    Ok(())
+}
+
+fn bars(area: &Area, plot: &PlotSpec, name: &str, series: &Series) -> Result<()> {
+    let mut categories: Vec<&String> = Vec::new();
+    for (_, points) in series {
+        for (x, _) in points {
+            if !categories.contains(&x) {
+                categories.push(x);
+            }
+        }
+    }
+    let (y_lo, y_hi) = y_range(series, false);
+    let mut chart = ChartBuilder::on(area)
+        .caption(name, ("sans-serif", 16))
+        .margin(10)
+        .x_label_area_size(60)
+        .y_label_area_size(70)
+        .build_cartesian_2d(0f64..categories.len() as f64, y_lo..y_hi)?;
+    let label_of: BTreeMap<usize, &String> = categories.iter().enumerate().map(|(i, c)| (i, *c)).collect();
+    chart
+        .configure_mesh()
+        .disable_x_mesh()
+        .x_labels(categories.len() * 2 + 1)
+        .x_label_formatter(&|x| {
+            let i = x.floor() as usize;
+            if (x - i as f64 - 0.5).abs() < 0.26 { label_of.get(&i).map_or(String::new(), |s| s.to_string()) } else { String::new() }
+        })
+        .x_desc(&plot.x_label)
+        .y_desc(&plot.y_label)
+        .draw()?;
+    let width = 0.8 / series.len() as f64;
+    for (s, (label, points)) in series.iter().enumerate() {
+        let c = colour(s);
+        let rects = points.iter().filter_map(|(x, y)| {
+            let i = categories.iter().position(|c| *c == x)? as f64;
+            let left = i + 0.1 + s as f64 * width;
+            Some(Rectangle::new([(left, 0.0), (left + width, *y)], c.filled()))
+        });
+        chart
+            .draw_series(rects)?
+            .label(label.as_str())
+            .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 12, y + 5)], c.filled()));
+    }
+    if series.iter().any(|(l, _)| !l.is_empty()) {
+        chart.configure_series_labels().background_style(WHITE.mix(0.8)).border_style(BLACK).draw()?;
+    }
+    Ok(())
+}

@@ -1,0 +1,151 @@
+//! Plots an experiment draws from its own results: which table, which columns on which axes,
+//! one line or bar group per value of a series column, one panel per value of another.
+//! The CLI renders them as PNG files next to the results.
+
+use super::validate::err;
+use crate::Result;
+use serde::{Deserialize, Serialize};
+
+/// The columns of `results.csv` a plot may use.
+pub const RESULT_COLUMNS: [&str; 27] = [
+    "workload", "config", "level", "side", "tlb", "entries", "ways", "arity", "accesses", "hits", "misses",
+    "sub_page_misses", "miss_rate", "mpki", "refs", "instructions", "walks", "page_faults", "footprint_bytes",
+    "memory_bytes", "swap_ins", "swap_outs", "swap_io_bytes", "conflicts", "first_conflict_utilization",
+    "steady_state_utilization", "partial",
+];
+
+/// The columns of `eviction_age.csv`.
+pub const AGE_COLUMNS: [&str; 5] = ["workload", "config", "window", "mean_age", "max_age"];
+
+/// How the data is drawn.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum PlotKind {
+    /// A line per series over a numeric x.
+    Lines,
+    /// A group of bars per x value (categorical), one bar per series and y column.
+    Bars,
+}
+
+/// Which result table a plot reads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum PlotData {
+    /// `results.csv`.
+    Results,
+    /// `eviction_age.csv` (machines with `os.age_window`).
+    EvictionAge,
+}
+
+/// A plot as written.
+#[derive(Clone, Debug, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawPlot {
+    /// Output file name (PNG), in the results directory.
+    pub file: String,
+    /// Title.
+    pub title: Option<String>,
+    /// `lines` or `bars`.
+    pub kind: PlotKind,
+    /// `results` (default) or `eviction-age`.
+    pub data: Option<PlotData>,
+    /// Column on the x axis.
+    pub x: String,
+    /// Column(s) on the y axis.
+    pub y: Vec<String>,
+    /// Column whose values are the lines or bars.
+    pub series: Option<String>,
+    /// Column whose values are separate panels.
+    pub panels: Option<String>,
+    /// Only rows whose `column` equals `value`, as `{ column = value }` pairs.
+    pub only: Option<std::collections::BTreeMap<String, String>>,
+    /// Logarithmic (base 2) x axis.
+    pub x_log2: Option<bool>,
+    /// Logarithmic (base 10) y axis.
+    pub y_log: Option<bool>,
+    /// Axis labels (default: the column names).
+    pub x_label: Option<String>,
+    /// Y axis label.
+    pub y_label: Option<String>,
+}
+
+/// A validated plot.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct PlotSpec {
+    /// Output file name.
+    pub file: String,
+    /// Title.
+    pub title: String,
+    /// How it is drawn.
+    pub kind: PlotKind,
+    /// Which table it reads.
+    pub data: PlotData,
+    /// X column.
+    pub x: String,
+    /// Y columns.
+    pub y: Vec<String>,
+    /// Series column.
+    pub series: Option<String>,
+    /// Panel column.
+    pub panels: Option<String>,
+    /// Row filters.
+    pub only: Vec<(String, String)>,
+    /// Log2 x axis.
+    pub x_log2: bool,
+    /// Log10 y axis.
+    pub y_log: bool,
+    /// X axis label.
+    pub x_label: String,
+    /// Y axis label.
+    pub y_label: String,
+}
+
+/// Validates one plot; errors name the field under `path`.
+pub fn validate(raw: &RawPlot, path: &str) -> Result<PlotSpec> {
+    if !raw.file.ends_with(".png") || raw.file.contains('/') {
+        return err(format!("{path}.file"), format!("`{}` is not a PNG file name (no directories)", raw.file));
+    }
+    let data = raw.data.unwrap_or(PlotData::Results);
+    let columns: &[&str] = match data {
+        PlotData::Results => &RESULT_COLUMNS,
+        PlotData::EvictionAge => &AGE_COLUMNS,
+    };
+    let check = |field: &str, column: &str| {
+        if columns.contains(&column) {
+            Ok(())
+        } else {
+            err(format!("{path}.{field}"), format!("`{column}` is not a column of {data:?} (columns: {})", columns.join(", ")))
+        }
+    };
+    check("x", &raw.x)?;
+    if raw.y.is_empty() {
+        return err(format!("{path}.y"), "a plot needs at least one y column");
+    }
+    for y in &raw.y {
+        check("y", y)?;
+    }
+    for (field, column) in [("series", &raw.series), ("panels", &raw.panels)] {
+        if let Some(c) = column {
+            check(field, c)?;
+        }
+    }
+    let only: Vec<(String, String)> = raw.only.clone().unwrap_or_default().into_iter().collect();
+    for (column, _) in &only {
+        check("only", column)?;
+    }
+    Ok(PlotSpec {
+        file: raw.file.clone(),
+        title: raw.title.clone().unwrap_or_else(|| raw.file.trim_end_matches(".png").to_string()),
+        kind: raw.kind,
+        data,
+        x: raw.x.clone(),
+        y: raw.y.clone(),
+        series: raw.series.clone(),
+        panels: raw.panels.clone(),
+        only,
+        x_log2: raw.x_log2.unwrap_or(false),
+        y_log: raw.y_log.unwrap_or(false),
+        x_label: raw.x_label.clone().unwrap_or_else(|| raw.x.clone()),
+        y_label: raw.y_label.clone().unwrap_or_else(|| raw.y.join(", ")),
+    })
+}
