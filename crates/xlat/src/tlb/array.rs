@@ -11,10 +11,10 @@ use rustc_hash::FxHashMap;
 
 /// Above this associativity, tags are found through a hash index instead of a linear scan of
 /// the set, so that a fully associative 1024-entry TLB costs the same per lookup as a 4-way one.
-const INDEX_ABOVE_WAYS: usize = 32;
+pub(crate) const INDEX_ABOVE_WAYS: usize = 32;
 
 /// Marks a valid entry in its metadata word.
-const VALID: u32 = 1 << 31;
+pub(crate) const VALID: u32 = 1 << 31;
 
 /// Shape and policy of one TLB array, already validated.
 #[derive(Clone, Debug, PartialEq, serde::Serialize)]
@@ -53,7 +53,7 @@ pub struct TlbArray {
 }
 
 /// What the scans return when no way matches.
-const NOT_FOUND: usize = usize::MAX;
+pub(crate) const NOT_FOUND: usize = usize::MAX;
 
 /// The way of the set of `N` ways starting at `base` that holds (`tag`, `meta`), or
 /// [`NOT_FOUND`]. The set is taken as arrays of length `N`, so there is one bounds check and
@@ -63,6 +63,25 @@ fn scan<const N: usize>(tags: &[u64], metas: &[u32], base: usize, tag: u64, meta
     let tags: &[u64; N] = tags[base..base + N].try_into().expect("a whole set");
     let metas: &[u32; N] = metas[base..base + N].try_into().expect("a whole set");
     scan_slices(tags, metas, tag, meta)
+}
+
+/// The way of the set of `ways` ways starting at `base` that holds (`tag`, `meta`), or
+/// [`NOT_FOUND`]. Shared with the Mosaic array, whose entries use the same tag and metadata
+/// layout (a valid entry's metadata is never 0).
+#[inline(always)]
+pub(crate) fn scan_set(tags: &[u64], metas: &[u32], base: usize, ways: usize, tag: u64, meta: u32) -> usize {
+    // The common associativities get a scan of a constant length, which the compiler
+    // unrolls into straight-line compares; a loop over a run-time way count costs several
+    // times as many instructions (loop control, unrolling remainders).
+    match ways {
+        1 => scan::<1>(tags, metas, base, tag, meta),
+        2 => scan::<2>(tags, metas, base, tag, meta),
+        4 => scan::<4>(tags, metas, base, tag, meta),
+        8 => scan::<8>(tags, metas, base, tag, meta),
+        12 => scan::<12>(tags, metas, base, tag, meta),
+        16 => scan::<16>(tags, metas, base, tag, meta),
+        ways => scan_slices(&tags[base..base + ways], &metas[base..base + ways], tag, meta),
+    }
 }
 
 /// The way whose tag and metadata equal `tag` and `meta`, or [`NOT_FOUND`].
@@ -158,18 +177,7 @@ impl TlbArray {
             return self.find_indexed(tag, meta);
         }
         let base = set * self.ways;
-        // The common associativities get a scan of a constant length, which the compiler
-        // unrolls into straight-line compares; a loop over a run-time way count costs several
-        // times as many instructions (loop control, unrolling remainders).
-        let way = match self.ways {
-            1 => scan::<1>(&self.tags, &self.metas, base, tag, meta),
-            2 => scan::<2>(&self.tags, &self.metas, base, tag, meta),
-            4 => scan::<4>(&self.tags, &self.metas, base, tag, meta),
-            8 => scan::<8>(&self.tags, &self.metas, base, tag, meta),
-            12 => scan::<12>(&self.tags, &self.metas, base, tag, meta),
-            16 => scan::<16>(&self.tags, &self.metas, base, tag, meta),
-            ways => scan_slices(&self.tags[base..base + ways], &self.metas[base..base + ways], tag, meta),
-        };
+        let way = scan_set(&self.tags, &self.metas, base, self.ways, tag, meta);
         (way != NOT_FOUND).then(|| base + way)
     }
 

@@ -1,10 +1,12 @@
-//! Translation lookaside buffers: set-associative arrays with pluggable replacement, and
-//! multi-level hierarchies of them.
+//! Translation lookaside buffers: set-associative arrays with pluggable replacement,
+//! multi-level hierarchies of them, and the Mosaic TLB array (one entry per Mosaic page).
 
 pub mod array;
 pub mod hierarchy;
+pub mod mosaic;
 pub mod replacement;
 
 pub use array::{ArrayGeometry, TlbArray};
 pub use hierarchy::{Counters, LevelGeometry, LevelStats, Side, TlbHierarchy};
+pub use mosaic::{MosaicCounters, MosaicGeometry, MosaicLookup, MosaicTlb};
 pub use replacement::Policy;

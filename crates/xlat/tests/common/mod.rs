@@ -1,1 +1,2 @@
+pub mod mosaic_ref;
 pub mod tlb_ref;

@@ -80,8 +80,9 @@ struct Slot {
 }
 
 /// An explicit tree-PLRU tree. `victim_right == false` means "the victim is on the left".
+/// Shared with the Mosaic reference (`mosaic_ref.rs`).
 #[derive(Clone, Debug)]
-enum PlruNode {
+pub enum PlruNode {
     Leaf(usize),
     Absent,
     Inner { victim_right: bool, left: Box<PlruNode>, right: Box<PlruNode> },
@@ -89,7 +90,7 @@ enum PlruNode {
 
 impl PlruNode {
     /// The subtree over ways `first .. first + span` (span a power of two) of a `ways`-way set.
-    fn build(first: usize, span: usize, ways: usize) -> PlruNode {
+    pub fn build(first: usize, span: usize, ways: usize) -> PlruNode {
         if first >= ways {
             PlruNode::Absent
         } else if span == 1 {
@@ -112,7 +113,7 @@ impl PlruNode {
     }
 
     /// Every node on the path to `way` now points at the other child.
-    fn point_away(&mut self, way: usize) {
+    pub fn point_away(&mut self, way: usize) {
         if let PlruNode::Inner { victim_right, left, right } = self {
             if right.contains(way) {
                 *victim_right = false;
@@ -124,7 +125,7 @@ impl PlruNode {
         }
     }
 
-    fn victim(&self) -> usize {
+    pub fn victim(&self) -> usize {
         match self {
             PlruNode::Leaf(w) => *w,
             PlruNode::Absent => unreachable!("the walk never enters an absent subtree"),

@@ -1,0 +1,439 @@
+//! The Mosaic TLB array (Mosaic pages, ASPLOS'23): one entry maps a *Mosaic page*, `a`
+//! virtually consecutive 4 KiB pages (the arity, a power of two from 2 to 64), and holds a
+//! table of contents (ToC) of `a` compressed physical frame numbers (CPFNs) with a valid bit
+//! per sub-page. The OS model provides the CPFNs and the machine decodes a hit's CPFN through
+//! the iceberg hash; this array only stores and finds them.
+//!
+//! # Semantics
+//!
+//! * An entry is tagged by (ASID, MVPN) where MVPN = VPN >> log2(a); its set is MVPN modulo
+//!   the number of sets (any number of sets, not only powers of two; one set is a fully
+//!   associative array).
+//! * [`MosaicTlb::lookup`] returns [`MosaicLookup::Hit`] with the sub-page's CPFN when the tag
+//!   is present and the sub-page (VPN mod a) is valid; [`MosaicLookup::SubMiss`] when the tag
+//!   is present but the sub-page is not; [`MosaicLookup::Miss`] when the tag is absent. A
+//!   sub-miss is a miss (the machine walks), counted apart from tag misses. Both a hit and a
+//!   sub-miss are accesses to the entry and update the replacement state as a hit does.
+//! * [`MosaicTlb::fill`] writes the whole ToC of the Mosaic page holding a VPN; a code equal to
+//!   the unmapped code (all ones of the CPFN width) leaves its sub-page invalid. If the tag is
+//!   present (a fill after a sub-miss) the ToC is rewritten in place: nothing is evicted and
+//!   the replacement state is not changed (the lookup that sub-missed already counted as the
+//!   access; under FIFO the entry keeps its age). Otherwise a new entry is inserted: into the
+//!   lowest free way while the set has one (no random draw), else into the policy's victim.
+//! * [`MosaicTlb::invalidate_page`] (the shootdown of one 4 KiB page) clears that sub-page's
+//!   valid bit only. The entry stays, keeps its place in the replacement order and keeps
+//!   occupying its way even when none of its sub-pages is valid any more: its tag still hits
+//!   (lookups sub-miss), and the next fill of that Mosaic page rewrites it in place. Entries
+//!   therefore never leave the array except by eviction, and a set's free ways are always its
+//!   last ones.
+//! * Counters: hits, tag misses and sub-page misses; accesses are their sum.
+//!
+//! # Layout
+//!
+//! Struct of arrays, as [`super::array::TlbArray`]: tags and metadata (`VALID | asid`) per
+//! slot, scanned by the same constant-length scans, with the same hash index above 32 ways;
+//! the ToCs as one flat `Vec<u8>` of `entries * a` codes; the valid bits as one `u64` per entry.
+
+use super::array::{scan_set, INDEX_ABOVE_WAYS, NOT_FOUND, VALID};
+use super::replacement::{Policy, ReplacementState};
+use crate::types::{Asid, Vpn};
+use rustc_hash::FxHashMap;
+use serde::Serialize;
+
+/// Largest arity: the valid bits of an entry are one `u64`.
+pub const MAX_ARITY: u32 = 64;
+
+/// Shape and policy of a Mosaic TLB array.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct MosaicGeometry {
+    /// Total entries (each maps one Mosaic page).
+    pub entries: usize,
+    /// Ways per set (equal to `entries` for a fully associative array).
+    pub ways: usize,
+    /// Replacement policy.
+    pub policy: Policy,
+    /// 4 KiB pages per Mosaic page: a power of two from 2 to 64.
+    pub arity: u32,
+}
+
+impl MosaicGeometry {
+    /// Checks the shape: a power-of-two arity from 2 to [`MAX_ARITY`], at least one entry and
+    /// one way, and ways that divide the entries. The message names the offending field.
+    pub fn check(&self) -> Result<(), String> {
+        if !self.arity.is_power_of_two() || !(2..=MAX_ARITY).contains(&self.arity) {
+            return Err(format!("arity = {} is not a power of two from 2 to {MAX_ARITY}", self.arity));
+        }
+        if self.entries == 0 {
+            return Err("entries = 0: a Mosaic TLB needs at least one entry".to_string());
+        }
+        if self.ways == 0 {
+            return Err("ways = 0: a Mosaic TLB needs at least one way".to_string());
+        }
+        if self.ways > self.entries {
+            return Err(format!("ways = {} exceed the {} entries", self.ways, self.entries));
+        }
+        if self.entries % self.ways != 0 {
+            return Err(format!("{} entries are not divisible by {} ways", self.entries, self.ways));
+        }
+        Ok(())
+    }
+}
+
+/// The outcome of a [`MosaicTlb::lookup`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MosaicLookup {
+    /// The entry is present and the sub-page valid: its CPFN.
+    Hit(u8),
+    /// The entry is present but the sub-page is not valid (a miss).
+    SubMiss,
+    /// No entry for the Mosaic page.
+    Miss,
+}
+
+/// Lookups of a Mosaic TLB by outcome.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct MosaicCounters {
+    /// Lookups: `hits + misses + sub_misses`.
+    pub accesses: u64,
+    /// Lookups that found the entry and a valid sub-page.
+    pub hits: u64,
+    /// Lookups that found no entry (tag misses).
+    pub misses: u64,
+    /// Lookups that found the entry but an invalid sub-page.
+    pub sub_misses: u64,
+}
+
+/// A set-associative array of Mosaic TLB entries.
+#[derive(Clone, Debug)]
+pub struct MosaicTlb {
+    geometry: MosaicGeometry,
+    sets: usize,
+    ways: usize,
+    set_mask: Option<u64>,
+    /// log2 of the arity: MVPN = VPN >> shift, and a slot's ToC starts at slot << shift.
+    shift: u32,
+    unmapped: u8,
+    /// MVPN of each slot.
+    tags: Vec<u64>,
+    /// `VALID | asid`; 0 for a way never filled.
+    metas: Vec<u32>,
+    /// `entries * arity` CPFNs, slot by slot.
+    toc: Vec<u8>,
+    /// Bit `i` of a slot: sub-page `i` is valid.
+    valid: Vec<u64>,
+    /// Ways filled so far in each set. Entries never leave (see the module notes), so the
+    /// free ways of a set are the ways from this one on.
+    filled: Vec<u32>,
+    repl: ReplacementState,
+    index: Option<FxHashMap<(u64, u32), u32>>,
+    /// The entry the last tag hit or insertion touched: (metadata, MVPN, slot), metadata 0
+    /// when none. Nothing has touched any other entry since, so it is the most recent entry
+    /// of its set and touching it again changes no replacement state under any policy (LRU,
+    /// PLRU and the recency lists re-mark what is already marked; FIFO and random ignore
+    /// hits). A repeated lookup of the same Mosaic page then costs two compares instead of a
+    /// set scan or hash probe. Misses, in-place refills and invalidations leave it valid (they
+    /// change no replacement state, and the valid bits and ToC are read afresh); insertions
+    /// replace it.
+    last: (u32, u64, usize),
+    hits: u64,
+    misses: u64,
+    sub_misses: u64,
+}
+
+#[inline(always)]
+fn meta(asid: Asid) -> u32 {
+    VALID | u32::from(asid)
+}
+
+impl MosaicTlb {
+    /// An empty array. `unmapped` is the CPFN code meaning "not mapped" (all ones of the CPFN
+    /// width, as [`crate::os::iceberg::Layout::unmapped`] gives it); `seed` drives the random policy.
+    ///
+    /// # Panics
+    ///
+    /// If the geometry fails [`MosaicGeometry::check`] or `unmapped` is not all ones of some
+    /// width from 1 to 8 bits.
+    pub fn new(geometry: &MosaicGeometry, unmapped: u8, seed: u64) -> MosaicTlb {
+        if let Err(e) = geometry.check() {
+            panic!("invalid Mosaic TLB geometry: {e}");
+        }
+        assert!(
+            unmapped != 0 && unmapped & unmapped.wrapping_add(1) == 0,
+            "the unmapped CPFN {unmapped:#x} is not all ones of a CPFN width"
+        );
+        let (entries, ways) = (geometry.entries, geometry.ways);
+        let sets = entries / ways;
+        MosaicTlb {
+            geometry: geometry.clone(),
+            sets,
+            ways,
+            set_mask: sets.is_power_of_two().then_some(sets as u64 - 1),
+            shift: geometry.arity.trailing_zeros(),
+            unmapped,
+            tags: vec![0; entries],
+            metas: vec![0; entries],
+            toc: vec![unmapped; entries * geometry.arity as usize],
+            valid: vec![0; entries],
+            filled: vec![0; sets],
+            repl: ReplacementState::new(geometry.policy, sets, ways, seed),
+            index: (ways > INDEX_ABOVE_WAYS).then(FxHashMap::default),
+            last: (0, 0, 0),
+            hits: 0,
+            misses: 0,
+            sub_misses: 0,
+        }
+    }
+
+    /// The geometry the array was built with.
+    pub fn geometry(&self) -> &MosaicGeometry {
+        &self.geometry
+    }
+
+    /// The CPFN code meaning "not mapped".
+    pub fn unmapped(&self) -> u8 {
+        self.unmapped
+    }
+
+    #[inline(always)]
+    fn set_of(&self, mvpn: u64) -> usize {
+        match self.set_mask {
+            Some(mask) => (mvpn & mask) as usize,
+            None => (mvpn % self.sets as u64) as usize,
+        }
+    }
+
+    /// The slot holding (`mvpn`, `meta`) in `set`, if any; changes nothing.
+    #[inline(always)]
+    fn find(&self, set: usize, mvpn: u64, meta: u32) -> Option<usize> {
+        if let Some(index) = &self.index {
+            return index.get(&(mvpn, meta)).map(|&slot| slot as usize);
+        }
+        let base = set * self.ways;
+        let way = scan_set(&self.tags, &self.metas, base, self.ways, mvpn, meta);
+        (way != NOT_FOUND).then(|| base + way)
+    }
+
+    /// Looks up the 4 KiB page `vpn` of `asid`, counting the outcome; a tag hit (hit or
+    /// sub-miss) updates the replacement state.
+    #[inline]
+    pub fn lookup(&mut self, asid: Asid, vpn: Vpn) -> MosaicLookup {
+        let (m, mvpn) = (meta(asid), vpn.0 >> self.shift);
+        let slot = if self.last.0 == m && self.last.1 == mvpn {
+            self.last.2
+        } else {
+            match self.probe(mvpn, m) {
+                Some(slot) => slot,
+                None => {
+                    self.misses += 1;
+                    return MosaicLookup::Miss;
+                }
+            }
+        };
+        let sub = (vpn.0 & ((1 << self.shift) - 1)) as usize;
+        if self.valid[slot] >> sub & 1 != 0 {
+            self.hits += 1;
+            MosaicLookup::Hit(self.toc[(slot << self.shift) + sub])
+        } else {
+            self.sub_misses += 1;
+            MosaicLookup::SubMiss
+        }
+    }
+
+    /// Finds the entry of (`mvpn`, `m`), touches it and remembers it in `last`.
+    #[inline(always)]
+    fn probe(&mut self, mvpn: u64, m: u32) -> Option<usize> {
+        let set = self.set_of(mvpn);
+        let slot = self.find(set, mvpn, m)?;
+        self.repl.touch(set, slot - set * self.ways);
+        self.last = (m, mvpn, slot);
+        Some(slot)
+    }
+
+    /// Writes the ToC of the Mosaic page holding `vpn`: `toc[i]` is the CPFN of its sub-page
+    /// `i`, the unmapped code for a sub-page not mapped. Rewrites a present entry in place
+    /// (no eviction, no replacement update); otherwise inserts one, evicting per the policy.
+    ///
+    /// # Panics
+    ///
+    /// If `toc` does not hold exactly `arity` codes.
+    #[inline]
+    pub fn fill(&mut self, asid: Asid, vpn: Vpn, toc: &[u8]) {
+        assert_eq!(toc.len(), 1 << self.shift, "a Mosaic ToC holds one CPFN per sub-page");
+        debug_assert!(toc.iter().all(|&c| c <= self.unmapped), "CPFN wider than the unmapped code");
+        let (m, mvpn) = (meta(asid), vpn.0 >> self.shift);
+        let set = self.set_of(mvpn);
+        let slot = match self.find(set, mvpn, m) {
+            Some(slot) => slot,
+            None => self.insert(set, mvpn, m),
+        };
+        self.write_toc(slot, toc);
+    }
+
+    /// Takes a way of `set` for a new entry (mvpn, m): the first free way, else the victim.
+    #[inline]
+    fn insert(&mut self, set: usize, mvpn: u64, m: u32) -> usize {
+        let filled = self.filled[set] as usize;
+        let way = if filled < self.ways {
+            // Under the stamp policies this is also the way `replace` would pick (the oldest
+            // stamp is the lowest unused way); for the others it keeps the random draws and
+            // tree bits for full sets only, as `TlbArray` does.
+            self.filled[set] += 1;
+            self.repl.fill(set, filled);
+            filled
+        } else {
+            self.repl.replace(set)
+        };
+        let slot = set * self.ways + way;
+        if let Some(index) = &mut self.index {
+            if self.metas[slot] != 0 {
+                index.remove(&(self.tags[slot], self.metas[slot]));
+            }
+            index.insert((mvpn, m), slot as u32);
+        }
+        self.tags[slot] = mvpn;
+        self.metas[slot] = m;
+        self.last = (m, mvpn, slot);
+        slot
+    }
+
+    /// Copies `toc` into `slot` and derives its valid bits.
+    #[inline]
+    fn write_toc(&mut self, slot: usize, toc: &[u8]) {
+        let start = slot << self.shift;
+        self.toc[start..start + toc.len()].copy_from_slice(toc);
+        let mut valid = 0u64;
+        for (i, &code) in toc.iter().enumerate() {
+            valid |= u64::from(code != self.unmapped) << i;
+        }
+        self.valid[slot] = valid;
+    }
+
+    /// Invalidates the sub-entry of the 4 KiB page `vpn` of `asid` (its valid bit; its code
+    /// becomes the unmapped one). Returns true if it was valid. The entry itself stays, and
+    /// neither the replacement state nor the counters change.
+    pub fn invalidate_page(&mut self, asid: Asid, vpn: Vpn) -> bool {
+        let mvpn = vpn.0 >> self.shift;
+        let Some(slot) = self.find(self.set_of(mvpn), mvpn, meta(asid)) else {
+            return false;
+        };
+        let sub = (vpn.0 & ((1 << self.shift) - 1)) as usize;
+        let was_valid = self.valid[slot] >> sub & 1 != 0;
+        self.valid[slot] &= !(1 << sub);
+        self.toc[(slot << self.shift) + sub] = self.unmapped;
+        was_valid
+    }
+
+    /// Lookups so far, by outcome.
+    pub fn counters(&self) -> MosaicCounters {
+        MosaicCounters {
+            accesses: self.hits + self.misses + self.sub_misses,
+            hits: self.hits,
+            misses: self.misses,
+            sub_misses: self.sub_misses,
+        }
+    }
+
+    /// Number of entries held (including entries whose sub-pages are all invalid).
+    pub fn occupancy(&self) -> usize {
+        self.filled.iter().map(|&f| f as usize).sum()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const UNMAPPED: u8 = 0x7f;
+
+    fn geometry(entries: usize, ways: usize, policy: Policy, arity: u32) -> MosaicGeometry {
+        MosaicGeometry { entries, ways, policy, arity }
+    }
+
+    /// The ToC of a 4-page Mosaic page whose sub-page `i` has code `base + i`, except the
+    /// sub-pages in `unmapped`.
+    fn toc4(base: u8, unmapped: &[usize]) -> Vec<u8> {
+        (0..4).map(|i| if unmapped.contains(&i) { UNMAPPED } else { base + i as u8 }).collect()
+    }
+
+    #[test]
+    fn hit_submiss_miss_and_counters() {
+        let mut t = MosaicTlb::new(&geometry(8, 2, Policy::Lru, 4), UNMAPPED, 0);
+        assert_eq!(t.lookup(3, Vpn(41)), MosaicLookup::Miss);
+        t.fill(3, Vpn(41), &toc4(10, &[2]));
+        assert_eq!(t.lookup(3, Vpn(41)), MosaicLookup::Hit(11));
+        assert_eq!(t.lookup(3, Vpn(40)), MosaicLookup::Hit(10));
+        assert_eq!(t.lookup(3, Vpn(42)), MosaicLookup::SubMiss);
+        assert_eq!(t.lookup(4, Vpn(41)), MosaicLookup::Miss, "another ASID");
+        t.fill(3, Vpn(42), &toc4(20, &[]));
+        assert_eq!(t.lookup(3, Vpn(42)), MosaicLookup::Hit(22));
+        assert_eq!(t.occupancy(), 1);
+        let c = t.counters();
+        assert_eq!((c.accesses, c.hits, c.misses, c.sub_misses), (6, 3, 2, 1));
+    }
+
+    #[test]
+    fn invalidation_keeps_the_entry() {
+        let mut t = MosaicTlb::new(&geometry(4, 4, Policy::Fifo, 4), UNMAPPED, 0);
+        t.fill(0, Vpn(8), &toc4(1, &[3]));
+        assert!(t.invalidate_page(0, Vpn(9)));
+        assert!(!t.invalidate_page(0, Vpn(9)), "already invalid");
+        assert!(!t.invalidate_page(0, Vpn(11)), "never valid");
+        assert!(!t.invalidate_page(0, Vpn(12)), "no entry");
+        for v in [8, 10] {
+            assert!(t.invalidate_page(0, Vpn(v)));
+        }
+        assert_eq!(t.lookup(0, Vpn(9)), MosaicLookup::SubMiss);
+        assert_eq!(t.occupancy(), 1);
+    }
+
+    #[test]
+    fn direct_mapped_conflict_on_mosaic_page_number() {
+        // 2 sets of 1 way, arity 2: VPNs 0-1 are MVPN 0 (set 0), 2-3 MVPN 1 (set 1), 4-5
+        // MVPN 2 (set 0 again).
+        let mut t = MosaicTlb::new(&geometry(2, 1, Policy::Lru, 2), 1, 0);
+        t.fill(0, Vpn(1), &[0, 0]);
+        t.fill(0, Vpn(2), &[0, 0]);
+        assert_eq!(t.lookup(0, Vpn(0)), MosaicLookup::Hit(0));
+        t.fill(0, Vpn(5), &[0, 1]);
+        assert_eq!(t.lookup(0, Vpn(0)), MosaicLookup::Miss);
+        assert_eq!(t.lookup(0, Vpn(3)), MosaicLookup::Hit(0));
+        assert_eq!(t.lookup(0, Vpn(5)), MosaicLookup::SubMiss);
+    }
+
+    #[test]
+    fn fully_associative_with_index_evicts_lru() {
+        let mut t = MosaicTlb::new(&geometry(64, 64, Policy::Lru, 4), UNMAPPED, 0);
+        for m in 0..64u64 {
+            t.fill(0, Vpn(4 * m), &toc4(0, &[]));
+        }
+        assert_eq!(t.lookup(0, Vpn(1)), MosaicLookup::Hit(1));
+        t.fill(0, Vpn(4 * 64), &toc4(0, &[]));
+        assert_eq!(t.lookup(0, Vpn(4)), MosaicLookup::Miss, "MVPN 1 was least recent");
+        assert_eq!(t.lookup(0, Vpn(2)), MosaicLookup::Hit(2));
+        assert_eq!(t.occupancy(), 64);
+    }
+
+    #[test]
+    fn geometry_check_messages() {
+        let ok = geometry(1536, 12, Policy::Lru, 4);
+        assert_eq!(ok.check(), Ok(()));
+        for (g, needle) in [
+            (MosaicGeometry { arity: 3, ..ok.clone() }, "arity = 3"),
+            (MosaicGeometry { arity: 1, ..ok.clone() }, "arity = 1"),
+            (MosaicGeometry { arity: 128, ..ok.clone() }, "arity = 128"),
+            (MosaicGeometry { entries: 0, ..ok.clone() }, "entries = 0"),
+            (MosaicGeometry { ways: 0, ..ok.clone() }, "ways = 0"),
+            (MosaicGeometry { ways: 7, ..ok.clone() }, "not divisible by 7 ways"),
+            (MosaicGeometry { entries: 8, ways: 16, ..ok.clone() }, "exceed the 8 entries"),
+        ] {
+            let e = g.check().unwrap_err();
+            assert!(e.contains(needle), "{e:?} should mention {needle:?}");
+        }
+    }
+
+    #[test]
+    #[should_panic(expected = "not all ones")]
+    fn unmapped_code_must_be_all_ones() {
+        MosaicTlb::new(&geometry(4, 4, Policy::Lru, 4), 0x7e, 0);
+    }
+}
