@@ -24,13 +24,13 @@ pub fn table(result: &ExperimentResult) -> String {
         let partial = if w.partial { "  (partial: interrupted)" } else { "" };
         let _ = writeln!(out, "workload {}: {} references in {:.2} s ({rate:.1} M refs/s over {} machines){partial}",
             w.workload, thousands(w.refs), w.seconds, w.machines.len());
-        let _ = writeln!(out, "  {:<16} {:<6} {:<8} {:>14} {:>14} {:>9} {:>9}", "machine", "level", "side", "accesses", "misses", "miss %", "MPKI");
+        let _ = writeln!(out, "  {:<16} {:<10} {:<8} {:>14} {:>14} {:>9} {:>9}", "machine", "level", "side", "accesses", "misses", "miss %", "MPKI");
         // An instruction side that saw no fetch (a data-only trace) is noise in a table; the
         // CSV keeps every row.
         let rows = w.machines.iter().flat_map(|m| m.rows(&w.workload, w.partial));
         for row in rows.filter(|r| r.accesses > 0 || r.side != "instr") {
             let mpki = row.mpki.map_or("-".to_string(), |v| format!("{v:.2}"));
-            let _ = writeln!(out, "  {:<16} {:<6} {:<8} {:>14} {:>14} {:>9.3} {:>9}",
+            let _ = writeln!(out, "  {:<16} {:<10} {:<8} {:>14} {:>14} {:>9.3} {:>9}",
                 row.config, row.level, row.side, thousands(row.accesses), thousands(row.misses), 100.0 * row.miss_rate, mpki);
         }
         if let Some(m) = w.machines.first() {

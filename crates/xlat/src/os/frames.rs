@@ -1,5 +1,4 @@
-//! Physical frames as the OS sees them: which page occupies each, when it was last used, and
-//! (for hashed placement) the compressed frame number a TLB stores for it.
+//! Physical frames as the OS sees them: which page occupies each and when it was last used.
 
 use crate::types::{Asid, Vpn};
 
@@ -17,8 +16,6 @@ pub struct Frames {
     /// Times a frame was (re)occupied, so that stale references to a former occupant can be
     /// told apart from the current one.
     generation: Vec<u32>,
-    /// The CPFN of the occupying page (hashed placement only).
-    cpfn: Vec<u8>,
     used: u64,
 }
 
@@ -26,7 +23,7 @@ impl Frames {
     /// `count` free frames.
     pub fn new(count: u64) -> Frames {
         let n = usize::try_from(count).expect("frame count fits the host's address space");
-        Frames { owner: vec![0; n], asid: vec![0; n], stamp: vec![0; n], generation: vec![0; n], cpfn: vec![0; n], used: 0 }
+        Frames { owner: vec![0; n], asid: vec![0; n], stamp: vec![0; n], generation: vec![0; n], used: 0 }
     }
 
     /// Number of frames.
@@ -70,21 +67,14 @@ impl Frames {
         self.generation[frame as usize]
     }
 
-    /// The CPFN recorded for the page in `frame`.
-    #[inline]
-    pub fn cpfn(&self, frame: u64) -> u8 {
-        self.cpfn[frame as usize]
-    }
-
-    /// Puts page (`asid`, `vpn`) into free `frame` at time `now`, with its CPFN.
-    pub fn occupy(&mut self, frame: u64, asid: Asid, vpn: Vpn, now: u64, cpfn: u8) {
+    /// Puts page (`asid`, `vpn`) into free `frame` at time `now`.
+    pub fn occupy(&mut self, frame: u64, asid: Asid, vpn: Vpn, now: u64) {
         let f = frame as usize;
         debug_assert_eq!(self.owner[f], 0, "frame {frame} is occupied");
         self.owner[f] = vpn.0 + 1;
         self.asid[f] = asid;
         self.stamp[f] = now;
         self.generation[f] = self.generation[f].wrapping_add(1);
-        self.cpfn[f] = cpfn;
         self.used += 1;
     }
 
@@ -105,12 +95,12 @@ mod tests {
     fn occupy_and_release() {
         let mut f = Frames::new(4);
         assert!(f.is_free(2));
-        f.occupy(2, 7, Vpn(0), 10, 3);
-        assert_eq!((f.owner(2), f.stamp(2), f.cpfn(2), f.used()), (Some((7, Vpn(0))), 10, 3, 1));
+        f.occupy(2, 7, Vpn(0), 10);
+        assert_eq!((f.owner(2), f.stamp(2), f.used()), (Some((7, Vpn(0))), 10, 1));
         let g = f.generation(2);
         assert_eq!(f.release(2), (7, Vpn(0)));
         assert!(f.is_free(2));
-        f.occupy(2, 1, Vpn(5), 11, 0);
+        f.occupy(2, 1, Vpn(5), 11);
         assert_ne!(f.generation(2), g);
     }
 }

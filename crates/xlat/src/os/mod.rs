@@ -257,7 +257,7 @@ impl Os {
         let swapped_in = self.spec.eviction != EvictionSpec::None && self.table.is_swapped(asid, vaddr);
         let (frame, cpfn) = self.choose_frame(asid, vpn).map_err(|reason| OutOfMemory { asid, vaddr, reason })?;
         self.utilization.change(self.clock, self.frames.used());
-        self.frames.occupy(frame, asid, vpn, self.clock, cpfn);
+        self.frames.occupy(frame, asid, vpn, self.clock);
         if let Some(lru) = &mut self.lru {
             lru.insert(&self.frames, frame);
         }
@@ -268,7 +268,7 @@ impl Os {
             age.insert(self.clock);
         }
         let t = Translation { asid, vpn, pfn: Pfn(frame * size.base_pages()), size };
-        self.table.insert(t);
+        self.table.insert_tagged(t, cpfn);
         self.stats.page_faults += 1;
         self.stats.mapped_pages = self.table.len() as u64;
         if swapped_in {
@@ -392,11 +392,24 @@ impl Os {
         self.table.lookup(asid, vaddr)
     }
 
-    /// The CPFN of the page holding `vaddr` if it is mapped, else `None` (for Mosaic ToCs).
-    /// Only meaningful for iceberg placement.
+    /// The CPFN of the page holding `vaddr` if it is mapped, else `None`. Only meaningful
+    /// for iceberg placement.
     pub fn cpfn(&mut self, asid: Asid, vaddr: u64) -> Option<u8> {
-        let t = self.table.lookup(asid, vaddr)?;
-        Some(self.frames.cpfn(self.frame_of(t.pfn)))
+        self.table.tags(asid, vaddr, 1).map(|tag| tag[0]).filter(|&tag| tag != page_table::NO_TAG)
+    }
+
+    /// Writes the ToC of the `toc.len()` pages from `vaddr` (an aligned run of at most 512
+    /// base pages): each mapped page's CPFN, `unmapped` for the others. Only meaningful for
+    /// iceberg placement.
+    pub fn toc(&mut self, asid: Asid, vaddr: u64, unmapped: u8, toc: &mut [u8]) {
+        match self.table.tags(asid, vaddr, toc.len()) {
+            Some(tags) => {
+                for (out, &tag) in toc.iter_mut().zip(tags) {
+                    *out = if tag == page_table::NO_TAG { unmapped } else { tag };
+                }
+            }
+            None => toc.fill(unmapped),
+        }
     }
 
     /// The iceberg layout, when placement is iceberg.

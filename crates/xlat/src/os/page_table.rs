@@ -60,8 +60,15 @@ pub struct PageTable {
     recent: [(u64, u32); RECENT],
     mids: Vec<Node>,
     leaves: Vec<Node>,
+    /// A byte per leaf entry for the OS's own use (the CPFN of a hashed placement), so that a
+    /// Mosaic walk reads a whole ToC from one place, like the paper's ToC leaves.
+    /// [`NO_TAG`] where nothing is mapped.
+    tags: Vec<[u8; 1 << LEAF_BITS]>,
     mapped: usize,
 }
+
+/// The tag of an unmapped page.
+pub const NO_TAG: u8 = u8::MAX;
 
 impl PageTable {
     /// An empty table of pages of `size`.
@@ -72,6 +79,7 @@ impl PageTable {
             recent: [(NO_KEY, 0); RECENT],
             mids: Vec::new(),
             leaves: Vec::new(),
+            tags: Vec::new(),
             mapped: 0,
         }
     }
@@ -116,13 +124,31 @@ impl PageTable {
         let mid = self.directory[&mid_key(asid, page)];
         let leaf = self.mids[mid as usize][mid_slot(page)];
         self.leaves[leaf as usize][leaf_slot(page)] = SWAPPED;
+        self.tags[leaf as usize][leaf_slot(page)] = NO_TAG;
         self.mapped -= 1;
         Some(u64::from(frame))
     }
 
-    /// Adds (or replaces) the mapping `t`, which must be of this table's page size and whose
-    /// frame, in units of the page size, must be below [`PageTable::MAX_FRAMES`].
+    /// The tags of `count` consecutive pages from the one holding `vaddr`, which must lie in
+    /// one leaf (an aligned run of at most 512 pages); `None` when no page of the leaf was
+    /// ever mapped.
+    pub fn tags(&mut self, asid: Asid, vaddr: u64, count: usize) -> Option<&[u8]> {
+        let page = vaddr >> self.size.shift();
+        debug_assert!(leaf_slot(page) + count <= 1 << LEAF_BITS);
+        let key = mid_key(asid, page);
+        let mid = *self.directory.get(&key)?;
+        let leaf = self.mids[mid as usize][mid_slot(page)];
+        (leaf != UNMAPPED).then(|| &self.tags[leaf as usize][leaf_slot(page)..leaf_slot(page) + count])
+    }
+
+    /// Adds (or replaces) the mapping `t` with a zero tag; see [`PageTable::insert_tagged`].
     pub fn insert(&mut self, t: Translation) {
+        self.insert_tagged(t, 0);
+    }
+
+    /// Adds (or replaces) the mapping `t` with `tag`. `t` must be of this table's page size
+    /// and its frame, in units of the page size, below [`PageTable::MAX_FRAMES`].
+    pub fn insert_tagged(&mut self, t: Translation, tag: u8) {
         debug_assert_eq!(t.size, self.size);
         let page = t.vpn.0 >> (self.size.shift() - BASE_PAGE_SHIFT);
         let frame = u32::try_from(t.pfn.0 / self.size.base_pages()).expect("frame number fits the page table");
@@ -136,7 +162,9 @@ impl PageTable {
             leaf = u32::try_from(self.leaves.len()).expect("leaf count fits 32 bits");
             self.mids[mid as usize][mid_slot(page)] = leaf;
             self.leaves.push([UNMAPPED; 1 << LEAF_BITS]);
+            self.tags.push([NO_TAG; 1 << LEAF_BITS]);
         }
+        self.tags[leaf as usize][leaf_slot(page)] = tag;
         let slot = &mut self.leaves[leaf as usize][leaf_slot(page)];
         if *slot >= SWAPPED {
             self.mapped += 1;
@@ -201,6 +229,11 @@ mod tests {
         table.insert(t);
         assert!(!table.is_swapped(2, 77 << 12));
         assert_eq!(table.len(), 1);
+        table.insert_tagged(Translation { vpn: Vpn(78), ..t }, 9);
+        assert_eq!(table.tags(2, 76 << 12, 4), Some(&[NO_TAG, 0, 9, NO_TAG][..]));
+        table.swap_out(2, 78 << 12);
+        assert_eq!(table.tags(2, 76 << 12, 4), Some(&[NO_TAG, 0, NO_TAG, NO_TAG][..]));
+        assert_eq!(table.tags(2, 1 << 30, 4), None);
     }
 
     #[test]

@@ -47,7 +47,7 @@ mod tests {
         let mut frames = Frames::new(64);
         for (i, f) in (24..32).enumerate() {
             assert_eq!(s.free_frame(&frames, Vpn(3)), Some(f));
-            frames.occupy(f, 0, Vpn(3 + 8 * i as u64), 100 - i as u64, 0);
+            frames.occupy(f, 0, Vpn(3 + 8 * i as u64), 100 - i as u64);
         }
         assert_eq!(s.free_frame(&frames, Vpn(19)), None);
         assert_eq!(s.oldest(&frames, Vpn(19)), 31);

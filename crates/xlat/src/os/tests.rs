@@ -105,7 +105,7 @@ fn iceberg_os(buckets: u64, eviction: EvictionSpec, age_window: Option<u64>) -> 
     let spec = OsSpec {
         eviction,
         age_window,
-        ..OsSpec::simple(buckets * 64 << 12, PlacementSpec::Iceberg(IcebergSpec::default()))
+        ..OsSpec::simple((buckets * 64) << 12, PlacementSpec::Iceberg(IcebergSpec::default()))
     };
     Os::new(&spec, 5)
 }

@@ -179,10 +179,8 @@ impl Machine {
         let arity = u64::from(self.mosaic[i].tlb.geometry().arity);
         let unmapped = self.mosaic[i].tlb.unmapped();
         let base = vpn.0 & !(arity - 1);
-        self.toc.clear();
-        for page in base..base + arity {
-            self.toc.push(self.os.cpfn(asid, page << BASE_PAGE_SHIFT).unwrap_or(unmapped));
-        }
+        self.toc.resize(arity as usize, unmapped);
+        self.os.toc(asid, base << BASE_PAGE_SHIFT, unmapped, &mut self.toc);
         self.mosaic[i].tlb.fill(asid, vpn, &self.toc);
     }
 

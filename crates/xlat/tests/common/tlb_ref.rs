@@ -474,9 +474,11 @@ impl RefHierarchy {
         let mut rows = Vec::new();
         for level in &self.levels {
             let side = if level.instr.is_some() { Side::Data } else { Side::Unified };
-            rows.push(LevelStats { level: level.name.clone(), side, counters: level.data.counters.clone() });
+            let (entries, ways) = (level.data.arrays[0].entries, level.data.arrays[0].ways);
+            rows.push(LevelStats { level: level.name.clone(), side, entries, ways, counters: level.data.counters.clone() });
             if let Some(i) = &level.instr {
-                rows.push(LevelStats { level: level.name.clone(), side: Side::Instr, counters: i.counters.clone() });
+                let (entries, ways) = (i.arrays[0].entries, i.arrays[0].ways);
+                rows.push(LevelStats { level: level.name.clone(), side: Side::Instr, entries, ways, counters: i.counters.clone() });
             }
         }
         rows

@@ -57,7 +57,7 @@ mod tests {
                 now += 1;
                 match op {
                     0 if frames.is_free(frame) => {
-                        frames.occupy(frame, 0, Vpn(now), now, 0);
+                        frames.occupy(frame, 0, Vpn(now), now);
                         heap.insert(&frames, frame);
                     }
                     1 if !frames.is_free(frame) => frames.touch(frame, now),

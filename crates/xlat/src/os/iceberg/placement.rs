@@ -102,11 +102,11 @@ mod tests {
         for i in 0..56 {
             let p = place(&layout, &frames, key, None).unwrap();
             assert_eq!(p.slot, Slot::Front(i));
-            frames.occupy(p.frame, 0, Vpn(i.into()), 1, 0);
+            frames.occupy(p.frame, 0, Vpn(i.into()), 1);
         }
         // Load choice 1's backyard with one page: the next page goes to choice 2.
         let c1 = layout.frame(key, Slot::Back { choice: 1, slot: 0 });
-        frames.occupy(c1, 1, Vpn(0), 1, 0);
+        frames.occupy(c1, 1, Vpn(0), 1);
         let p = place(&layout, &frames, key, None).unwrap();
         assert_eq!(p.slot, Slot::Back { choice: 2, slot: 0 });
     }
@@ -121,7 +121,7 @@ mod tests {
                 Slot::Front(i) => 100 + u64::from(i),
                 Slot::Back { .. } => 1000,
             };
-            frames.occupy(frame, 0, Vpn(frame), stamp, 0);
+            frames.occupy(frame, 0, Vpn(frame), stamp);
         }
         assert_eq!(place(&layout, &frames, key, None), None, "all live: conflict");
         assert_eq!(place(&layout, &frames, key, Some(100)), None, "nothing below the horizon");
