@@ -160,7 +160,9 @@ fn lines(area: &Area, plot: &PlotSpec, name: &str, series: &Series) -> Result<()
                 chart.draw_series(LineSeries::new(points.iter().copied(), c.stroke_width(2)))?
                     .label(label.as_str())
                     .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 16, y)], c.stroke_width(2)));
-                chart.draw_series(points.iter().map(|&p| Circle::new(p, 3, c.filled())))?;
+                if points.len() <= 50 {
+                    chart.draw_series(points.iter().map(|&p| Circle::new(p, 3, c.filled())))?;
+                }
             }
             if numeric.iter().any(|(l, _)| !l.is_empty()) {
                 chart.configure_series_labels().background_style(WHITE.mix(0.8)).border_style(BLACK).draw()?;
