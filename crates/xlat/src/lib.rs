@@ -18,6 +18,7 @@ pub mod trace;
 pub mod tlb;
 pub mod types;
 pub mod units;
+pub mod workload;
 
 pub use error::{Error, Result};
 pub use memref::{AccessKind, Batch, MemRef};

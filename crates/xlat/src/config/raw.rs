@@ -45,6 +45,36 @@ pub enum WorkloadType {
     Zipf,
     /// A trace file.
     Trace,
+    /// Built-in workload: HPCC RandomAccess.
+    Gups,
+    /// Built-in workload: B+ tree lookups.
+    Btree,
+    /// Built-in workload: XSBench.
+    Xsbench,
+    /// Built-in workload: Graph500 BFS.
+    Graph500,
+}
+
+impl WorkloadType {
+    /// The name as written in files (`graph500`).
+    pub fn name(self) -> &'static str {
+        match self {
+            WorkloadType::Sequential => "sequential",
+            WorkloadType::Strided => "strided",
+            WorkloadType::Uniform => "uniform",
+            WorkloadType::Zipf => "zipf",
+            WorkloadType::Trace => "trace",
+            WorkloadType::Gups => "gups",
+            WorkloadType::Btree => "btree",
+            WorkloadType::Xsbench => "xsbench",
+            WorkloadType::Graph500 => "graph500",
+        }
+    }
+
+    /// True for the built-in workloads (`crate::workload`).
+    pub fn is_builtin(self) -> bool {
+        matches!(self, WorkloadType::Gups | WorkloadType::Btree | WorkloadType::Xsbench | WorkloadType::Graph500)
+    }
 }
 
 /// One workload as written.
@@ -78,6 +108,10 @@ pub struct RawWorkload {
     pub path: Option<PathBuf>,
     /// Trace: `native`, `lackey` or `champsim` (detected when absent).
     pub format: Option<String>,
+    /// Built-in: scale preset (`tiny`, `small`, `paper`).
+    pub scale: Option<String>,
+    /// Built-in: explicit parameters overriding the preset's.
+    pub params: Option<toml::Table>,
     /// Any: references to skip first.
     pub skip: Option<u64>,
     /// Any: at most this many references.

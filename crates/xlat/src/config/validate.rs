@@ -13,6 +13,7 @@ use crate::tlb::{ArrayGeometry, LevelGeometry, Policy};
 use crate::trace::TraceFormat;
 use crate::types::PageSize;
 use crate::units::format_bytes;
+use crate::workload::BuiltinSpec;
 use crate::{Error, Result};
 use std::path::Path;
 
@@ -100,8 +101,13 @@ fn unique_names<'a>(names: impl Iterator<Item = &'a str>, what: &str) -> Result<
 
 /// Validates one workload.
 pub fn workload(w: &RawWorkload, path: &str, seed: u64, base_dir: &Path) -> Result<WorkloadSpec> {
+    if !w.kind.is_builtin() && (w.scale.is_some() || w.params.is_some()) {
+        let field = if w.scale.is_some() { "scale" } else { "params" };
+        return err(format!("{path}.{field}"), "only built-in workloads (gups, btree, xsbench, graph500) take this field");
+    }
     let source = match w.kind {
         WorkloadType::Trace => trace_source(w, path, base_dir)?,
+        kind if kind.is_builtin() => SourceSpec::Builtin(builtin(w, path, seed)?),
         _ => SourceSpec::Synthetic(synthetic(w, path, seed)?),
     };
     Ok(WorkloadSpec { name: w.name.clone(), source, skip: w.skip.unwrap_or(0), limit: w.limit, machines: w.machines.clone() })
@@ -134,6 +140,28 @@ fn trace_source(w: &RawWorkload, path: &str, base_dir: &Path) -> Result<SourceSp
     Ok(SourceSpec::Trace { path: base_dir.join(file), format })
 }
 
+fn builtin(w: &RawWorkload, path: &str, seed: u64) -> Result<BuiltinSpec> {
+    let synthetic_only = [
+        ("footprint", w.footprint.is_some()),
+        ("refs", w.refs.is_some()),
+        ("base", w.base.is_some()),
+        ("size", w.size.is_some()),
+        ("store_fraction", w.store_fraction.is_some()),
+        ("stride", w.stride.is_some()),
+        ("exponent", w.exponent.is_some()),
+        ("path", w.path.is_some()),
+        ("format", w.format.is_some()),
+    ];
+    if let Some((field, _)) = synthetic_only.iter().find(|(_, set)| *set) {
+        return err(format!("{path}.{field}"), format!("a {} workload does not take this field (its parameters go in `params`)", w.kind.name()));
+    }
+    let Some(scale_name) = &w.scale else {
+        return err(format!("{path}.scale"), "a built-in workload needs a `scale` (tiny, small or paper)");
+    };
+    let scale = crate::workload::scale(scale_name, &format!("{path}.scale"))?;
+    BuiltinSpec::new(w.kind.name(), scale, w.params.as_ref(), w.seed.unwrap_or(seed), w.asid.unwrap_or(0), path)
+}
+
 fn synthetic(w: &RawWorkload, path: &str, seed: u64) -> Result<SyntheticSpec> {
     if w.path.is_some() || w.format.is_some() {
         return err(format!("{path}.path"), "only `type = \"trace\"` workloads read a file");
@@ -151,7 +179,7 @@ fn synthetic(w: &RawWorkload, path: &str, seed: u64) -> Result<SyntheticSpec> {
         },
         WorkloadType::Uniform => Pattern::Uniform,
         WorkloadType::Zipf => Pattern::Zipf { exponent: w.exponent.unwrap_or(0.99) },
-        WorkloadType::Trace => unreachable!("trace workloads are validated by trace_source"),
+        _ => unreachable!("trace and built-in workloads are validated elsewhere"),
     };
     let spec = SyntheticSpec {
         pattern,

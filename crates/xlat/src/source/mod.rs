@@ -17,6 +17,8 @@ use std::path::PathBuf;
 pub enum SourceSpec {
     /// A built-in synthetic stream.
     Synthetic(synthetic::SyntheticSpec),
+    /// A built-in workload (`crate::workload`).
+    Builtin(crate::workload::BuiltinSpec),
     /// A trace file, in a given or detected format.
     Trace {
         /// The file.
@@ -57,6 +59,7 @@ impl WorkloadSpec {
         let inner: Box<dyn RefSource> = match &self.source {
             SourceSpec::Synthetic(spec) => Box::new(synthetic::Synthetic::new(spec.clone())?),
             SourceSpec::Trace { path, format } => crate::trace::open(path, *format)?,
+            SourceSpec::Builtin(spec) => Box::new(spec.open()?),
         };
         if self.skip == 0 && self.limit.is_none() {
             return Ok(inner);

@@ -1,0 +1,267 @@
+//! A model of a 64-bit Linux process's virtual address space as glibc's `malloc` lays it out,
+//! so that the built-in workloads' data sit at the addresses a real process would give them.
+//!
+//! What is modelled (x86-64, ASLR off, glibc ≥ 2.26 defaults):
+//!
+//! * the program image (text, data, bss) at the PIE base `0x5555_5555_4000`;
+//! * the `brk` heap right after the image: the first chunk is malloc's 0x290-byte
+//!   `tcache_perthread_struct`; every later request of `n` bytes takes a chunk of
+//!   `max(32, align16(n + 8))` bytes, the user pointer 16 bytes into the chunk, chunks packed
+//!   one after the other (so small objects share pages as they do in a real heap);
+//! * the heap grows by the shortfall plus 128 KiB (`M_TOP_PAD`) and shrinks back when more than
+//!   the trim threshold is free at its top; a request that fits in the free top of the heap
+//!   is served there whatever its size, as `_int_malloc` does;
+//! * other requests whose chunk is at least the mmap threshold (128 KiB at start) get their own
+//!   anonymous mapping of `align4K(chunk + 8)` bytes, placed top-down in the highest gap below
+//!   the shared libraries (the kernel's `vm_unmapped_area`), the user pointer 16 bytes into it;
+//! * glibc's dynamic threshold: freeing a mapped chunk larger than the threshold (and at most
+//!   32 MiB) raises the threshold to that chunk's size, so a later allocation of the same size
+//!   comes from the heap instead — as it does in a real process;
+//! * `free` of a heap chunk: one bordering the top of the heap returns to it; others are reused
+//!   by later requests of exactly the same chunk size, last freed first (the tcache/fastbin
+//!   behaviour; bins that split and coalesce arbitrary chunks are not modelled);
+//! * the stack below `0x7fff_ffff_f000`.
+//!
+//! Only addresses are modelled: the data live in Rust memory, and the workloads map an index
+//! to the address of the same element here.
+
+use rustc_hash::FxHashMap;
+use std::collections::BTreeMap;
+
+/// Where the program image starts (the PIE base with ASLR off).
+pub const TEXT_BASE: u64 = 0x5555_5555_4000;
+/// Bytes of program image (text, data and bss) assumed before the heap.
+pub const IMAGE_BYTES: u64 = 0x4000;
+/// The top of the mmap area with ASLR off (`mmap_base`).
+pub const MMAP_BASE: u64 = 0x7fff_f7ff_f000;
+/// Bytes below [`MMAP_BASE`] taken by the dynamic loader, libc and libm before `main` runs.
+pub const LIBRARY_BYTES: u64 = 0x27_c000;
+/// Every mapping the model makes lies above this address, every heap chunk below it.
+pub const MMAP_AREA_FLOOR: u64 = 0x7000_0000_0000;
+/// The top of the user stack.
+pub const STACK_TOP: u64 = 0x7fff_ffff_f000;
+/// glibc's initial mmap threshold (`M_MMAP_THRESHOLD`).
+pub const MMAP_THRESHOLD: u64 = 128 << 10;
+/// The largest value the dynamic mmap threshold reaches (`DEFAULT_MMAP_THRESHOLD_MAX`, 64-bit).
+pub const MMAP_THRESHOLD_MAX: u64 = 32 << 20;
+/// Size of the tcache chunk malloc allocates first in the heap.
+const TCACHE_CHUNK: u64 = 0x290;
+/// `M_TOP_PAD`: extra bytes requested from the kernel each time the heap grows.
+const TOP_PAD: u64 = 128 << 10;
+/// The smallest chunk; the top chunk always keeps at least this much.
+const MIN_CHUNK: u64 = 32;
+const PAGE: u64 = 4096;
+
+/// Where an allocation was placed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Placement {
+    /// A chunk of this size in the brk heap.
+    Heap(u64),
+    /// Its own mapping: start and length.
+    Mapped(u64, u64),
+}
+
+/// A simulated process address space with a glibc-like allocator.
+#[derive(Clone, Debug)]
+pub struct AddressSpace {
+    heap_start: u64,
+    /// Address of the heap's top chunk (the next chunk carved from `brk`).
+    top: u64,
+    /// The program break: the top chunk spans `top..brk`.
+    brk: u64,
+    threshold: u64,
+    trim_threshold: u64,
+    /// Anonymous mappings: start → end.
+    mappings: BTreeMap<u64, u64>,
+    live: FxHashMap<u64, Placement>,
+    /// Freed heap chunks by chunk size, reused last freed first.
+    free_chunks: FxHashMap<u64, Vec<u64>>,
+}
+
+impl Default for AddressSpace {
+    fn default() -> Self {
+        AddressSpace::new()
+    }
+}
+
+fn align_up(v: u64, to: u64) -> u64 {
+    v.div_ceil(to) * to
+}
+
+/// The chunk size glibc uses for a request of `bytes` (`request2size`).
+pub fn chunk_size(bytes: u64) -> u64 {
+    align_up(bytes + 8, 16).max(32)
+}
+
+impl AddressSpace {
+    /// A fresh process: image loaded, libraries mapped, heap empty but for malloc's tcache.
+    pub fn new() -> AddressSpace {
+        let heap_start = align_up(TEXT_BASE + IMAGE_BYTES, PAGE);
+        let mut mappings = BTreeMap::new();
+        mappings.insert(MMAP_BASE - LIBRARY_BYTES, MMAP_BASE);
+        AddressSpace {
+            heap_start,
+            top: heap_start + TCACHE_CHUNK,
+            brk: align_up(heap_start + TCACHE_CHUNK + TOP_PAD, PAGE),
+            threshold: MMAP_THRESHOLD,
+            trim_threshold: 2 * MMAP_THRESHOLD,
+            mappings,
+            live: FxHashMap::default(),
+            free_chunks: FxHashMap::default(),
+        }
+    }
+
+    /// The first address of the brk heap.
+    pub fn heap_start(&self) -> u64 {
+        self.heap_start
+    }
+
+    /// The current end of the brk heap's used part.
+    pub fn heap_top(&self) -> u64 {
+        self.top
+    }
+
+    /// `malloc(bytes)`: the address of the first usable byte (16-byte aligned).
+    ///
+    /// Panics only if the 128 TiB user address space is exhausted, which the workloads' size
+    /// limits rule out.
+    pub fn malloc(&mut self, bytes: u64) -> u64 {
+        let chunk = chunk_size(bytes);
+        let reused = self.free_chunks.get_mut(&chunk).and_then(Vec::pop);
+        let fits_top = self.top + chunk + MIN_CHUNK <= self.brk;
+        if reused.is_none() && !fits_top && chunk >= self.threshold {
+            return self.map(chunk);
+        }
+        let start = reused.unwrap_or_else(|| self.carve_top(chunk));
+        let mem = start + 16;
+        self.live.insert(mem, Placement::Heap(chunk));
+        mem
+    }
+
+    /// Splits `chunk` bytes off the top chunk, growing the break as `sysmalloc` does (by the
+    /// shortfall plus `M_TOP_PAD`, page-aligned).
+    fn carve_top(&mut self, chunk: u64) -> u64 {
+        let start = self.top;
+        self.top += chunk;
+        if self.top + MIN_CHUNK > self.brk {
+            self.brk = align_up(self.top + MIN_CHUNK + TOP_PAD, PAGE);
+        }
+        start
+    }
+
+    fn map(&mut self, chunk: u64) -> u64 {
+        let len = align_up(chunk + 8, PAGE);
+        let start = self.highest_gap(len);
+        self.mappings.insert(start, start + len);
+        let mem = start + 16;
+        self.live.insert(mem, Placement::Mapped(start, len));
+        mem
+    }
+
+    /// The start of the highest gap of `len` bytes below the libraries (top-down placement).
+    fn highest_gap(&self, len: u64) -> u64 {
+        let mut ceiling = MMAP_BASE;
+        for (&start, &end) in self.mappings.range(..MMAP_BASE).rev() {
+            if ceiling - end >= len {
+                break;
+            }
+            ceiling = start;
+        }
+        let start = ceiling.checked_sub(len).expect("simulated address space exhausted");
+        assert!(start > self.top + (1 << 30), "simulated mmap area ran into the heap");
+        start
+    }
+
+    /// `free(addr)` of an address returned by [`AddressSpace::malloc`]; other addresses are
+    /// ignored (as a model, not a debugging allocator).
+    pub fn free(&mut self, addr: u64) {
+        match self.live.remove(&addr) {
+            Some(Placement::Mapped(start, len)) => {
+                self.mappings.remove(&start);
+                if len > self.threshold && len <= MMAP_THRESHOLD_MAX {
+                    self.threshold = len;
+                    self.trim_threshold = 2 * len;
+                }
+            }
+            Some(Placement::Heap(chunk)) => {
+                let start = addr - 16;
+                if start + chunk == self.top {
+                    self.top = start;
+                    if self.brk - self.top >= self.trim_threshold {
+                        self.brk = align_up(self.top + MIN_CHUNK + TOP_PAD, PAGE);
+                    }
+                } else {
+                    self.free_chunks.entry(chunk).or_default().push(start);
+                }
+            }
+            None => {}
+        }
+    }
+
+    /// True when `addr` (a live allocation) has its own mapping rather than a heap chunk.
+    pub fn is_mapped(&self, addr: u64) -> bool {
+        matches!(self.live.get(&addr), Some(Placement::Mapped(..)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn small_chunks_are_packed_after_the_tcache() {
+        let mut a = AddressSpace::new();
+        let first = a.malloc(24);
+        assert_eq!(first, a.heap_start() + 0x290 + 16);
+        let second = a.malloc(100);
+        assert_eq!(second - first, 32, "24 bytes take a 32-byte chunk");
+        let third = a.malloc(1);
+        assert_eq!(third - second, 112, "100 bytes take a 112-byte chunk");
+        assert!(!a.is_mapped(third));
+    }
+
+    #[test]
+    fn large_allocations_are_mapped_top_down_page_aligned() {
+        let mut a = AddressSpace::new();
+        let x = a.malloc(1 << 20);
+        let y = a.malloc(1 << 20);
+        assert!(a.is_mapped(x) && a.is_mapped(y));
+        assert_eq!(x % PAGE, 16);
+        assert_eq!(x - 16 + align_up((1 << 20) + 8 + 8, PAGE), MMAP_BASE - LIBRARY_BYTES);
+        assert!(y < x, "top-down");
+        assert_eq!(x - y, align_up((1 << 20) + 16, PAGE));
+    }
+
+    #[test]
+    fn freed_mapping_leaves_the_highest_gap() {
+        let mut a = AddressSpace::new();
+        let x = a.malloc(40 << 20);
+        let _y = a.malloc(1 << 20);
+        a.free(x);
+        let z = a.malloc(1 << 20);
+        assert!(a.is_mapped(z), "40 MiB is above the dynamic threshold's maximum: no change");
+        let x_end = x - 16 + align_up(chunk_size(40 << 20) + 8, PAGE);
+        assert_eq!(z - 16 + align_up(chunk_size(1 << 20) + 8, PAGE), x_end, "the highest gap is the freed one");
+    }
+
+    #[test]
+    fn freeing_a_mapping_raises_the_threshold() {
+        let mut a = AddressSpace::new();
+        let x = a.malloc(1 << 20);
+        assert!(a.is_mapped(x));
+        a.free(x);
+        let w = a.malloc(1 << 20);
+        assert!(!a.is_mapped(w), "the threshold rose above 1 MiB: the heap serves it");
+        a.free(w);
+        assert_eq!(a.malloc(1 << 20), w, "a chunk at the top of the heap returns to it");
+    }
+
+    #[test]
+    fn freed_heap_chunks_are_reused_by_size() {
+        let mut a = AddressSpace::new();
+        let x = a.malloc(40);
+        let _y = a.malloc(40);
+        a.free(x);
+        assert_eq!(a.malloc(40), x);
+    }
+}

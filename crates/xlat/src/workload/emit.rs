@@ -1,0 +1,262 @@
+//! How a running workload hands out the references it performs: an [`Emitter`] buffers them
+//! and passes full chunks to a [`Sink`]; a [`SimVec`] is an array whose element accesses both
+//! act on Rust memory and emit the reference at the element's simulated address.
+
+use crate::memref::{AccessKind, MemRef};
+use crate::types::Asid;
+use serde::Serialize;
+
+/// References per chunk handed to the sink (the experiments' default batch).
+pub const CHUNK: usize = 1 << 16;
+
+/// Where full chunks of references go.
+pub trait Sink {
+    /// Takes the references in `refs` (leaving it empty, possibly swapped for another buffer)
+    /// and the instructions they span. Returns false when nobody reads any more: the workload
+    /// should stop.
+    fn take(&mut self, refs: &mut Vec<MemRef>, instructions: u64) -> bool;
+}
+
+/// A sink that drops everything (to time or check a computation alone).
+pub struct Discard;
+
+impl Sink for Discard {
+    fn take(&mut self, refs: &mut Vec<MemRef>, _instructions: u64) -> bool {
+        refs.clear();
+        true
+    }
+}
+
+/// What one phase of a workload did.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct PhaseStats {
+    /// Phase name (`init`, `update`, `build`, `lookup`, `bfs`...).
+    pub name: &'static str,
+    /// Whether its references were emitted (setup phases can be left out).
+    pub emitted: bool,
+    /// References it performed (counted whether or not emitted).
+    pub refs: u64,
+    /// Instructions it is estimated to retire.
+    pub instructions: u64,
+}
+
+/// Buffers a workload's references and counts them by phase.
+pub struct Emitter<'s> {
+    buf: Vec<MemRef>,
+    asid: Asid,
+    emitting: bool,
+    stopped: bool,
+    /// Instructions of emitted phases not yet handed to the sink.
+    pending_instructions: u64,
+    flushed: u64,
+    skipped: u64,
+    instructions: u64,
+    phases: Vec<PhaseStats>,
+    phase_start: (u64, u64),
+    sink: &'s mut dyn Sink,
+}
+
+impl<'s> Emitter<'s> {
+    /// An emitter tagging references with `asid` and handing chunks to `sink`.
+    pub fn new(asid: Asid, sink: &'s mut dyn Sink) -> Emitter<'s> {
+        Emitter {
+            buf: Vec::with_capacity(CHUNK),
+            asid,
+            emitting: true,
+            stopped: false,
+            pending_instructions: 0,
+            flushed: 0,
+            skipped: 0,
+            instructions: 0,
+            phases: Vec::new(),
+            phase_start: (0, 0),
+            sink,
+        }
+    }
+
+    #[inline]
+    fn push(&mut self, vaddr: u64, size: u16, kind: AccessKind) {
+        if !self.emitting {
+            self.skipped += 1;
+            return;
+        }
+        if self.buf.len() == CHUNK {
+            self.flush();
+        }
+        self.buf.push(MemRef { vaddr, asid: self.asid, size, kind });
+    }
+
+    /// A load of `size` bytes at `vaddr`.
+    #[inline]
+    pub fn load(&mut self, vaddr: u64, size: u16) {
+        self.push(vaddr, size, AccessKind::Load);
+    }
+
+    /// A store of `size` bytes at `vaddr`.
+    #[inline]
+    pub fn store(&mut self, vaddr: u64, size: u16) {
+        self.push(vaddr, size, AccessKind::Store);
+    }
+
+    /// Counts `n` instructions retired.
+    #[inline]
+    pub fn instructions(&mut self, n: u64) {
+        self.instructions += n;
+        if self.emitting {
+            self.pending_instructions += n;
+        }
+    }
+
+    /// True once the sink has gone: the workload should return as soon as it can.
+    #[inline]
+    pub fn stopped(&self) -> bool {
+        self.stopped
+    }
+
+    fn flush(&mut self) {
+        self.flushed += self.buf.len() as u64;
+        if self.stopped {
+            self.buf.clear();
+        } else if !self.sink.take(&mut self.buf, self.pending_instructions) {
+            self.stopped = true;
+            self.buf.clear();
+        }
+        self.pending_instructions = 0;
+    }
+
+    fn total_refs(&self) -> u64 {
+        self.flushed + self.buf.len() as u64 + self.skipped
+    }
+
+    /// Ends the current phase, if any, and starts phase `name`, whose references are emitted
+    /// only when `emit` is true (they are counted either way).
+    pub fn phase(&mut self, name: &'static str, emit: bool) {
+        self.close_phase();
+        self.phases.push(PhaseStats { name, emitted: emit, refs: 0, instructions: 0 });
+        self.emitting = emit;
+    }
+
+    fn close_phase(&mut self) {
+        let now = (self.total_refs(), self.instructions);
+        if let Some(p) = self.phases.last_mut() {
+            p.refs = now.0 - self.phase_start.0;
+            p.instructions = now.1 - self.phase_start.1;
+        }
+        self.phase_start = now;
+    }
+
+    /// Hands out the last references and returns the statistics of every phase.
+    pub fn finish(mut self) -> Vec<PhaseStats> {
+        self.close_phase();
+        if !self.buf.is_empty() || self.pending_instructions > 0 {
+            self.flush();
+        }
+        self.phases
+    }
+}
+
+/// An array of `T` in Rust memory whose element accesses also emit references at the
+/// simulated address `base + i * size_of::<T>()`.
+#[derive(Clone, Debug)]
+pub struct SimVec<T> {
+    data: Vec<T>,
+    base: u64,
+}
+
+/// The bytes of one `T`, as a reference size.
+const fn elem<T>() -> u16 {
+    std::mem::size_of::<T>() as u16
+}
+
+impl<T: Copy> SimVec<T> {
+    /// `len` copies of `value` at simulated address `base`; fails with a clear message when
+    /// the host cannot hold the data.
+    pub fn filled(base: u64, len: usize, value: T, what: &str) -> Result<SimVec<T>, String> {
+        let mut data = Vec::new();
+        data.try_reserve_exact(len).map_err(|_| {
+            let bytes = len.saturating_mul(std::mem::size_of::<T>()) as u64;
+            format!("cannot allocate {} of host memory for {what}", crate::units::format_bytes(bytes))
+        })?;
+        data.resize(len, value);
+        Ok(SimVec { data, base })
+    }
+
+    /// Wraps `data` placed at simulated address `base`.
+    pub fn from_vec(base: u64, data: Vec<T>) -> SimVec<T> {
+        SimVec { data, base }
+    }
+
+    /// The simulated address of element `i`.
+    #[inline]
+    pub fn addr(&self, i: usize) -> u64 {
+        self.base + (i * std::mem::size_of::<T>()) as u64
+    }
+
+    /// Reads element `i`, emitting the load.
+    #[inline]
+    pub fn ld(&self, i: usize, e: &mut Emitter) -> T {
+        e.load(self.addr(i), elem::<T>());
+        self.data[i]
+    }
+
+    /// Writes element `i`, emitting the store.
+    #[inline]
+    pub fn st(&mut self, i: usize, value: T, e: &mut Emitter) {
+        e.store(self.addr(i), elem::<T>());
+        self.data[i] = value;
+    }
+
+    /// The data, without emitting anything (for self-checks, which are not traced).
+    pub fn raw(&self) -> &[T] {
+        &self.data
+    }
+
+    /// The data, mutably, without emitting anything.
+    pub fn raw_mut(&mut self) -> &mut [T] {
+        &mut self.data
+    }
+
+    /// Number of elements.
+    pub fn len(&self) -> usize {
+        self.data.len()
+    }
+
+    /// True when empty.
+    pub fn is_empty(&self) -> bool {
+        self.data.is_empty()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    struct Collect(Vec<MemRef>, u64);
+    impl Sink for Collect {
+        fn take(&mut self, refs: &mut Vec<MemRef>, instructions: u64) -> bool {
+            self.0.append(refs);
+            self.1 += instructions;
+            true
+        }
+    }
+
+    #[test]
+    fn phases_count_emitted_and_skipped_references() {
+        let mut sink = Collect(Vec::new(), 0);
+        let mut e = Emitter::new(7, &mut sink);
+        e.phase("setup", false);
+        e.store(0x1000, 8);
+        e.instructions(3);
+        e.phase("kernel", true);
+        let mut v = SimVec::filled(0x2000, 4, 0u32, "test").unwrap();
+        v.st(3, 9, &mut e);
+        assert_eq!(v.ld(3, &mut e), 9);
+        e.instructions(5);
+        let phases = e.finish();
+        assert_eq!(phases[0], PhaseStats { name: "setup", emitted: false, refs: 1, instructions: 3 });
+        assert_eq!(phases[1], PhaseStats { name: "kernel", emitted: true, refs: 2, instructions: 5 });
+        assert_eq!(sink.0, vec![MemRef { vaddr: 0x200c, asid: 7, size: 4, kind: AccessKind::Store },
+            MemRef { vaddr: 0x200c, asid: 7, size: 4, kind: AccessKind::Load }]);
+        assert_eq!(sink.1, 5, "instructions of skipped phases are not handed out");
+    }
+}

@@ -1,0 +1,432 @@
+//! Graph500: breadth-first searches of a Kronecker graph, after the Graph500 specification's
+//! generator and the reference implementation's sequential CSR kernel (`seq-csr`).
+//!
+//! Generation (the specification's `kronecker_generator`): `edgefactor × 2^scale` edges, each
+//! endpoint bit drawn with initiator A = 0.57, B = C = 0.19; vertex labels permuted and edges
+//! shuffled by seeded random permutations. The edge list is 16 bytes an edge (two `int64`).
+//!
+//! Construction (as `seq-csr`): find the vertex count (a pass over the edges), count degrees
+//! skipping self-loops into `xoff` (two `int64` per vertex: start and end of its adjacency),
+//! prefix-sum, scatter both directions of every edge into `xadj` (`2 × edges` `int64`), then
+//! sort and deduplicate each vertex's adjacency, marking the dropped tail with -1.
+//!
+//! Each of `roots` searches (roots drawn among vertices with an edge, distinct): `malloc` the
+//! predecessor array (`nv` `int64`), set it to -1, then `make_bfs_tree` — `malloc` a vertex
+//! queue, and level by level, for each queued vertex read its `xoff` pair, and for each
+//! neighbour read `xadj` and its predecessor, claiming it (store predecessor, enqueue) when
+//! unvisited; `free` the queue, and after validation the predecessor array. Those `malloc`s
+//! and `free`s go through the address-space model: the first search's arrays are mappings,
+//! freeing them raises glibc's mmap threshold, and later searches get their arrays from the
+//! heap — as in a real run.
+//!
+//! The `setup` phase (generation and construction) is emitted when `setup` is true: one store
+//! per edge endpoint written by the generator (its internal relabeling and shuffling passes
+//! are not emitted), and every load and store of the construction, except that each vertex's
+//! sort is modelled as one load and one store per adjacency entry.
+//!
+//! Self-check (the Graph500 validation rules, not emitted): the root is its own predecessor;
+//! following predecessors from any reached vertex reaches the root without a cycle, giving
+//! every vertex a level; every tree edge (vertex, predecessor) is an edge of the graph; every
+//! graph edge joins vertices whose levels differ by at most one, or two unreached vertices.
+//!
+//! Instructions (estimated): 12 per generated edge per scale bit (random draws and bit
+//! arithmetic), 6 per edge per construction pass, 4 per vertex of a pass over vertices, 8 per
+//! vertex dequeued, 5 per adjacency entry scanned, 4 per vertex claimed.
+
+use super::address_space::AddressSpace;
+use super::emit::{Emitter, SimVec};
+use super::{Expected, ExpectedPhase, Region, Scale, Workload};
+use rand::seq::SliceRandom;
+use rand::{Rng, SeedableRng};
+use rand_xoshiro::Xoshiro256PlusPlus;
+use serde::{Deserialize, Serialize};
+
+/// Kronecker initiator probabilities.
+const A: f64 = 0.57;
+const B: f64 = 0.19;
+const C: f64 = 0.19;
+/// The "no vertex" mark (`-1`).
+const NONE: u64 = u64::MAX;
+
+const GEN_BIT_INSTRUCTIONS: u64 = 12;
+const EDGE_PASS_INSTRUCTIONS: u64 = 6;
+const VERTEX_PASS_INSTRUCTIONS: u64 = 4;
+const DEQUEUE_INSTRUCTIONS: u64 = 8;
+const SCAN_INSTRUCTIONS: u64 = 5;
+const CLAIM_INSTRUCTIONS: u64 = 4;
+
+/// Parameters of Graph500.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Graph500 {
+    /// log2 of the number of vertices.
+    pub scale: u32,
+    /// Edges per vertex (16 in the specification).
+    pub edgefactor: u32,
+    /// Breadth-first searches, each from its own root (64 in the specification).
+    pub roots: u32,
+    /// Emit the generation and construction phase (it is always performed).
+    pub setup: bool,
+}
+
+/// Simulated addresses, in allocation order.
+struct Layout {
+    edges: u64,
+    xoff: u64,
+    xadj: u64,
+    /// Per search: predecessor array and queue.
+    searches: Vec<(u64, u64)>,
+}
+
+/// The graph in CSR form with simulated addresses.
+struct Csr {
+    xoff: SimVec<u64>,
+    xadj: SimVec<u64>,
+}
+
+impl Csr {
+    fn neighbours(&self, v: usize) -> &[u64] {
+        let x = self.xoff.raw();
+        &self.xadj.raw()[x[2 * v] as usize..x[2 * v + 1] as usize]
+    }
+}
+
+impl Graph500 {
+    fn vertices(&self) -> u64 {
+        1 << self.scale
+    }
+
+    fn edges(&self) -> u64 {
+        u64::from(self.edgefactor) << self.scale
+    }
+
+    fn layout(&self) -> Layout {
+        let mut space = AddressSpace::new();
+        let nv = self.vertices();
+        let edges = space.malloc(self.edges() * 16);
+        let xoff = space.malloc((2 * nv + 2) * 8);
+        let xadj = space.malloc(2 * self.edges() * 8);
+        let searches = (0..self.roots)
+            .map(|_| {
+                let pred = space.malloc(nv * 8);
+                let queue = space.malloc(nv * 8);
+                space.free(queue);
+                space.free(pred);
+                (pred, queue)
+            })
+            .collect();
+        Layout { edges, xoff, xadj, searches }
+    }
+
+    /// The specification's generator: endpoints drawn bit by bit, labels permuted, edges
+    /// shuffled. Each final edge is stored once (two 8-byte stores).
+    fn generate(&self, rng: &mut Xoshiro256PlusPlus, base: u64, e: &mut Emitter) -> Result<SimVec<u64>, String> {
+        let m = self.edges() as usize;
+        let mut ij = SimVec::filled(base, 2 * m, 0u64, "the edge list")?;
+        let (ab, c_norm, a_norm) = (A + B, C / (1.0 - (A + B)), A / (A + B));
+        let mut pairs: Vec<(u64, u64)> = (0..m)
+            .map(|_| {
+                let (mut i, mut j) = (0u64, 0u64);
+                for bit in 0..self.scale {
+                    let ii = rng.random::<f64>() > ab;
+                    let jj = rng.random::<f64>() > if ii { c_norm } else { a_norm };
+                    i |= u64::from(ii) << bit;
+                    j |= u64::from(jj) << bit;
+                }
+                (i, j)
+            })
+            .collect();
+        let mut perm: Vec<u64> = (0..self.vertices()).collect();
+        perm.shuffle(rng);
+        pairs.shuffle(rng);
+        for (k, &(i, j)) in pairs.iter().enumerate() {
+            ij.st(2 * k, perm[i as usize], e);
+            ij.st(2 * k + 1, perm[j as usize], e);
+            e.instructions(GEN_BIT_INSTRUCTIONS * u64::from(self.scale));
+        }
+        Ok(ij)
+    }
+
+    /// `seq-csr`'s construction over the edge list.
+    fn build(&self, ij: &SimVec<u64>, layout: &Layout, e: &mut Emitter) -> Result<Csr, String> {
+        let (m, nv) = (self.edges() as usize, self.vertices() as usize);
+        // find_nv: the largest label.
+        let mut max = 0;
+        for k in 0..2 * m {
+            max = max.max(ij.ld(k, e));
+        }
+        e.instructions(EDGE_PASS_INSTRUCTIONS * m as u64);
+        if max as usize >= nv {
+            return Err(format!("vertex {max} is out of range"));
+        }
+        let mut xoff = SimVec::filled(layout.xoff, 2 * nv + 2, 0u64, "the CSR offsets")?;
+        for k in 0..m {
+            let (i, j) = (ij.ld(2 * k, e) as usize, ij.ld(2 * k + 1, e) as usize);
+            if i != j {
+                for v in [i, j] {
+                    let d = xoff.ld(2 * v, e);
+                    xoff.st(2 * v, d + 1, e);
+                }
+            }
+        }
+        e.instructions(EDGE_PASS_INSTRUCTIONS * m as u64);
+        let mut acc = 0;
+        for v in 0..nv {
+            let d = xoff.ld(2 * v, e);
+            xoff.st(2 * v, acc, e);
+            xoff.st(2 * v + 1, acc, e);
+            acc += d;
+        }
+        e.instructions(VERTEX_PASS_INSTRUCTIONS * nv as u64);
+        let mut xadj = SimVec::filled(layout.xadj, 2 * m, NONE, "the CSR adjacency")?;
+        for k in 0..m {
+            let (i, j) = (ij.ld(2 * k, e) as usize, ij.ld(2 * k + 1, e) as usize);
+            if i != j {
+                for (v, w) in [(i, j), (j, i)] {
+                    let end = xoff.ld(2 * v + 1, e);
+                    xadj.st(end as usize, w as u64, e);
+                    xoff.st(2 * v + 1, end + 1, e);
+                }
+            }
+        }
+        e.instructions(EDGE_PASS_INSTRUCTIONS * m as u64);
+        for v in 0..nv {
+            Self::pack(&mut xoff, &mut xadj, v, e);
+        }
+        Ok(Csr { xoff, xadj })
+    }
+
+    /// `pack_vtx_edges`: sorts and deduplicates vertex `v`'s adjacency (modelled as one load
+    /// and one store per entry), marks the dropped tail -1 and stores the new end.
+    fn pack(xoff: &mut SimVec<u64>, xadj: &mut SimVec<u64>, v: usize, e: &mut Emitter) {
+        let (start, end) = (xoff.ld(2 * v, e) as usize, xoff.ld(2 * v + 1, e) as usize);
+        e.instructions(VERTEX_PASS_INSTRUCTIONS);
+        if start == end {
+            return;
+        }
+        let list = &mut xadj.raw_mut()[start..end];
+        list.sort_unstable();
+        let mut kept = 1;
+        for k in 1..list.len() {
+            if list[k] != list[kept - 1] {
+                list[kept] = list[k];
+                kept += 1;
+            }
+        }
+        list[kept..].fill(NONE);
+        for k in start..end {
+            e.load(xadj.addr(k), 8);
+            e.store(xadj.addr(k), 8);
+        }
+        e.instructions(EDGE_PASS_INSTRUCTIONS * (end - start) as u64);
+        xoff.st(2 * v + 1, (start + kept) as u64, e);
+    }
+
+    /// Distinct roots among vertices with at least one neighbour.
+    fn pick_roots(&self, csr: &Csr, rng: &mut Xoshiro256PlusPlus) -> Result<Vec<usize>, String> {
+        let nv = self.vertices() as usize;
+        let connected = (0..nv).filter(|&v| !csr.neighbours(v).is_empty()).count();
+        if connected < self.roots as usize {
+            return Err(format!("only {connected} vertices have an edge, fewer than the {} roots asked for", self.roots));
+        }
+        let mut roots = Vec::with_capacity(self.roots as usize);
+        while roots.len() < self.roots as usize {
+            let v = rng.random_range(0..nv);
+            if !csr.neighbours(v).is_empty() && !roots.contains(&v) {
+                roots.push(v);
+            }
+        }
+        Ok(roots)
+    }
+
+    /// One search from `root` into `pred`; returns the vertices reached.
+    fn bfs(csr: &Csr, root: usize, pred: &mut SimVec<u64>, queue: &mut SimVec<u64>, e: &mut Emitter) -> usize {
+        for v in 0..pred.len() {
+            pred.st(v, NONE, e);
+        }
+        e.instructions(VERTEX_PASS_INSTRUCTIONS * pred.len() as u64);
+        pred.st(root, root as u64, e);
+        queue.st(0, root as u64, e);
+        let (mut head, mut tail) = (0, 1);
+        while head != tail {
+            let level_end = tail;
+            for k in head..level_end {
+                let v = queue.ld(k, e) as usize;
+                let (start, end) = (csr.xoff.ld(2 * v, e) as usize, csr.xoff.ld(2 * v + 1, e) as usize);
+                e.instructions(DEQUEUE_INSTRUCTIONS + SCAN_INSTRUCTIONS * (end - start) as u64);
+                for o in start..end {
+                    let w = csr.xadj.ld(o, e) as usize;
+                    if pred.ld(w, e) == NONE {
+                        pred.st(w, v as u64, e);
+                        queue.st(tail, w as u64, e);
+                        tail += 1;
+                        e.instructions(CLAIM_INSTRUCTIONS);
+                    }
+                }
+            }
+            head = level_end;
+        }
+        tail
+    }
+
+    /// The Graph500 validation rules for the tree in `pred` from `root`.
+    fn validate_tree(&self, ij: &[u64], csr: &Csr, root: usize, pred: &[u64]) -> Result<(), String> {
+        if pred[root] != root as u64 {
+            return Err(format!("root {root} is not its own predecessor"));
+        }
+        let nv = pred.len();
+        let mut level = vec![NONE; nv];
+        level[root] = 0;
+        let mut chain = Vec::new();
+        for v in 0..nv {
+            let mut u = v;
+            while pred[u] != NONE && level[u] == NONE {
+                chain.push(u);
+                if chain.len() > nv {
+                    return Err(format!("following predecessors from vertex {v} loops"));
+                }
+                u = pred[u] as usize;
+            }
+            let mut l = level[u];
+            while let Some(w) = chain.pop() {
+                if l == NONE {
+                    return Err(format!("vertex {w} has a predecessor chain that does not reach the root"));
+                }
+                l += 1;
+                level[w] = l;
+            }
+        }
+        for v in (0..nv).filter(|&v| v != root && pred[v] != NONE) {
+            if csr.neighbours(v).binary_search(&pred[v]).is_err() {
+                return Err(format!("tree edge ({v}, {}) is not an edge of the graph", pred[v]));
+            }
+        }
+        for pair in ij.chunks_exact(2) {
+            let (lu, lv) = (level[pair[0] as usize], level[pair[1] as usize]);
+            if (lu == NONE) != (lv == NONE) {
+                return Err(format!("edge ({}, {}) joins a reached and an unreached vertex", pair[0], pair[1]));
+            }
+            if lu != NONE && lu.abs_diff(lv) > 1 {
+                return Err(format!("edge ({}, {}) joins levels {lu} and {lv}", pair[0], pair[1]));
+            }
+        }
+        Ok(())
+    }
+
+    /// Expected distinct undirected non-loop edges and non-isolated vertices, from the
+    /// initiator: a vertex pair whose bits pair up as (a, b, c, d) times (0,0), (0,1), (1,0),
+    /// (1,1) is drawn with probability A^a B^b C^c D^d per edge.
+    fn expected_graph(&self) -> (f64, f64) {
+        let (s, m) = (self.scale as i32, self.edges() as f64);
+        let d = 1.0 - A - B - C;
+        let ln_fact = |n: i32| (1..=n).map(|k| f64::from(k).ln()).sum::<f64>();
+        let mut distinct = 0.0;
+        for a in 0..=s {
+            for b in 0..=s - a {
+                for c in 0..=s - a - b {
+                    let dd = s - a - b - c;
+                    if b + c == 0 {
+                        continue;
+                    }
+                    let ln_mult = ln_fact(s) - ln_fact(a) - ln_fact(b) - ln_fact(c) - ln_fact(dd);
+                    let p = A.powi(a) * B.powi(b) * C.powi(c) * d.powi(dd);
+                    // The pair and its reverse (b and c swapped, same probability as B = C).
+                    distinct += ln_mult.exp() * -(m * (-2.0 * p).ln_1p()).exp_m1();
+                }
+            }
+        }
+        let mut connected = 0.0;
+        for k in 0..=s {
+            let ln_mult = ln_fact(s) - ln_fact(k) - ln_fact(s - k);
+            let lambda = 2.0 * m * (A + B).powi(s - k) * (C + d).powi(k);
+            connected += ln_mult.exp() * -(-lambda).exp_m1();
+        }
+        (distinct / 2.0, connected)
+    }
+}
+
+impl Workload for Graph500 {
+    const NAME: &'static str = "graph500";
+    const ABOUT: &'static str = "Graph500: Kronecker graph, CSR construction, breadth-first searches from random roots";
+
+    fn preset(scale: Scale) -> Graph500 {
+        let (s, roots) = match scale {
+            Scale::Tiny => (10, 4),
+            Scale::Small => (18, 8),
+            Scale::Paper => (21, 64),
+        };
+        Graph500 { scale: s, edgefactor: 16, roots, setup: true }
+    }
+
+    fn validate(&self) -> Result<(), (&'static str, String)> {
+        if !(1..=32).contains(&self.scale) {
+            return Err(("scale", format!("{} is outside 1..=32", self.scale)));
+        }
+        if self.edgefactor == 0 || self.edges() > 1 << 36 {
+            return Err(("edgefactor", format!("{} edges per vertex gives no edges or more than 2^36", self.edgefactor)));
+        }
+        if self.roots == 0 || u64::from(self.roots) > self.vertices() {
+            return Err(("roots", format!("{} roots: need 1 to {} (the vertex count)", self.roots, self.vertices())));
+        }
+        Ok(())
+    }
+
+    fn expected(&self) -> Expected {
+        let l = self.layout();
+        let (nv, m) = (self.vertices(), self.edges());
+        let (distinct, connected) = self.expected_graph();
+        let region = |name: String, addr, bytes: u64, touched| Region { name, addr, bytes, touched };
+        let setup_touch = |bytes| if self.setup { bytes } else { 0 };
+        let mut regions = vec![
+            region("edge list".into(), l.edges, m * 16, setup_touch(m * 16)),
+            region("xoff (CSR offsets)".into(), l.xoff, (2 * nv + 2) * 8, 2 * nv * 8),
+            region("xadj (CSR adjacency)".into(), l.xadj, 2 * m * 8, if self.setup { 2 * m * 8 } else { (2.0 * distinct * 8.0) as u64 }),
+        ];
+        for (r, &(pred, queue)) in l.searches.iter().enumerate() {
+            regions.push(region(format!("search {r}: predecessors"), pred, nv * 8, nv * 8));
+            regions.push(region(format!("search {r}: queue"), queue, nv * 8, (connected * 8.0) as u64));
+        }
+        // Self-loops: every bit pair equal, probability A + D per bit.
+        let loops = m as f64 * (1.0 - B - C).powi(self.scale as i32);
+        let (mf, nvf) = (m as f64, nv as f64);
+        // Generator stores 2m; find_nv 2m; degrees 2m + 4 per non-loop edge; prefix sum 3nv;
+        // scatter 2m + 6 per non-loop edge; pack 2nv + 4 per non-loop edge + 1 per vertex
+        // with neighbours.
+        let setup = 8.0 * mf + 14.0 * (mf - loops) + 5.0 * nvf + connected;
+        let search = nv as f64 + 2.0 + 3.0 * connected + 2.0 * (2.0 * distinct) + 2.0 * (connected - 1.0);
+        Expected {
+            regions,
+            phases: vec![
+                ExpectedPhase { name: "setup", emitted: self.setup, refs: setup as u64, exact: false },
+                ExpectedPhase { name: "bfs", emitted: true, refs: (search * f64::from(self.roots)) as u64, exact: false },
+            ],
+            tolerance: 0.1,
+        }
+    }
+
+    fn run(&self, seed: u64, e: &mut Emitter) -> Result<Vec<String>, String> {
+        let layout = self.layout();
+        let mut rng = Xoshiro256PlusPlus::seed_from_u64(seed);
+        e.phase("setup", self.setup);
+        let ij = self.generate(&mut rng, layout.edges, e)?;
+        let csr = self.build(&ij, &layout, e)?;
+        let roots = self.pick_roots(&csr, &mut rng)?;
+        e.phase("bfs", true);
+        let nv = self.vertices() as usize;
+        let mut reached_total = 0;
+        for (&root, &(pred_at, queue_at)) in roots.iter().zip(&layout.searches) {
+            let mut pred = SimVec::filled(pred_at, nv, NONE, "the predecessor array")?;
+            let mut queue = SimVec::filled(queue_at, nv, 0u64, "the BFS queue")?;
+            reached_total += Self::bfs(&csr, root, &mut pred, &mut queue, e);
+            if e.stopped() {
+                return Ok(Vec::new());
+            }
+            self.validate_tree(ij.raw(), &csr, root, pred.raw()).map_err(|m| format!("search from root {root}: {m}"))?;
+        }
+        Ok(vec![format!(
+            "{} BFS trees pass the Graph500 validation rules ({:.0} vertices reached on average)",
+            self.roots,
+            reached_total as f64 / f64::from(self.roots)
+        )])
+    }
+}

@@ -1,0 +1,151 @@
+//! GUPS: the HPCC RandomAccess benchmark, sequential version.
+//!
+//! A table of `2^table_log2` 64-bit words is set to `T[i] = i` (the `init` phase, emitted only
+//! when `init` is true), then updated `updates` times (HPCC: 4 × the table size) by
+//! `ran = (ran << 1) ^ (ran < 0 ? 7 : 0); T[ran & (N-1)] ^= ran`, starting from `ran = 1`
+//! (a load and a store per update). The self-check is HPCC's: applying the same updates again
+//! (XOR undoes them; not emitted) must give back `T[i] = i` everywhere; HPCC tolerates 1% of
+//! errors from racing parallel updates, this sequential run none.
+//!
+//! Instructions: 4 per initialized word and 12 per update, the loop bodies `gcc -O2` compiles
+//! from HPCC's scalar loops (x86-64, without vectorization).
+
+use super::address_space::AddressSpace;
+use super::emit::{Emitter, SimVec};
+use super::{Expected, ExpectedPhase, Region, Scale, Workload};
+use serde::{Deserialize, Serialize};
+
+/// HPCC's polynomial for the random stream.
+const POLY: u64 = 7;
+/// Instructions per initialized word (store, increment, compare, branch).
+const INIT_INSTRUCTIONS: u64 = 4;
+/// Instructions per update (the compiled loop body).
+const UPDATE_INSTRUCTIONS: u64 = 12;
+
+/// Parameters of GUPS.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Gups {
+    /// log2 of the number of 8-byte table entries.
+    pub table_log2: u32,
+    /// Number of updates (HPCC: 4 × entries).
+    pub updates: u64,
+    /// Emit the sequential initialization phase (it is always performed).
+    pub init: bool,
+}
+
+/// The next value of HPCC's random stream.
+#[inline]
+fn next(ran: u64) -> u64 {
+    (ran << 1) ^ if (ran as i64) < 0 { POLY } else { 0 }
+}
+
+impl Gups {
+    fn entries(&self) -> u64 {
+        1 << self.table_log2
+    }
+
+    fn table_addr(&self) -> u64 {
+        AddressSpace::new().malloc(self.entries() * 8)
+    }
+
+    /// Applies the updates to `table` without emitting (the verification pass).
+    fn replay(&self, table: &mut [u64]) {
+        let mask = self.entries() - 1;
+        let mut ran = 1u64;
+        for _ in 0..self.updates {
+            ran = next(ran);
+            table[(ran & mask) as usize] ^= ran;
+        }
+    }
+}
+
+impl Workload for Gups {
+    const NAME: &'static str = "gups";
+    const ABOUT: &'static str = "HPCC RandomAccess: random read-modify-write updates of a power-of-two table";
+
+    fn preset(scale: Scale) -> Gups {
+        let table_log2 = match scale {
+            Scale::Tiny => 14,
+            Scale::Small => 24,
+            Scale::Paper => 30,
+        };
+        Gups { table_log2, updates: 4 << table_log2, init: true }
+    }
+
+    fn validate(&self) -> Result<(), (&'static str, String)> {
+        if !(4..=36).contains(&self.table_log2) {
+            return Err(("table_log2", format!("{} is outside 4..=36 (128 B to 512 GiB tables)", self.table_log2)));
+        }
+        if self.updates == 0 {
+            return Err(("updates", "at least one update is needed".into()));
+        }
+        Ok(())
+    }
+
+    fn expected(&self) -> Expected {
+        let bytes = self.entries() * 8;
+        let pages = bytes.div_ceil(4096) as f64;
+        // Without the initialization, the updates touch each page with probability
+        // 1 - (1 - 1/pages)^updates.
+        let touched = if self.init {
+            bytes
+        } else {
+            let fraction = 1.0 - (self.updates as f64 * (-1.0 / pages).ln_1p()).exp();
+            ((bytes as f64 * fraction) as u64).max(8)
+        };
+        Expected {
+            regions: vec![Region { name: "table".into(), addr: self.table_addr(), bytes, touched }],
+            phases: vec![
+                ExpectedPhase { name: "init", emitted: self.init, refs: self.entries(), exact: true },
+                ExpectedPhase { name: "update", emitted: true, refs: 2 * self.updates, exact: true },
+            ],
+            tolerance: 0.02,
+        }
+    }
+
+    fn run(&self, _seed: u64, e: &mut Emitter) -> Result<Vec<String>, String> {
+        let n = self.entries() as usize;
+        let mut table = SimVec::filled(self.table_addr(), n, 0u64, "the GUPS table")?;
+        e.phase("init", self.init);
+        for i in 0..n {
+            table.st(i, i as u64, e);
+            e.instructions(INIT_INSTRUCTIONS);
+        }
+        e.phase("update", true);
+        let mask = self.entries() - 1;
+        let mut ran = 1u64;
+        for _ in 0..self.updates {
+            ran = next(ran);
+            let i = (ran & mask) as usize;
+            let v = table.ld(i, e);
+            table.st(i, v ^ ran, e);
+            e.instructions(UPDATE_INSTRUCTIONS);
+            if e.stopped() {
+                return Ok(Vec::new());
+            }
+        }
+        self.replay(table.raw_mut());
+        let errors = table.raw().iter().enumerate().filter(|&(i, &v)| v != i as u64).count();
+        if errors > 0 {
+            return Err(format!("{errors} of {n} table entries are wrong after undoing the updates"));
+        }
+        Ok(vec![format!("{} updates undone: all {n} table entries back to T[i] = i (0 errors)", self.updates)])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_random_stream_is_hpcc_s() {
+        // From 1, the stream doubles until the top bit is set, then folds in POLY.
+        let mut ran = 1u64;
+        for _ in 0..63 {
+            ran = next(ran);
+        }
+        assert_eq!(ran, 1 << 63);
+        assert_eq!(next(ran), 7);
+    }
+}

@@ -1,0 +1,89 @@
+//! Every built-in workload at `tiny` scale, run as a reference source: its self-check passes,
+//! and its footprint and reference counts match what `expected()` documents.
+
+use xlat::source::RefSource;
+use xlat::trace::info::info;
+use xlat::workload::{BuiltinSpec, Scale, WORKLOADS};
+
+fn spec(name: &str, params: &str) -> BuiltinSpec {
+    let table: toml::Table = toml::from_str(params).unwrap();
+    BuiltinSpec::new(name, Scale::Tiny, Some(&table), 7, 1, "workload").unwrap()
+}
+
+fn within(actual: u64, expected: u64, tolerance: f64) -> bool {
+    (actual as f64 - expected as f64).abs() <= tolerance * expected as f64
+}
+
+/// Footprints are compared within the tolerance or one page, whichever is larger (a region's
+/// partial last page may go untouched).
+fn pages_within(actual: u64, expected: u64, tolerance: f64) -> bool {
+    actual.abs_diff(expected) <= 1 || within(actual, expected, tolerance)
+}
+
+/// Runs `spec` through its thread and checks it against its expectation.
+fn check(spec: &BuiltinSpec) {
+    let expected = spec.expected();
+    let mut source = spec.open().unwrap();
+    let summary = info(&mut source).unwrap();
+    let report = source.report().expect("a finished run has a report");
+    let name = spec.name();
+    println!("{name}: {summary:?}\n  {report:?}\n  expected {expected:?}");
+    assert!(!report.checks.is_empty(), "{name}: no self-check reported");
+    for (phase, want) in report.phases.iter().zip(&expected.phases) {
+        assert_eq!(phase.name, want.name);
+        let tolerance = if want.exact { 0.0 } else { expected.tolerance };
+        assert!(within(phase.refs, want.refs, tolerance), "{name} {}: {} references, expected {} ± {:.0}%",
+            phase.name, phase.refs, want.refs, 100.0 * tolerance);
+        assert!(phase.instructions > 0, "{name} {}: no instructions", phase.name);
+    }
+    let emitted: u64 = report.phases.iter().filter(|p| p.emitted).map(|p| p.refs).sum();
+    assert_eq!(summary.references, emitted, "{name}: the stream and the report disagree");
+    assert_eq!(summary.address_spaces, 1);
+    assert_eq!(summary.instructions, Some(report.phases.iter().filter(|p| p.emitted).map(|p| p.instructions).sum()));
+    assert!(pages_within(summary.pages, expected.footprint_pages(), expected.tolerance),
+        "{name}: {} pages touched, expected {} ± {:.0}%", summary.pages, expected.footprint_pages(), 100.0 * expected.tolerance);
+}
+
+#[test]
+fn gups_tiny() {
+    check(&spec("gups", ""));
+}
+
+#[test]
+fn gups_without_init_touches_what_the_updates_reach() {
+    check(&spec("gups", "init = false\nupdates = 3000"));
+}
+
+#[test]
+fn btree_tiny() {
+    check(&spec("btree", ""));
+}
+
+#[test]
+fn xsbench_tiny_every_grid() {
+    for grid in ["unionized", "nuclide", "hash"] {
+        check(&spec("xsbench", &format!("grid = \"{grid}\"\nhash_bins = 100")));
+    }
+}
+
+#[test]
+fn graph500_tiny() {
+    check(&spec("graph500", ""));
+}
+
+#[test]
+fn every_workload_is_deterministic_for_a_seed() {
+    for (name, _) in WORKLOADS {
+        let a = xlat::source::collect(&mut spec(name, "").open().unwrap()).unwrap();
+        let b = xlat::source::collect(&mut spec(name, "").open().unwrap()).unwrap();
+        assert!(a == b, "{name}");
+    }
+}
+
+#[test]
+fn a_consumer_that_stops_early_stops_the_workload() {
+    let mut source = spec("gups", "").open().unwrap();
+    let mut batch = xlat::Batch::default();
+    assert_eq!(source.fill(&mut batch, 1000).unwrap(), 1000);
+    drop(source);
+}
