@@ -7,7 +7,10 @@ use anyhow::Result;
 use clap::Args;
 use std::sync::atomic::AtomicBool;
 use std::time::Instant;
-use xlat::config::raw::{RawMachine, RawWays};
+use xlat::config::raw::{OneOrMany, RawMachine, RawMosaic, RawOs, RawWays};
+use xlat::config::size::ByteSize;
+use xlat::os::eviction::EvictionKind;
+use xlat::os::Placement;
 use xlat::config::validate;
 use xlat::sim::experiment::feed;
 use xlat::sim::Machine;
@@ -54,11 +57,26 @@ fn single_tlb() -> RawMachine {
     RawMachine { name: "single".into(), preset: Some("single-tlb".into()), ways: Some(RawWays::Count(4)), ..RawMachine::default() }
 }
 
+/// A 1024-entry 4-way vanilla TLB and a Mosaic-4 TLB of the same shape over a 768 MiB
+/// iceberg memory with Horizon LRU: the Mosaic paper's simulated machine under pressure.
+fn mosaic_horizon() -> RawMachine {
+    RawMachine {
+        os: Some(RawOs {
+            memory: Some(ByteSize(768 << 20)),
+            placement: Some(Placement::Iceberg),
+            eviction: Some(EvictionKind::HorizonLru),
+            ..RawOs::default()
+        }),
+        mosaic: Some(vec![RawMosaic { arity: Some(OneOrMany::One(4)), ways: Some(OneOrMany::One(RawWays::Count(4))), ..RawMosaic::default() }]),
+        ..single_tlb()
+    }
+}
+
 fn skylake() -> RawMachine {
     RawMachine { name: "skylake".into(), preset: Some("skylake-like".into()), ..RawMachine::default() }
 }
 
-const CASES: [Case; 7] = [
+const CASES: [Case; 9] = [
     Case {
         name: "tlb1024x4-uniform-256MiB",
         description: "one 1024-entry 4-way LRU TLB, uniform random 8-byte loads over 256 MiB (98% misses)",
@@ -107,6 +125,20 @@ const CASES: [Case; 7] = [
         pattern: Pattern::Zipf { exponent: 0.99 },
         footprint: 1 << 30,
         machine: skylake,
+    },
+    Case {
+        name: "mosaic4-horizon-zipf-1GiB",
+        description: "vanilla + Mosaic-4 1024-entry 4-way TLBs, iceberg memory of 768 MiB with Horizon LRU, Zipf(0.99) loads over 1 GiB",
+        pattern: Pattern::Zipf { exponent: 0.99 },
+        footprint: 1 << 30,
+        machine: mosaic_horizon,
+    },
+    Case {
+        name: "mosaic4-horizon-sequential-1GiB",
+        description: "vanilla + Mosaic-4 1024-entry 4-way TLBs, iceberg memory of 768 MiB with Horizon LRU, sequential loads over 1 GiB",
+        pattern: Pattern::Sequential,
+        footprint: 1 << 30,
+        machine: mosaic_horizon,
     },
 ];
 
