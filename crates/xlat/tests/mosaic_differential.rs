@@ -451,7 +451,7 @@ fn partly_mapped_pages_become_mapped() {
 fn sub_misses_keep_an_entry_recent() {
     for policy in POLICIES {
         for &(entries, ways) in SHAPES {
-            if ways < 2 || ways > 64 {
+            if !(2..=64).contains(&ways) {
                 continue;
             }
             let arity = 4;
@@ -617,7 +617,7 @@ proptest! {
     /// `a * mosaic misses <= vanilla misses`.
     #[test]
     fn prop_complete_groups_miss_a_times_less_than_vanilla(
-        entries in 1usize..=24,
+        entries in 1usize..=48,
         arity_i in 0..4usize,
         groups in proptest::collection::vec((prop_oneof![3 => 0u64..48, 1 => 0u64..1024], any::<u64>()), 1..120),
     ) {
