@@ -1,5 +1,5 @@
-//! Criterion benchmarks of the engine's hot paths: one TLB array, the machine loop over a
-//! reference batch, and synthetic generation. `xlat bench` measures whole runs end to end.
+//! Criterion benchmarks of the engine's hot paths: one TLB array, one Mosaic TLB array, the
+//! machine loop over a reference batch, and synthetic generation. `xlat bench` measures whole runs end to end.
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use std::hint::black_box;
@@ -9,7 +9,7 @@ use xlat::memref::Batch;
 use xlat::sim::Machine;
 use xlat::source::synthetic::{Pattern, Synthetic, SyntheticSpec};
 use xlat::source::RefSource;
-use xlat::tlb::{ArrayGeometry, Policy, TlbArray};
+use xlat::tlb::{ArrayGeometry, MosaicGeometry, MosaicLookup, MosaicTlb, Policy, TlbArray};
 use xlat::{PageSize, Pfn, Translation, Vpn};
 
 const REFS: usize = 1 << 16;
@@ -52,6 +52,34 @@ fn tlb_array(c: &mut Criterion) {
     group.finish();
 }
 
+/// Lookups, and fills after misses and sub-misses, of Mosaic arrays of arity 4 (ToCs of 7-bit
+/// CPFNs with one unmapped sub-page in eight). 16 MiB is 1024 Mosaic pages (fits), 256 MiB
+/// 16384 (mostly misses).
+fn mosaic_tlb(c: &mut Criterion) {
+    let mut group = c.benchmark_group("mosaic_tlb");
+    group.throughput(Throughput::Elements(REFS as u64));
+    for (footprint_name, footprint) in [("16MiB", 16u64 << 20), ("256MiB", 256 << 20)] {
+        let batch = uniform(footprint);
+        for (name, ways, policy) in [("1024x4-lru", 4, Policy::Lru), ("1024x4-plru", 4, Policy::TreePlru), ("1024-full-lru", 1024, Policy::Lru)] {
+            let geometry = MosaicGeometry { entries: 1024, ways, policy, arity: 4 };
+            let mut tlb = MosaicTlb::new(&geometry, 0x7f, 1);
+            group.bench_function(format!("{name}/uniform-{footprint_name}"), |b| {
+                b.iter(|| {
+                    for r in &batch.refs {
+                        let vpn = Vpn(r.vaddr >> 12);
+                        if !matches!(tlb.lookup(0, vpn), MosaicLookup::Hit(_)) {
+                            let toc = [0, 1, 2, 3].map(|i| if (vpn.0 >> 2) % 8 == i { 0x7f } else { i as u8 });
+                            tlb.fill(0, vpn, &toc);
+                        }
+                    }
+                    black_box(tlb.counters().hits)
+                })
+            });
+        }
+    }
+    group.finish();
+}
+
 fn machine(c: &mut Criterion) {
     let mut group = c.benchmark_group("machine");
     group.throughput(Throughput::Elements(REFS as u64));
@@ -76,5 +104,5 @@ fn synthetic(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, tlb_array, machine, synthetic);
+criterion_group!(benches, tlb_array, mosaic_tlb, machine, synthetic);
 criterion_main!(benches);

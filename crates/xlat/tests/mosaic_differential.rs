@@ -18,7 +18,7 @@ const POLICIES: [Policy; 4] = [Policy::Lru, Policy::TreePlru, Policy::Fifo, Poli
 
 const ARITIES: [u32; 4] = [2, 4, 16, 64];
 
-/// The unmapped code of 7-bit CPFNs (the paper's iceberg layout).
+/// The unmapped code of 7-bit CPFNs (the paper's iceberg layout), the default width here.
 const UNMAPPED: u8 = 0x7f;
 
 /// (entries, ways): associativities 1, 2, 3, 4, 8, 16, 33, 64 and fully associative, mostly with
@@ -46,6 +46,8 @@ fn splitmix(mut x: u64) -> u64 {
 /// when `all_mapped`, unmapped otherwise.
 struct Os {
     arity: u64,
+    /// The unmapped code (all ones of the CPFN width); mapped codes are below it.
+    unmapped: u8,
     all_mapped: bool,
     /// Whether an access that misses maps its page first (demand paging).
     demand: bool,
@@ -55,25 +57,30 @@ struct Os {
 }
 
 impl Os {
+    /// 7-bit CPFNs.
     fn new(arity: u32, all_mapped: bool, demand: bool) -> Os {
-        Os { arity: u64::from(arity), all_mapped, demand, codes: HashMap::new(), epoch: 0 }
+        Os { arity: u64::from(arity), unmapped: UNMAPPED, all_mapped, demand, codes: HashMap::new(), epoch: 0 }
     }
 
-    fn hashed_code(asid: Asid, vpn: u64, epoch: u64) -> u8 {
-        (splitmix(vpn ^ u64::from(asid) << 48 ^ epoch << 56) % u64::from(UNMAPPED)) as u8
+    fn with_unmapped(self, unmapped: u8) -> Os {
+        Os { unmapped, ..self }
+    }
+
+    fn hashed_code(&self, asid: Asid, vpn: u64, epoch: u64) -> u8 {
+        (splitmix(vpn ^ u64::from(asid) << 48 ^ epoch << 56) % u64::from(self.unmapped)) as u8
     }
 
     /// A code for a page being (re)mapped now; usually differs from the page's last one.
     fn fresh_code(&mut self, asid: Asid, vpn: u64) -> u8 {
         self.epoch += 1;
-        Os::hashed_code(asid, vpn, self.epoch)
+        self.hashed_code(asid, vpn, self.epoch)
     }
 
     fn code(&self, asid: Asid, vpn: u64) -> u8 {
         match self.codes.get(&(asid, vpn)) {
             Some(&c) => c,
-            None if self.all_mapped => Os::hashed_code(asid, vpn, 0),
-            None => UNMAPPED,
+            None if self.all_mapped => self.hashed_code(asid, vpn, 0),
+            None => self.unmapped,
         }
     }
 
@@ -84,7 +91,7 @@ impl Os {
     }
 
     fn is_mapped(&self, asid: Asid, vpn: u64) -> bool {
-        self.code(asid, vpn) != UNMAPPED
+        self.code(asid, vpn) != self.unmapped
     }
 
     /// Maps `vpn` if it is not: a TLB never holds a valid sub-entry for an unmapped page, so
@@ -98,7 +105,7 @@ impl Os {
 
     /// Gives `vpn` a new code (or none); the caller shoots the page down.
     fn remap(&mut self, asid: Asid, vpn: u64, mapped: bool) {
-        let code = if mapped { self.fresh_code(asid, vpn) } else { UNMAPPED };
+        let code = if mapped { self.fresh_code(asid, vpn) } else { self.unmapped };
         self.codes.insert((asid, vpn), code);
     }
 }
@@ -129,8 +136,8 @@ enum Op {
 /// Runs `ops` on the model and the reference, asserting agreement after every step, and that
 /// every hit returns the page's current CPFN. Returns the outcome of every `Access`.
 fn run(g: &MosaicGeometry, seed: u64, os: &mut Os, ops: &[Op]) -> Vec<MosaicLookup> {
-    let mut model = MosaicTlb::new(g, UNMAPPED, seed);
-    let mut reference = RefMosaic::new(g, UNMAPPED, seed);
+    let mut model = MosaicTlb::new(g, os.unmapped, seed);
+    let mut reference = RefMosaic::new(g, os.unmapped, seed);
     let mut outcomes = Vec::new();
     // The reference's O(ways^2) self-check is run often for small arrays only.
     let check_every = if g.entries <= 128 { 1 } else { 509 };
@@ -215,14 +222,17 @@ struct Spec {
     churn_pct: u32,
     /// Percent of operations that are bare lookups / bare fills (each).
     raw_pct: u32,
+    /// The CPFN width, as its unmapped code: 7 bits as the paper, 8 (codes may have the top
+    /// bit set), 2, and 1 (a single mapped code).
+    unmapped: u8,
 }
 
 const STREAMS: [Spec; 5] = [
-    Spec { kind: Stream::Fits, asids: 1, all_mapped: false, churn_pct: 0, raw_pct: 0 },
-    Spec { kind: Stream::Hot, asids: 3, all_mapped: false, churn_pct: 6, raw_pct: 5 },
-    Spec { kind: Stream::Large, asids: 2, all_mapped: true, churn_pct: 2, raw_pct: 5 },
-    Spec { kind: Stream::Local, asids: 2, all_mapped: false, churn_pct: 4, raw_pct: 3 },
-    Spec { kind: Stream::Runs, asids: 1, all_mapped: false, churn_pct: 3, raw_pct: 3 },
+    Spec { kind: Stream::Fits, asids: 1, all_mapped: false, churn_pct: 0, raw_pct: 0, unmapped: 0x7f },
+    Spec { kind: Stream::Hot, asids: 3, all_mapped: false, churn_pct: 6, raw_pct: 5, unmapped: 0xff },
+    Spec { kind: Stream::Large, asids: 2, all_mapped: true, churn_pct: 2, raw_pct: 5, unmapped: 0x03 },
+    Spec { kind: Stream::Local, asids: 2, all_mapped: false, churn_pct: 4, raw_pct: 3, unmapped: 0x7f },
+    Spec { kind: Stream::Runs, asids: 1, all_mapped: false, churn_pct: 3, raw_pct: 3, unmapped: 0x01 },
 ];
 
 /// The next 4 KiB page of a `kind` stream after `last`.
@@ -335,7 +345,8 @@ fn matrix(policy: Policy) {
                 // 1024-way array, but still enough to evict many times over.
                 let n = if entries >= 1024 { 2500 } else { 1200 };
                 let ops = gen_ops(spec, &g, n, seed);
-                run(&g, seed ^ 0xfeed, &mut Os::new(arity, spec.all_mapped, true), &ops);
+                let mut os = Os::new(arity, spec.all_mapped, true).with_unmapped(spec.unmapped);
+                run(&g, seed ^ 0xfeed, &mut os, &ops);
             }
         }
     }
@@ -451,7 +462,7 @@ fn partly_mapped_pages_become_mapped() {
 fn sub_misses_keep_an_entry_recent() {
     for policy in POLICIES {
         for &(entries, ways) in SHAPES {
-            if ways < 2 || ways > 64 {
+            if !(2..=64).contains(&ways) {
                 continue;
             }
             let arity = 4;
@@ -527,8 +538,8 @@ fn vanilla_access(array: &mut TlbArray, asid: Asid, page: u64) -> bool {
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(96))]
 
-    /// Random geometry (non-power-of-two set counts, hash-indexed ways), arity, policy, seed,
-    /// OS and operation stream: exact agreement at every step.
+    /// Random geometry (non-power-of-two set counts, hash-indexed ways), arity, CPFN width,
+    /// policy, seed, OS and operation stream: exact agreement at every step.
     #[test]
     fn prop_matches_reference(
         policy in policy_strategy(),
@@ -537,12 +548,14 @@ proptest! {
         arity_i in 0..PROP_ARITIES.len(),
         all_mapped in any::<bool>(),
         demand in any::<bool>(),
+        cpfn_bits in 1u32..=8,
         seed in any::<u64>(),
         raw in proptest::collection::vec(raw_op_strategy(), 1..400),
     ) {
         let (ways, arity) = (PROP_WAYS[ways_i], PROP_ARITIES[arity_i]);
         let ops: Vec<Op> = raw.into_iter().map(|r| to_op(r, arity)).collect();
-        run(&geometry(ways * sets, ways, policy, arity), seed, &mut Os::new(arity, all_mapped, demand), &ops);
+        let mut os = Os::new(arity, all_mapped, demand).with_unmapped(((1u32 << cpfn_bits) - 1) as u8);
+        run(&geometry(ways * sets, ways, policy, arity), seed, &mut os, &ops);
     }
 
     /// The tags of a Mosaic array behave as a vanilla array of the same shape, policy and seed
@@ -617,7 +630,7 @@ proptest! {
     /// `a * mosaic misses <= vanilla misses`.
     #[test]
     fn prop_complete_groups_miss_a_times_less_than_vanilla(
-        entries in 1usize..=24,
+        entries in 1usize..=48,
         arity_i in 0..4usize,
         groups in proptest::collection::vec((prop_oneof![3 => 0u64..48, 1 => 0u64..1024], any::<u64>()), 1..120),
     ) {

@@ -4,6 +4,11 @@
 //! per sub-page. The OS model provides the CPFNs and the machine decodes a hit's CPFN through
 //! the iceberg hash; this array only stores and finds them.
 //!
+//! A machine calls [`MosaicTlb::lookup`] for every reference and, on a miss or sub-miss, walks
+//! and calls [`MosaicTlb::fill`] with the Mosaic page's ToC. Pages are given as [`Vpn`]s (4 KiB
+//! page numbers), not byte addresses as [`super::array::TlbArray`] takes them: the type keeps
+//! the two from being mixed up.
+//!
 //! # Semantics
 //!
 //! * An entry is tagged by (ASID, MVPN) where MVPN = VPN >> log2(a); its set is MVPN modulo
@@ -20,19 +25,24 @@
 //!   the replacement state is not changed (the lookup that sub-missed already counted as the
 //!   access; under FIFO the entry keeps its age). Otherwise a new entry is inserted: into the
 //!   lowest free way while the set has one (no random draw), else into the policy's victim.
+//!   A fill needs no lookup before it, and a ToC with no valid code still inserts an entry.
 //! * [`MosaicTlb::invalidate_page`] (the shootdown of one 4 KiB page) clears that sub-page's
 //!   valid bit only. The entry stays, keeps its place in the replacement order and keeps
 //!   occupying its way even when none of its sub-pages is valid any more: its tag still hits
 //!   (lookups sub-miss), and the next fill of that Mosaic page rewrites it in place. Entries
 //!   therefore never leave the array except by eviction, and a set's free ways are always its
 //!   last ones.
-//! * Counters: hits, tag misses and sub-page misses; accesses are their sum.
+//! * Counters ([`MosaicTlb::counters`]) count lookups only: hits, tag misses and sub-page
+//!   misses; accesses are their sum.
 //!
 //! # Layout
 //!
 //! Struct of arrays, as [`super::array::TlbArray`]: tags and metadata (`VALID | asid`) per
 //! slot, scanned by the same constant-length scans, with the same hash index above 32 ways;
-//! the ToCs as one flat `Vec<u8>` of `entries * a` codes; the valid bits as one `u64` per entry.
+//! the ToCs as one flat `Vec<u8>` of `entries * a` codes; the valid bits as one `u64` per entry,
+//! derived from a ToC eight codes at a time. Two memos, both checked by the differential tests,
+//! skip searches: a repeated lookup of the Mosaic page last touched costs two compares, and
+//! the fill that follows a tag miss does not search again.
 
 use super::array::{scan_set, INDEX_ABOVE_WAYS, NOT_FOUND, VALID};
 use super::replacement::{Policy, ReplacementState};
@@ -117,7 +127,7 @@ pub struct MosaicTlb {
     tags: Vec<u64>,
     /// `VALID | asid`; 0 for a way never filled.
     metas: Vec<u32>,
-    /// `entries * arity` CPFNs, slot by slot.
+    /// `entries * arity` CPFNs, slot by slot, then [`TOC_PADDING`] bytes.
     toc: Vec<u8>,
     /// Bit `i` of a slot: sub-page `i` is valid.
     valid: Vec<u64>,
@@ -128,13 +138,17 @@ pub struct MosaicTlb {
     index: Option<FxHashMap<(u64, u32), u32>>,
     /// The entry the last tag hit or insertion touched: (metadata, MVPN, slot), metadata 0
     /// when none. Nothing has touched any other entry since, so it is the most recent entry
-    /// of its set and touching it again changes no replacement state under any policy (LRU,
-    /// PLRU and the recency lists re-mark what is already marked; FIFO and random ignore
-    /// hits). A repeated lookup of the same Mosaic page then costs two compares instead of a
-    /// set scan or hash probe. Misses, in-place refills and invalidations leave it valid (they
-    /// change no replacement state, and the valid bits and ToC are read afresh); insertions
-    /// replace it.
+    /// of its set, and touching it again would change no future victim under any policy (LRU
+    /// stamps keep their order, the recency list and PLRU bits already point away from it,
+    /// FIFO and random ignore hits). A repeated lookup of the same Mosaic page therefore skips
+    /// the set scan or hash probe and the touch. Misses, in-place refills and invalidations
+    /// leave it valid (they change no replacement state, and the valid bits and ToC are read
+    /// afresh); insertions replace it.
     last: (u32, u64, usize),
+    /// The tag the last tag miss looked for, (metadata, MVPN), metadata 0 when none: known
+    /// absent until an insertion (only an insertion makes a tag present), so the fill that
+    /// follows the miss skips the second search. Insertions clear it.
+    absent: (u32, u64),
     hits: u64,
     misses: u64,
     sub_misses: u64,
@@ -143,6 +157,34 @@ pub struct MosaicTlb {
 #[inline(always)]
 fn meta(asid: Asid) -> u32 {
     VALID | u32::from(asid)
+}
+
+/// Bytes past the last ToC in the table, so that [`valid_mask`] can load 8 codes at a time
+/// even from the last slot's ToC when it is shorter.
+const TOC_PADDING: usize = 7;
+
+/// Bit `i` set for each of the first `len` codes from `codes` that differs from `unmapped`.
+/// `codes` must extend to a multiple of 8 bytes past `len` (see [`TOC_PADDING`]).
+#[inline]
+fn valid_mask(codes: &[u8], len: usize, unmapped: u8) -> u64 {
+    // Eight codes at a time (SWAR): a 64-page ToC costs 8 steps rather than 64, and a short
+    // one a single step, with no loop over its codes.
+    const LOW7: u64 = 0x7f7f_7f7f_7f7f_7f7f;
+    const BROADCAST: u64 = 0x0101_0101_0101_0101;
+    // Gathers bit 0 of every byte into the top byte: the partial products do not overlap, so
+    // there are no carries.
+    const GATHER: u64 = 0x0102_0408_1020_4080;
+    let mut mask = 0u64;
+    for k in 0..len.div_ceil(8) {
+        let chunk: [u8; 8] = codes[8 * k..8 * k + 8].try_into().expect("8 codes");
+        // A byte of x is zero exactly where the code is the unmapped one; the top bit of a
+        // byte of `nonzero` is set where x's byte is not zero.
+        let x = u64::from_le_bytes(chunk) ^ (BROADCAST * u64::from(unmapped));
+        let nonzero = (((x & LOW7) + LOW7) | x) & !LOW7;
+        mask |= ((nonzero >> 7).wrapping_mul(GATHER) >> 56) << (8 * k);
+    }
+    // Codes past `len` (the next ToC, or padding) are dropped.
+    mask & (u64::MAX >> (64 - len))
 }
 
 impl MosaicTlb {
@@ -172,12 +214,13 @@ impl MosaicTlb {
             unmapped,
             tags: vec![0; entries],
             metas: vec![0; entries],
-            toc: vec![unmapped; entries * geometry.arity as usize],
+            toc: vec![unmapped; entries * geometry.arity as usize + TOC_PADDING],
             valid: vec![0; entries],
             filled: vec![0; sets],
             repl: ReplacementState::new(geometry.policy, sets, ways, seed),
             index: (ways > INDEX_ABOVE_WAYS).then(FxHashMap::default),
             last: (0, 0, 0),
+            absent: (0, 0),
             hits: 0,
             misses: 0,
             sub_misses: 0,
@@ -225,6 +268,7 @@ impl MosaicTlb {
                 Some(slot) => slot,
                 None => {
                     self.misses += 1;
+                    self.absent = (m, mvpn);
                     return MosaicLookup::Miss;
                 }
             }
@@ -262,10 +306,9 @@ impl MosaicTlb {
         debug_assert!(toc.iter().all(|&c| c <= self.unmapped), "CPFN wider than the unmapped code");
         let (m, mvpn) = (meta(asid), vpn.0 >> self.shift);
         let set = self.set_of(mvpn);
-        let slot = match self.find(set, mvpn, m) {
-            Some(slot) => slot,
-            None => self.insert(set, mvpn, m),
-        };
+        // The usual fill follows a tag miss on this very tag: no second search then.
+        let found = if self.absent == (m, mvpn) { None } else { self.find(set, mvpn, m) };
+        let slot = found.unwrap_or_else(|| self.insert(set, mvpn, m));
         self.write_toc(slot, toc);
     }
 
@@ -274,9 +317,9 @@ impl MosaicTlb {
     fn insert(&mut self, set: usize, mvpn: u64, m: u32) -> usize {
         let filled = self.filled[set] as usize;
         let way = if filled < self.ways {
-            // Under the stamp policies this is also the way `replace` would pick (the oldest
-            // stamp is the lowest unused way); for the others it keeps the random draws and
-            // tree bits for full sets only, as `TlbArray` does.
+            // The lowest free way, as `TlbArray` takes: under the stamp policies also the way
+            // `replace` would pick (an unused way's stamp is the oldest); for the others the
+            // policy is only told of the fill (no random draw while the set has room).
             self.filled[set] += 1;
             self.repl.fill(set, filled);
             filled
@@ -293,6 +336,7 @@ impl MosaicTlb {
         self.tags[slot] = mvpn;
         self.metas[slot] = m;
         self.last = (m, mvpn, slot);
+        self.absent = (0, 0);
         slot
     }
 
@@ -301,11 +345,7 @@ impl MosaicTlb {
     fn write_toc(&mut self, slot: usize, toc: &[u8]) {
         let start = slot << self.shift;
         self.toc[start..start + toc.len()].copy_from_slice(toc);
-        let mut valid = 0u64;
-        for (i, &code) in toc.iter().enumerate() {
-            valid |= u64::from(code != self.unmapped) << i;
-        }
-        self.valid[slot] = valid;
+        self.valid[slot] = valid_mask(&self.toc[start..], toc.len(), self.unmapped);
     }
 
     /// Invalidates the sub-entry of the 4 KiB page `vpn` of `asid` (its valid bit; its code
@@ -428,6 +468,34 @@ mod tests {
         ] {
             let e = g.check().unwrap_err();
             assert!(e.contains(needle), "{e:?} should mention {needle:?}");
+        }
+    }
+
+    #[test]
+    fn valid_mask_matches_a_plain_loop() {
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        for len in [2, 4, 8, 16, 32, 64] {
+            for unmapped in [0x01, 0x7f, 0xff] {
+                for _ in 0..200 {
+                    let toc: Vec<u8> = (0..len)
+                        .map(|_| {
+                            x ^= x << 13;
+                            x ^= x >> 7;
+                            x ^= x << 17;
+                            // The unmapped code, one a bit away from it, or any byte.
+                            match x % 3 {
+                                0 => unmapped,
+                                1 => unmapped ^ 1 << (x >> 8 & 7),
+                                _ => (x >> 16) as u8,
+                            }
+                        })
+                        .collect();
+                    let plain = toc.iter().enumerate().fold(0u64, |m, (i, &c)| m | u64::from(c != unmapped) << i);
+                    // Whatever follows the ToC (here: its own codes again) is ignored.
+                    let padded: Vec<u8> = toc.iter().chain(&toc).copied().chain([0; TOC_PADDING]).collect();
+                    assert_eq!(valid_mask(&padded, len, unmapped), plain, "{toc:?} unmapped {unmapped:#x}");
+                }
+            }
         }
     }
 
