@@ -28,7 +28,7 @@ ways = 4
 #[test]
 fn help_everywhere() {
     let dir = tempfile::tempdir().unwrap();
-    for args in [&["--help"][..], &["run", "--help"], &["trace", "--help"], &["bench", "--help"], &["presets", "--help"]] {
+    for args in [&["--help"][..], &["run", "--help"], &["trace", "--help"], &["bench", "--help"], &["presets", "--help"], &["hash", "vectors", "--help"]] {
         let out = xlat(args, dir.path());
         assert!(out.status.success(), "{args:?}: {}", text(&out.stderr));
         assert!(text(&out.stdout).contains("Usage"), "{args:?}");
@@ -44,9 +44,44 @@ fn run_writes_results_and_prints_a_table() {
     let stdout = text(&out.stdout);
     assert!(stdout.contains("workload uniform: 20,000 references"), "{stdout}");
     let csv = std::fs::read_to_string(dir.path().join("res/results.csv")).unwrap();
-    assert!(csv.starts_with("workload,config,level,side,accesses,hits,misses"), "{csv}");
-    assert!(csv.lines().nth(1).unwrap().starts_with("uniform,m,TLB,unified,20000,"), "{csv}");
+    assert!(csv.starts_with("workload,config,level,side,tlb,entries,ways,arity,accesses,hits,misses"), "{csv}");
+    assert!(csv.lines().nth(1).unwrap().starts_with("uniform,m,TLB,unified,vanilla,64,4,1,20000,"), "{csv}");
     assert!(dir.path().join("res/results.json").exists());
+}
+
+#[test]
+fn plots_are_drawn_next_to_the_results() {
+    let dir = tempfile::tempdir().unwrap();
+    let experiment = format!(
+        "{EXPERIMENT}\n[[plot]]\nfile = \"misses.png\"\nkind = \"bars\"\nx = \"workload\"\ny = [\"misses\", \"hits\"]\nseries = \"config\"\n\n\
+         [[plot]]\nfile = \"lines.png\"\nkind = \"lines\"\nx = \"ways\"\ny = [\"misses\"]\nx_log2 = true\n"
+    );
+    std::fs::write(dir.path().join("exp.toml"), experiment).unwrap();
+    let out = xlat(&["run", "exp.toml", "--out", "res", "-q"], dir.path());
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    for file in ["misses.png", "lines.png"] {
+        let png = std::fs::read(dir.path().join("res").join(file)).unwrap();
+        assert!(png.starts_with(b"\x89PNG") && png.len() > 5000, "{file}: {} bytes", png.len());
+    }
+    let leftovers = std::fs::read_dir(dir.path().join("res")).unwrap().count();
+    assert_eq!(leftovers, 4, "results.csv, results.json and two plots, no temporary files");
+    let bad = EXPERIMENT.to_string() + "\n[[plot]]\nfile = \"p.png\"\nkind = \"lines\"\nx = \"colour\"\ny = [\"misses\"]\n";
+    std::fs::write(dir.path().join("bad.toml"), bad).unwrap();
+    let out = xlat(&["run", "bad.toml"], dir.path());
+    assert_eq!(out.status.code(), Some(1));
+    assert!(text(&out.stderr).contains("plot[0].x") && text(&out.stderr).contains("`colour` is not a column"), "{}", text(&out.stderr));
+}
+
+#[test]
+fn hash_vectors_are_written_and_bad_geometry_rejected() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = xlat(&["hash", "vectors", "--out", "v", "--keys", "100"], dir.path());
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let vectors = std::fs::read_to_string(dir.path().join("v/hash_vectors.txt")).unwrap();
+    assert!(vectors.lines().count() > 100);
+    let out = xlat(&["hash", "vectors", "--out", "w", "--front", "60"], dir.path());
+    assert_eq!(out.status.code(), Some(1));
+    assert!(text(&out.stderr).contains("exceeds 64 frames"), "{}", text(&out.stderr));
 }
 
 #[test]
@@ -161,14 +196,16 @@ fn real_program_trace_converts_and_replays() {
     assert!(run.status.success(), "{}", text(&run.stderr));
     let csv = std::fs::read_to_string(dir.path().join("res/results.csv")).unwrap();
     let instr_row = csv.lines().find(|l| l.starts_with("true,sky,L1,instr,")).expect("an instruction-side row");
+    let header: Vec<&str> = csv.lines().next().unwrap().split(',').collect();
     let fields: Vec<&str> = instr_row.split(',').collect();
+    let field = |name: &str| fields[header.iter().position(|h| *h == name).unwrap()];
     // One I-TLB access per fetch, plus one for each fetch that straddles a page boundary.
     let json: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(dir.path().join("res/results.json")).unwrap()).unwrap();
     let straddles = json["results"][0]["machines"][0]["straddles"].as_u64().unwrap();
-    let accesses = fields[4].parse::<u64>().unwrap();
+    let accesses = field("accesses").parse::<u64>().unwrap();
     assert!(accesses >= instructions && accesses - instructions <= straddles, "{instr_row}, {straddles} straddles");
-    assert!(!fields[8].is_empty(), "MPKI is known for a Lackey trace: {instr_row}");
+    assert!(!field("mpki").is_empty(), "MPKI is known for a Lackey trace: {instr_row}");
 }
 
 #[test]
