@@ -112,6 +112,24 @@ fn panels(table: &Table, plot: &PlotSpec) -> Result<Vec<(String, Series)>> {
     Ok(out)
 }
 
+/// A tick label: whole numbers without decimals, large ones with a k/M/G suffix.
+fn short(v: f64) -> String {
+    let a = v.abs();
+    let (scaled, suffix) = match a {
+        a if a >= 1e9 => (v / 1e9, "G"),
+        a if a >= 1e6 => (v / 1e6, "M"),
+        a if a >= 1e4 => (v / 1e3, "k"),
+        _ => (v, ""),
+    };
+    if scaled.fract() == 0.0 {
+        format!("{scaled:.0}{suffix}")
+    } else if a >= 1.0 {
+        format!("{scaled:.1}{suffix}")
+    } else {
+        format!("{v:.3}")
+    }
+}
+
 /// A distinct colour per series.
 fn colour(i: usize) -> RGBColor {
     const PALETTE: [RGBColor; 8] = [
@@ -154,7 +172,13 @@ fn lines(area: &Area, plot: &PlotSpec, name: &str, series: &Series) -> Result<()
     macro_rules! draw_on {
         ($chart:expr) => {{
             let mut chart = $chart;
-            chart.configure_mesh().x_desc(&plot.x_label).y_desc(&plot.y_label).draw()?;
+            chart
+                .configure_mesh()
+                .x_label_formatter(&|x| short(*x))
+                .y_label_formatter(&|y| short(*y))
+                .x_desc(&plot.x_label)
+                .y_desc(&plot.y_label)
+                .draw()?;
             for (i, (label, points)) in numeric.iter().enumerate() {
                 let c = colour(i);
                 chart.draw_series(LineSeries::new(points.iter().copied(), c.stroke_width(2)))?
@@ -203,6 +227,7 @@ fn bars(area: &Area, plot: &PlotSpec, name: &str, series: &Series) -> Result<()>
             let i = x.floor() as usize;
             if (x - i as f64 - 0.5).abs() < 0.26 { label_of.get(&i).map_or(String::new(), |s| s.to_string()) } else { String::new() }
         })
+        .y_label_formatter(&|y| short(*y))
         .x_desc(&plot.x_label)
         .y_desc(&plot.y_label)
         .draw()?;
