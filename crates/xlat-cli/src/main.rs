@@ -37,6 +37,8 @@ enum Command {
     /// Hash functions of hashed physical memory: export test vectors for the hardware model.
     #[command(subcommand)]
     Hash(commands::hash::HashCommand),
+    /// Redraw an experiment's plots from results already written.
+    Plot(commands::plot::PlotArgs),
     /// List the built-in machines, or print one as TOML to start a configuration from.
     Presets(commands::presets::PresetsArgs),
 }
@@ -59,6 +61,7 @@ fn main() -> ExitCode {
         Command::Bench(args) => commands::bench::run(&args),
         Command::Presets(args) => commands::presets::run(&args),
         Command::Hash(cmd) => commands::hash::run(&cmd),
+        Command::Plot(args) => commands::plot::run(&args),
     };
     match result {
         Ok(Outcome::Done) => ExitCode::SUCCESS,

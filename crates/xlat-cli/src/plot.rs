@@ -139,7 +139,11 @@ fn colour(i: usize) -> RGBColor {
     PALETTE[i % PALETTE.len()]
 }
 
-fn y_range(series: &Series, log: bool) -> (f64, f64) {
+fn y_range(series: &Series, plot: &PlotSpec) -> (f64, f64) {
+    if let Some(range) = plot.y_range {
+        return range;
+    }
+    let log = plot.y_log;
     let values = series.iter().flat_map(|(_, p)| p.iter().map(|&(_, y)| y));
     let (lo, hi) = values.fold((f64::MAX, f64::MIN), |(lo, hi), y| (lo.min(y), hi.max(y)));
     if log {
@@ -165,7 +169,7 @@ fn lines(area: &Area, plot: &PlotSpec, name: &str, series: &Series) -> Result<()
     if x_lo > x_hi {
         bail!("column `{}` has no numbers", plot.x);
     }
-    let (y_lo, y_hi) = y_range(series, plot.y_log);
+    let (y_lo, y_hi) = y_range(series, plot);
     let mut builder = ChartBuilder::on(area);
     builder.caption(name, ("sans-serif", 16)).margin(10).x_label_area_size(40).y_label_area_size(70);
     let x_hi = if x_hi > x_lo { x_hi } else { x_lo + 1.0 };
@@ -211,7 +215,7 @@ fn bars(area: &Area, plot: &PlotSpec, name: &str, series: &Series) -> Result<()>
             }
         }
     }
-    let (y_lo, y_hi) = y_range(series, false);
+    let (y_lo, y_hi) = y_range(series, plot);
     let mut chart = ChartBuilder::on(area)
         .caption(name, ("sans-serif", 16))
         .margin(10)

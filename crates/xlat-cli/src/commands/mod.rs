@@ -2,6 +2,7 @@
 
 pub mod bench;
 pub mod hash;
+pub mod plot;
 pub mod presets;
 pub mod run;
 pub mod trace;

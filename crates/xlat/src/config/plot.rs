@@ -63,6 +63,8 @@ pub struct RawPlot {
     pub x_log2: Option<bool>,
     /// Logarithmic (base 10) y axis.
     pub y_log: Option<bool>,
+    /// The y axis's `[low, high]` (default: from the data).
+    pub y_range: Option<[f64; 2]>,
     /// Axis labels (default: the column names).
     pub x_label: Option<String>,
     /// Y axis label.
@@ -94,6 +96,8 @@ pub struct PlotSpec {
     pub x_log2: bool,
     /// Log10 y axis.
     pub y_log: bool,
+    /// Fixed y axis range.
+    pub y_range: Option<(f64, f64)>,
     /// X axis label.
     pub x_label: String,
     /// Y axis label.
@@ -129,6 +133,11 @@ pub fn validate(raw: &RawPlot, path: &str) -> Result<PlotSpec> {
             check(field, c)?;
         }
     }
+    if let Some([lo, hi]) = raw.y_range {
+        if !(lo < hi) || (raw.y_log == Some(true) && lo <= 0.0) {
+            return err(format!("{path}.y_range"), format!("[{lo}, {hi}] is not an increasing range (positive for a log axis)"));
+        }
+    }
     let only: Vec<(String, String)> = raw.only.clone().unwrap_or_default().into_iter().collect();
     for (column, _) in &only {
         check("only", column)?;
@@ -145,6 +154,7 @@ pub fn validate(raw: &RawPlot, path: &str) -> Result<PlotSpec> {
         only,
         x_log2: raw.x_log2.unwrap_or(false),
         y_log: raw.y_log.unwrap_or(false),
+        y_range: raw.y_range.map(|[lo, hi]| (lo, hi)),
         x_label: raw.x_label.clone().unwrap_or_else(|| raw.x.clone()),
         y_label: raw.y_label.clone().unwrap_or_else(|| raw.y.join(", ")),
     })

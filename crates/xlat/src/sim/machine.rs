@@ -44,6 +44,9 @@ pub struct MachineSpec {
 struct MosaicVariant {
     name: String,
     tlb: MosaicTlb,
+    /// The last hit's (ASID, page, CPFN) and the frame it decoded to. Decoding is a pure
+    /// function of these, so a repeated hit (most references of a real stream) reuses it.
+    decoded: Option<(Asid, Vpn, u8, Pfn)>,
 }
 
 /// A machine being simulated.
@@ -69,6 +72,7 @@ impl Machine {
             .map(|(i, m)| MosaicVariant {
                 name: m.name.clone(),
                 tlb: MosaicTlb::new(&m.geometry, unmapped, spec.seed ^ (i as u64 + 1).wrapping_mul(0x9e37_79b9_7f4a_7c15)),
+                decoded: None,
             })
             .collect();
         Machine {
@@ -124,7 +128,8 @@ impl Machine {
         if let Some(tlb) = &mut self.tlb {
             match tlb.lookup_shaped::<ONE_LEVEL>(asid, vaddr, kind) {
                 Some(level) => {
-                    if TRACK {
+                    // With Mosaic TLBs, their decoded frame serves (it is computed anyway).
+                    if TRACK && !MOSAIC {
                         pfn = Some(tlb.hit_pfn(level, vaddr, kind));
                     }
                 }
@@ -156,16 +161,23 @@ impl Machine {
     fn translate_mosaic(&mut self, i: usize, asid: Asid, vaddr: u64) -> Result<Pfn> {
         let vpn = Vpn(vaddr >> BASE_PAGE_SHIFT);
         if let MosaicLookup::Hit(cpfn) = self.mosaic[i].tlb.lookup(asid, vpn) {
-            let layout = self.os.iceberg().expect("Mosaic TLBs ride an iceberg memory");
-            let frame = layout.decode_frame(page_key(asid, vpn), cpfn).expect("a valid sub-entry holds a valid CPFN");
+            let frame = match self.mosaic[i].decoded {
+                Some((a, v, c, frame)) if (a, v, c) == (asid, vpn, cpfn) => frame,
+                _ => {
+                    let layout = self.os.iceberg().expect("Mosaic TLBs ride an iceberg memory");
+                    let frame = layout.decode_frame(page_key(asid, vpn), cpfn).expect("a valid sub-entry holds a valid CPFN");
+                    self.mosaic[i].decoded = Some((asid, vpn, cpfn, Pfn(frame)));
+                    Pfn(frame)
+                }
+            };
             debug_assert_eq!(
-                Some(Pfn(frame)),
+                Some(frame),
                 self.os.mapping(asid, vaddr).map(|t| t.pfn),
                 "{}: CPFN {cpfn:#x} of asid {asid} page {:#x} decodes to another frame than the OS mapped",
                 self.mosaic[i].name,
                 vpn.0
             );
-            return Ok(Pfn(frame));
+            return Ok(frame);
         }
         let t = self.walk(asid, vaddr)?;
         self.fill_toc(i, asid, vpn);
