@@ -134,7 +134,7 @@ pub fn validate(raw: &RawPlot, path: &str) -> Result<PlotSpec> {
         }
     }
     if let Some([lo, hi]) = raw.y_range {
-        if !(lo < hi) || (raw.y_log == Some(true) && lo <= 0.0) {
+        if lo >= hi || lo.is_nan() || hi.is_nan() || (raw.y_log == Some(true) && lo <= 0.0) {
             return err(format!("{path}.y_range"), format!("[{lo}, {hi}] is not an increasing range (positive for a log axis)"));
         }
     }
