@@ -38,6 +38,9 @@ enum Command {
     Hash(commands::hash::HashCommand),
     /// List the built-in machines, or print one as TOML to start a configuration from.
     Presets(commands::presets::PresetsArgs),
+    /// Built-in workloads (GUPS, BTree, XSBench, Graph500): list, describe, check.
+    #[command(subcommand)]
+    Workload(commands::workload::WorkloadCommand),
 }
 
 /// What a command reports back to `main`.
@@ -58,6 +61,7 @@ fn main() -> ExitCode {
         Command::Bench(args) => commands::bench::run(&args),
         Command::Presets(args) => commands::presets::run(&args),
         Command::Hash(cmd) => commands::hash::run(&cmd),
+        Command::Workload(cmd) => commands::workload::run(&cmd, &interrupt),
     };
     match result {
         Ok(Outcome::Done) => ExitCode::SUCCESS,

@@ -5,3 +5,4 @@ pub mod hash;
 pub mod presets;
 pub mod run;
 pub mod trace;
+pub mod workload;
