@@ -366,7 +366,7 @@ impl Workload for Btree {
         let keys = match scale {
             Scale::Tiny => 4_000,
             Scale::Small => 3_200_000,
-            Scale::Paper => 84_000_000,
+            Scale::Paper => 78_000_000,
         };
         Btree { keys, lookups: keys, build: true }
     }
