@@ -72,6 +72,11 @@ fn graph500_tiny() {
 }
 
 #[test]
+fn graph500_linked_lists_tiny() {
+    check(&spec("graph500", "adjacency = \"list\""));
+}
+
+#[test]
 fn every_workload_is_deterministic_for_a_seed() {
     for (name, _) in WORKLOADS {
         let a = xlat::source::collect(&mut spec(name, "").open().unwrap()).unwrap();
