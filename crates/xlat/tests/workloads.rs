@@ -27,7 +27,6 @@ fn check(spec: &BuiltinSpec) {
     let summary = info(&mut source).unwrap();
     let report = source.report().expect("a finished run has a report");
     let name = spec.name();
-    println!("{name}: {summary:?}\n  {report:?}\n  expected {expected:?}");
     assert!(!report.checks.is_empty(), "{name}: no self-check reported");
     for (phase, want) in report.phases.iter().zip(&expected.phases) {
         assert_eq!(phase.name, want.name);

@@ -163,27 +163,7 @@ fn measure_workload(case: &WorkloadCase, refs: u64) -> Result<Measurement> {
     let params: toml::Table = toml::from_str(case.params)?;
     let spec = BuiltinSpec::new(case.workload, Scale::Small, Some(&params), 42, 0, case.name)?;
     let source: Box<dyn RefSource> = Box::new(Limited::new(spec.open()?, 0, Some(refs)));
-    let machine = validate::machine(&(case.machine)(), "bench", 1)?;
-    let mut machines = vec![Machine::new(&machine)];
-    let started = Instant::now();
-    let mut first: Option<(f64, u64)> = None;
-    let mut progress = |p: Progress| {
-        if let (Progress::Advance { refs }, None) = (p, first) {
-            first = Some((started.elapsed().as_secs_f64(), refs));
-        }
-    };
-    let (done, _) = feed(source, &mut machines, validate::DEFAULT_BATCH, &AtomicBool::new(false), &mut progress)?;
-    let seconds = started.elapsed().as_secs_f64();
-    let (first_seconds, first_refs) = first.unwrap_or((seconds, done));
-    Ok(Measurement {
-        name: case.name,
-        description: case.description,
-        refs: done,
-        seconds,
-        refs_per_second: done as f64 / seconds,
-        first_batch_seconds: Some(first_seconds),
-        streaming_refs_per_second: Some((done - first_refs) as f64 / (seconds - first_seconds).max(1e-9)),
-    })
+    simulate(source, (case.machine)(), case.name, case.description)
 }
 
 fn measure(case: &Case, refs: u64) -> Result<Measurement> {
@@ -198,19 +178,32 @@ fn measure(case: &Case, refs: u64) -> Result<Measurement> {
         seed: 42,
     };
     let source: Box<dyn RefSource> = Box::new(Synthetic::new(spec)?);
-    let machine = validate::machine(&(case.machine)(), "bench", 1)?;
+    let m = simulate(source, (case.machine)(), case.name, case.description)?;
+    Ok(Measurement { first_batch_seconds: None, streaming_refs_per_second: None, ..m })
+}
+
+/// Times `source` fed to one `machine`, end to end and from the first batch on.
+fn simulate(source: Box<dyn RefSource>, machine: RawMachine, name: &'static str, description: &'static str) -> Result<Measurement> {
+    let machine = validate::machine(&machine, "bench", 1)?;
     let mut machines = vec![Machine::new(&machine)];
     let started = Instant::now();
-    let (done, _) = feed(source, &mut machines, validate::DEFAULT_BATCH, &AtomicBool::new(false), &mut |_| {})?;
+    let mut first: Option<(f64, u64)> = None;
+    let mut progress = |p: Progress| {
+        if let (Progress::Advance { refs }, None) = (p, first) {
+            first = Some((started.elapsed().as_secs_f64(), refs));
+        }
+    };
+    let (done, _) = feed(source, &mut machines, validate::DEFAULT_BATCH, &AtomicBool::new(false), &mut progress)?;
     let seconds = started.elapsed().as_secs_f64();
+    let (first_seconds, first_refs) = first.unwrap_or((seconds, done));
     Ok(Measurement {
-        name: case.name,
-        description: case.description,
+        name,
+        description,
         refs: done,
         seconds,
         refs_per_second: done as f64 / seconds,
-        first_batch_seconds: None,
-        streaming_refs_per_second: None,
+        first_batch_seconds: Some(first_seconds),
+        streaming_refs_per_second: Some((done - first_refs) as f64 / (seconds - first_seconds).max(1e-9)),
     })
 }
 

@@ -63,7 +63,10 @@ impl Selection {
         let table = overrides(&self.set)?;
         let spec = BuiltinSpec::new(&self.name, scale, Some(&table), self.seed, 0, &self.name);
         // Field paths read `NAME.params.KEY` here; `--set KEY` says the same to a command line.
-        Ok(spec.map_err(|e| anyhow!(e.to_string().replace(&format!("{}.params.", self.name), "--set ").replace(&format!("{}.type", self.name), "workload")))?)
+        spec.map_err(|e| {
+            let text = e.to_string();
+            anyhow!(text.replace(&format!("{}.params.", self.name), "--set ").replace(&format!("{}.type", self.name), "workload"))
+        })
     }
 }
 

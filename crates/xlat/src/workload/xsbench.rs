@@ -330,8 +330,8 @@ impl Xsbench {
                 }
             }
             let f = (high.energy - energy) / (high.energy - low.energy);
-            for x in 0..XS {
-                macro_xs[x] += (high.xs[x] - f * (high.xs[x] - low.xs[x])) * conc;
+            for (m, (h, l)) in macro_xs.iter_mut().zip(high.xs.iter().zip(&low.xs)) {
+                *m += (h - f * (h - l)) * conc;
             }
             e.instructions(NUCLIDE_INSTRUCTIONS);
         }
