@@ -225,13 +225,6 @@ impl<T: Copy> SimVec<T> {
         self.data[i]
     }
 
-    /// Applies `f` to element `i`, emitting a load and a store.
-    #[inline]
-    pub fn update(&mut self, i: usize, f: impl FnOnce(T) -> T, e: &mut Emitter) {
-        e.load_store(self.addr(i), elem::<T>());
-        self.data[i] = f(self.data[i]);
-    }
-
     /// Writes element `i`, emitting the store.
     #[inline]
     pub fn st(&mut self, i: usize, value: T, e: &mut Emitter) {
