@@ -37,7 +37,7 @@ use super::address_space::AddressSpace;
 use super::emit::{Emitter, SimVec};
 use super::{Expected, ExpectedPhase, Region, Scale, Workload};
 use rand::seq::SliceRandom;
-use rand::{Rng, SeedableRng};
+use rand::{Rng, RngCore, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
 use serde::{Deserialize, Serialize};
 
@@ -216,13 +216,17 @@ impl Graph500 {
     fn generate(&self, rng: &mut Xoshiro256PlusPlus, base: u64, e: &mut Emitter) -> Result<SimVec<u64>, String> {
         let m = self.edges() as usize;
         let mut ij = SimVec::filled(base, 2 * m, 0u64, "the edge list")?;
-        let (ab, c_norm, a_norm) = (A + B, C / (1.0 - (A + B)), A / (A + B));
+        // The specification's `rand > p` tests, on 32-bit fixed-point uniforms: one 64-bit draw
+        // gives both bits of a level.
+        let threshold = |p: f64| (p * 4_294_967_296.0) as u64;
+        let (ab, c_norm, a_norm) = (threshold(A + B), threshold(C / (1.0 - (A + B))), threshold(A / (A + B)));
         let mut pairs: Vec<(u64, u64)> = (0..m)
             .map(|_| {
                 let (mut i, mut j) = (0u64, 0u64);
                 for bit in 0..self.scale {
-                    let ii = rng.random::<f64>() > ab;
-                    let jj = rng.random::<f64>() > if ii { c_norm } else { a_norm };
+                    let draw = rng.next_u64();
+                    let ii = (draw & 0xffff_ffff) >= ab;
+                    let jj = (draw >> 32) >= if ii { c_norm } else { a_norm };
                     i |= u64::from(ii) << bit;
                     j |= u64::from(jj) << bit;
                 }
