@@ -118,6 +118,10 @@ impl Tree<'_> {
         if id / NODES_PER_SLAB >= self.slabs.len() {
             return Err("the tree outgrew its planned slabs".into());
         }
+        if self.nodes.len() == self.nodes.capacity() {
+            let more = self.nodes.capacity().max(1024);
+            self.nodes.try_reserve(more).map_err(|_| "cannot allocate host memory for the tree's nodes".to_string())?;
+        }
         self.nodes.push(Node::new(leaf));
         Ok(id)
     }

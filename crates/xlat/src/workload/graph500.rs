@@ -220,8 +220,9 @@ impl Graph500 {
         // gives both bits of a level.
         let threshold = |p: f64| (p * 4_294_967_296.0) as u64;
         let (ab, c_norm, a_norm) = (threshold(A + B), threshold(C / (1.0 - (A + B))), threshold(A / (A + B)));
-        let mut pairs: Vec<(u64, u64)> = (0..m)
-            .map(|_| {
+        let mut pairs: Vec<(u64, u64)> = Vec::new();
+        pairs.try_reserve_exact(m).map_err(|_| "cannot allocate host memory for generating the edges".to_string())?;
+        pairs.extend((0..m).map(|_| {
                 let (mut i, mut j) = (0u64, 0u64);
                 for bit in 0..self.scale {
                     let draw = rng.next_u64();
@@ -231,8 +232,7 @@ impl Graph500 {
                     j |= u64::from(jj) << bit;
                 }
                 (i, j)
-            })
-            .collect();
+            }));
         let mut perm: Vec<u64> = (0..self.vertices()).collect();
         perm.shuffle(rng);
         pairs.shuffle(rng);
