@@ -59,6 +59,11 @@ fn btree_tiny() {
 }
 
 #[test]
+fn btree_lookups_alone_touch_the_nodes_on_their_paths() {
+    check(&spec("btree", "keys = 40000\nlookups = 1500\nbuild = false"));
+}
+
+#[test]
 fn xsbench_tiny_every_grid() {
     for grid in ["unionized", "nuclide", "hash"] {
         check(&spec("xsbench", &format!("grid = \"{grid}\"\nhash_bins = 100")));
