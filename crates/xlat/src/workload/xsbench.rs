@@ -376,7 +376,7 @@ impl Workload for Xsbench {
         if self.gridpoints < 2 {
             return Err(("gridpoints", "at least 2 grid points per nuclide are needed".into()));
         }
-        if self.n_points() as u64 * u64::from(self.nuclides) >= 1 << 36 {
+        if self.grid == Grid::Unionized && self.n_points() as u64 * u64::from(self.nuclides) >= 1 << 36 {
             return Err(("gridpoints", "the unionized index grid would exceed 256 GiB".into()));
         }
         if self.hash_bins == 0 {
