@@ -41,6 +41,9 @@ enum Command {
     Plot(commands::plot::PlotArgs),
     /// List the built-in machines, or print one as TOML to start a configuration from.
     Presets(commands::presets::PresetsArgs),
+    /// Built-in workloads (GUPS, BTree, XSBench, Graph500): list, describe, check.
+    #[command(subcommand)]
+    Workload(commands::workload::WorkloadCommand),
 }
 
 /// What a command reports back to `main`.
@@ -62,6 +65,7 @@ fn main() -> ExitCode {
         Command::Presets(args) => commands::presets::run(&args),
         Command::Hash(cmd) => commands::hash::run(&cmd),
         Command::Plot(args) => commands::plot::run(&args),
+        Command::Workload(cmd) => commands::workload::run(&cmd, &interrupt),
     };
     match result {
         Ok(Outcome::Done) => ExitCode::SUCCESS,

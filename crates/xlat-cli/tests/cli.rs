@@ -28,7 +28,17 @@ ways = 4
 #[test]
 fn help_everywhere() {
     let dir = tempfile::tempdir().unwrap();
-    for args in [&["--help"][..], &["run", "--help"], &["trace", "--help"], &["bench", "--help"], &["presets", "--help"], &["hash", "vectors", "--help"]] {
+    let commands = [
+        &["--help"][..],
+        &["run", "--help"],
+        &["trace", "--help"],
+        &["bench", "--help"],
+        &["presets", "--help"],
+        &["hash", "vectors", "--help"],
+        &["plot", "--help"],
+        &["workload", "--help"],
+    ];
+    for args in commands {
         let out = xlat(args, dir.path());
         assert!(out.status.success(), "{args:?}: {}", text(&out.stderr));
         assert!(text(&out.stdout).contains("Usage"), "{args:?}");
@@ -244,4 +254,36 @@ fn ctrl_c_stops_a_trace_command() {
     feeder.join().unwrap();
     assert_eq!(out.status.code(), Some(130), "{}", text(&out.stderr));
     assert!(text(&out.stderr).contains("interrupted"));
+}
+
+#[test]
+fn workload_list_info_and_check() {
+    let dir = tempfile::tempdir().unwrap();
+    let list = text(&xlat(&["workload", "list"], dir.path()).stdout);
+    for name in ["gups", "btree", "xsbench", "graph500"] {
+        assert!(list.contains(name), "{list}");
+    }
+    let info = xlat(&["workload", "info", "gups", "--scale", "paper"], dir.path());
+    assert!(info.status.success(), "{}", text(&info.stderr));
+    let stdout = text(&info.stdout);
+    assert!(stdout.contains("table_log2 = 30") && stdout.contains("expected footprint: 8.00GiB"), "{stdout}");
+    let check = xlat(&["workload", "check", "btree", "--scale", "tiny", "--set", "lookups=500"], dir.path());
+    assert!(check.status.success(), "{}", text(&check.stderr));
+    assert!(text(&check.stdout).contains("all 500 lookups found their key's value"), "{}", text(&check.stdout));
+}
+
+#[test]
+fn workload_bad_arguments_are_clear_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    for (args, wanted) in [
+        (&["workload", "info", "nbody", "--scale", "tiny"][..], "unknown workload `nbody`"),
+        (&["workload", "info", "gups", "--scale", "huge"], "unknown scale `huge`"),
+        (&["workload", "info", "gups", "--scale", "tiny", "--set", "table_log2=99"], "--set table_log2"),
+        (&["workload", "info", "gups", "--scale", "tiny", "--set", "colour=red"], "no parameter `colour`"),
+        (&["workload", "info", "gups", "--scale", "tiny", "--set", "oops"], "expected KEY=VALUE"),
+    ] {
+        let out = xlat(args, dir.path());
+        assert_eq!(out.status.code(), Some(1), "{args:?}");
+        assert!(text(&out.stderr).contains(wanted), "{args:?}: {}", text(&out.stderr));
+    }
 }

@@ -27,7 +27,6 @@ fn check(spec: &BuiltinSpec) {
     let summary = info(&mut source).unwrap();
     let report = source.report().expect("a finished run has a report");
     let name = spec.name();
-    println!("{name}: {summary:?}\n  {report:?}\n  expected {expected:?}");
     assert!(!report.checks.is_empty(), "{name}: no self-check reported");
     for (phase, want) in report.phases.iter().zip(&expected.phases) {
         assert_eq!(phase.name, want.name);
@@ -60,6 +59,11 @@ fn btree_tiny() {
 }
 
 #[test]
+fn btree_lookups_alone_touch_the_nodes_on_their_paths() {
+    check(&spec("btree", "keys = 40000\nlookups = 1500\nbuild = false"));
+}
+
+#[test]
 fn xsbench_tiny_every_grid() {
     for grid in ["unionized", "nuclide", "hash"] {
         check(&spec("xsbench", &format!("grid = \"{grid}\"\nhash_bins = 100")));
@@ -69,6 +73,11 @@ fn xsbench_tiny_every_grid() {
 #[test]
 fn graph500_tiny() {
     check(&spec("graph500", ""));
+}
+
+#[test]
+fn graph500_linked_lists_tiny() {
+    check(&spec("graph500", "adjacency = \"list\""));
 }
 
 #[test]
@@ -86,4 +95,60 @@ fn a_consumer_that_stops_early_stops_the_workload() {
     let mut batch = xlat::Batch::default();
     assert_eq!(source.fill(&mut batch, 1000).unwrap(), 1000);
     drop(source);
+}
+
+const MACHINE: &str = r#"
+[[machine]]
+name = "m"
+preset = "single-tlb"
+entries = 64
+ways = 4
+"#;
+
+fn parse(workloads: &str) -> xlat::Result<xlat::config::ExperimentSpec> {
+    xlat::config::parse_experiment(&format!("{workloads}\n{MACHINE}"), std::path::Path::new("."))
+}
+
+fn config_error(workloads: &str) -> String {
+    parse(workloads).unwrap_err().to_string()
+}
+
+#[test]
+fn experiments_run_builtin_workloads_with_instruction_counts() {
+    let spec = parse(
+        r#"
+[[workload]]
+name = "g"
+type = "graph500"
+scale = "tiny"
+params = { roots = 2, setup = false }
+"#,
+    )
+    .unwrap();
+    let result = xlat::sim::run_experiment(&spec, &std::sync::atomic::AtomicBool::new(false), &mut |_| {}).unwrap();
+    let w = &result.workloads[0];
+    assert!(w.refs > 0 && !w.partial);
+    let rows = result.rows();
+    assert!(rows[0].mpki.is_some(), "built-in workloads count instructions");
+    assert_eq!(w.input["spec"]["params"]["roots"], 2);
+}
+
+#[test]
+fn builtin_workload_errors_name_the_field() {
+    let e = config_error("[[workload]]\nname = \"g\"\ntype = \"gups\"\nscale = \"huge\"");
+    assert!(e.contains("workload[0].scale") && e.contains("tiny, small or paper"), "{e}");
+    let e = config_error("[[workload]]\nname = \"g\"\ntype = \"gups\"");
+    assert!(e.contains("workload[0].scale") && e.contains("needs a `scale`"), "{e}");
+    let e = config_error("[[workload]]\nname = \"g\"\ntype = \"btree\"\nscale = \"tiny\"\nfootprint = \"1GiB\"");
+    assert!(e.contains("workload[0].footprint") && e.contains("params"), "{e}");
+    let e = config_error("[[workload]]\nname = \"g\"\ntype = \"xsbench\"\nscale = \"tiny\"\nparams = { nuclides = 100 }");
+    assert!(e.contains("workload[0].params.nuclides") && e.contains("68 or 355"), "{e}");
+    let e = config_error("[[workload]]\nname = \"g\"\ntype = \"xsbench\"\nscale = \"tiny\"\nparams = { grid = \"octree\" }");
+    assert!(e.contains("workload[0].params"), "{e}");
+    let e = config_error("[[workload]]\nname = \"g\"\ntype = \"graph500\"\nscale = \"tiny\"\nparams = { roots = 5000 }");
+    assert!(e.contains("workload[0].params.roots"), "{e}");
+    let e = config_error("[[workload]]\nname = \"u\"\ntype = \"uniform\"\nfootprint = \"1MiB\"\nrefs = 10\nscale = \"tiny\"");
+    assert!(e.contains("workload[0].scale") && e.contains("only built-in"), "{e}");
+    let e = config_error("[[workload]]\nname = \"g\"\ntype = \"nbody\"\nscale = \"tiny\"");
+    assert!(e.contains("nbody"), "{e}");
 }

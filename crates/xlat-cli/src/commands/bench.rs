@@ -16,7 +16,9 @@ use xlat::sim::experiment::feed;
 use xlat::sim::Machine;
 use xlat::source::synthetic::{Pattern, Synthetic, SyntheticSpec};
 use xlat::memref::Batch;
-use xlat::source::RefSource;
+use xlat::sim::experiment::Progress;
+use xlat::source::{Limited, RefSource};
+use xlat::workload::{BuiltinSpec, Scale};
 use xlat::trace::{self, NativeWriter, TraceFormat};
 use xlat::MemRef;
 
@@ -42,6 +44,12 @@ struct Measurement {
     refs: u64,
     seconds: f64,
     refs_per_second: f64,
+    /// Built-in workloads: seconds of computation before the first batch (set-up not
+    /// emitted), and the rate from the first batch on.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    first_batch_seconds: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    streaming_refs_per_second: Option<f64>,
 }
 
 /// A benchmark: a name, what it measures, and how to build its source and machines.
@@ -142,6 +150,54 @@ const CASES: [Case; 9] = [
     },
 ];
 
+/// A benchmark of a built-in workload at `small` scale.
+struct WorkloadCase {
+    name: &'static str,
+    description: &'static str,
+    workload: &'static str,
+    /// Parameters overriding the `small` preset, as TOML.
+    params: &'static str,
+    machine: fn() -> RawMachine,
+}
+
+const WORKLOAD_CASES: [WorkloadCase; 4] = [
+    WorkloadCase {
+        name: "gups-small-tlb1024x4",
+        description: "GUPS at small scale (128 MiB table, initialization and updates) into one 1024-entry 4-way TLB",
+        workload: "gups",
+        params: "",
+        machine: single_tlb,
+    },
+    WorkloadCase {
+        name: "graph500-bfs-small-tlb1024x4",
+        description: "Graph500 BFS at small scale (2^18 vertices, 8 roots; set-up computed, not emitted) into one 1024-entry 4-way TLB",
+        workload: "graph500",
+        params: "setup = false",
+        machine: single_tlb,
+    },
+    WorkloadCase {
+        name: "btree-lookup-small-tlb1024x4",
+        description: "BTree lookups at small scale (3.2 M keys; build computed, not emitted) into one 1024-entry 4-way TLB",
+        workload: "btree",
+        params: "build = false",
+        machine: single_tlb,
+    },
+    WorkloadCase {
+        name: "xsbench-lookup-small-tlb1024x4",
+        description: "XSBench unionized lookups at small scale (grids computed, not emitted) into one 1024-entry 4-way TLB",
+        workload: "xsbench",
+        params: "setup = false",
+        machine: single_tlb,
+    },
+];
+
+fn measure_workload(case: &WorkloadCase, refs: u64) -> Result<Measurement> {
+    let params: toml::Table = toml::from_str(case.params)?;
+    let spec = BuiltinSpec::new(case.workload, Scale::Small, Some(&params), 42, 0, case.name)?;
+    let source: Box<dyn RefSource> = Box::new(Limited::new(spec.open()?, 0, Some(refs)));
+    simulate(source, (case.machine)(), case.name, case.description)
+}
+
 fn measure(case: &Case, refs: u64) -> Result<Measurement> {
     let spec = SyntheticSpec {
         pattern: case.pattern.clone(),
@@ -154,17 +210,32 @@ fn measure(case: &Case, refs: u64) -> Result<Measurement> {
         seed: 42,
     };
     let source: Box<dyn RefSource> = Box::new(Synthetic::new(spec)?);
-    let machine = validate::machine(&(case.machine)(), "bench", 1)?;
+    let m = simulate(source, (case.machine)(), case.name, case.description)?;
+    Ok(Measurement { first_batch_seconds: None, streaming_refs_per_second: None, ..m })
+}
+
+/// Times `source` fed to one `machine`, end to end and from the first batch on.
+fn simulate(source: Box<dyn RefSource>, machine: RawMachine, name: &'static str, description: &'static str) -> Result<Measurement> {
+    let machine = validate::machine(&machine, "bench", 1)?;
     let mut machines = vec![Machine::new(&machine)];
     let started = Instant::now();
-    let (done, _) = feed(source, &mut machines, validate::DEFAULT_BATCH, &AtomicBool::new(false), &mut |_| {})?;
+    let mut first: Option<(f64, u64)> = None;
+    let mut progress = |p: Progress| {
+        if let (Progress::Advance { refs }, None) = (p, first) {
+            first = Some((started.elapsed().as_secs_f64(), refs));
+        }
+    };
+    let (done, _) = feed(source, &mut machines, validate::DEFAULT_BATCH, &AtomicBool::new(false), &mut progress)?;
     let seconds = started.elapsed().as_secs_f64();
+    let (first_seconds, first_refs) = first.unwrap_or((seconds, done));
     Ok(Measurement {
-        name: case.name,
-        description: case.description,
+        name,
+        description,
         refs: done,
         seconds,
         refs_per_second: done as f64 / seconds,
+        first_batch_seconds: Some(first_seconds),
+        streaming_refs_per_second: Some((done - first_refs) as f64 / (seconds - first_seconds).max(1e-9)),
     })
 }
 
@@ -217,6 +288,8 @@ fn measure_native_read(refs: u64) -> Result<Measurement> {
         refs: done,
         seconds,
         refs_per_second: done as f64 / seconds,
+        first_batch_seconds: None,
+        streaming_refs_per_second: None,
     })
 }
 
@@ -228,12 +301,16 @@ pub fn run(args: &BenchArgs) -> Result<Outcome> {
     let selected = |name: &str| args.filter.as_ref().is_none_or(|f| name.contains(f.as_str()));
     let mut results = Vec::new();
     let simulations = CASES.iter().filter(|c| selected(c.name)).map(|case| measure(case, args.refs));
+    let workloads = WORKLOAD_CASES.iter().filter(|c| selected(c.name)).map(|case| measure_workload(case, args.refs));
     let reads = selected(NATIVE_READ).then(|| measure_native_read(args.refs));
-    for m in simulations.chain(reads) {
+    for m in simulations.chain(workloads).chain(reads) {
         let m = m?;
         if !args.json {
-            println!("{:<28} {:>8.1} M refs/s  ({} refs in {:.2} s)  {}", m.name, m.refs_per_second / 1e6,
+            println!("{:<30} {:>8.1} M refs/s  ({} refs in {:.2} s)  {}", m.name, m.refs_per_second / 1e6,
                 thousands(m.refs), m.seconds, m.description);
+            if let (Some(first), Some(rate)) = (m.first_batch_seconds, m.streaming_refs_per_second) {
+                println!("{:<30} {:>8.1} M refs/s  after the first batch ({first:.2} s of computation before it)", "", rate / 1e6);
+            }
         }
         results.push(m);
     }

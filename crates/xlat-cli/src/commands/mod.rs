@@ -6,3 +6,4 @@ pub mod plot;
 pub mod presets;
 pub mod run;
 pub mod trace;
+pub mod workload;

@@ -113,19 +113,22 @@ pub fn workload(w: &RawWorkload, path: &str, seed: u64, base_dir: &Path) -> Resu
     Ok(WorkloadSpec { name: w.name.clone(), source, skip: w.skip.unwrap_or(0), limit: w.limit, machines: w.machines.clone() })
 }
 
-fn trace_source(w: &RawWorkload, path: &str, base_dir: &Path) -> Result<SourceSpec> {
-    let synthetic_only = [
+/// The fields that describe a synthetic stream's pattern, and whether each is set.
+fn pattern_fields(w: &RawWorkload) -> [(&'static str, bool); 7] {
+    [
         ("footprint", w.footprint.is_some()),
         ("refs", w.refs.is_some()),
         ("base", w.base.is_some()),
         ("size", w.size.is_some()),
         ("store_fraction", w.store_fraction.is_some()),
-        ("asid", w.asid.is_some()),
-        ("seed", w.seed.is_some()),
         ("stride", w.stride.is_some()),
         ("exponent", w.exponent.is_some()),
-    ];
-    if let Some((field, _)) = synthetic_only.iter().find(|(_, set)| *set) {
+    ]
+}
+
+fn trace_source(w: &RawWorkload, path: &str, base_dir: &Path) -> Result<SourceSpec> {
+    let generated = [("asid", w.asid.is_some()), ("seed", w.seed.is_some())];
+    if let Some((field, _)) = pattern_fields(w).iter().chain(&generated).find(|(_, set)| *set) {
         return err(format!("{path}.{field}"), "only synthetic workloads take this field (use `limit` to cut a trace)");
     }
     let Some(file) = &w.path else {
@@ -141,18 +144,8 @@ fn trace_source(w: &RawWorkload, path: &str, base_dir: &Path) -> Result<SourceSp
 }
 
 fn builtin(w: &RawWorkload, path: &str, seed: u64) -> Result<BuiltinSpec> {
-    let synthetic_only = [
-        ("footprint", w.footprint.is_some()),
-        ("refs", w.refs.is_some()),
-        ("base", w.base.is_some()),
-        ("size", w.size.is_some()),
-        ("store_fraction", w.store_fraction.is_some()),
-        ("stride", w.stride.is_some()),
-        ("exponent", w.exponent.is_some()),
-        ("path", w.path.is_some()),
-        ("format", w.format.is_some()),
-    ];
-    if let Some((field, _)) = synthetic_only.iter().find(|(_, set)| *set) {
+    let file = [("path", w.path.is_some()), ("format", w.format.is_some())];
+    if let Some((field, _)) = pattern_fields(w).iter().chain(&file).find(|(_, set)| *set) {
         return err(format!("{path}.{field}"), format!("a {} workload does not take this field (its parameters go in `params`)", w.kind.name()));
     }
     let Some(scale_name) = &w.scale else {

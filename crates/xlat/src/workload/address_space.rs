@@ -149,6 +149,17 @@ impl AddressSpace {
         start
     }
 
+    /// `count` consecutive `malloc(bytes)` calls of a small size (below the mmap threshold),
+    /// with nothing freed in between and no freed chunk of that size to reuse: the chunks are
+    /// carved one after the other from the top of the heap. Returns the first user pointer;
+    /// the others follow every [`chunk_size`]`(bytes)` bytes. They are not tracked one by one
+    /// and cannot be freed (for millions of list nodes).
+    pub fn malloc_run(&mut self, bytes: u64, count: u64) -> u64 {
+        let chunk = chunk_size(bytes);
+        assert!(chunk < self.threshold, "malloc_run is for heap-sized requests");
+        self.carve_top(chunk * count) + 16
+    }
+
     fn map(&mut self, chunk: u64) -> u64 {
         let len = align_up(chunk + 8, PAGE);
         let start = self.highest_gap(len);
@@ -254,6 +265,16 @@ mod tests {
         assert!(!a.is_mapped(w), "the threshold rose above 1 MiB: the heap serves it");
         a.free(w);
         assert_eq!(a.malloc(1 << 20), w, "a chunk at the top of the heap returns to it");
+    }
+
+    #[test]
+    fn a_run_of_mallocs_is_consecutive_chunks() {
+        let (mut a, mut b) = (AddressSpace::new(), AddressSpace::new());
+        let first = a.malloc_run(16, 1000);
+        let singles: Vec<u64> = (0..1000).map(|_| b.malloc(16)).collect();
+        assert_eq!(first, singles[0]);
+        assert_eq!(singles[999], first + 999 * 32);
+        assert_eq!(a.malloc(100), b.malloc(100));
     }
 
     #[test]

@@ -118,6 +118,10 @@ impl Tree<'_> {
         if id / NODES_PER_SLAB >= self.slabs.len() {
             return Err("the tree outgrew its planned slabs".into());
         }
+        if self.nodes.len() == self.nodes.capacity() {
+            let more = self.nodes.capacity().max(1024);
+            self.nodes.try_reserve(more).map_err(|_| "cannot allocate host memory for the tree's nodes".to_string())?;
+        }
         self.nodes.push(Node::new(leaf));
         Ok(id)
     }
@@ -366,7 +370,7 @@ impl Workload for Btree {
         let keys = match scale {
             Scale::Tiny => 4_000,
             Scale::Small => 3_200_000,
-            Scale::Paper => 84_000_000,
+            Scale::Paper => 78_000_000,
         };
         Btree { keys, lookups: keys, build: true }
     }
@@ -381,9 +385,18 @@ impl Workload for Btree {
     fn expected(&self) -> Expected {
         let layout = self.layout();
         let (nodes, height) = self.expected_nodes();
-        let node_bytes = nodes * NODE_BYTES as f64;
+        // Without the build, only the lookups touch memory: a leaf is on some lookup's path
+        // with probability q, a page of 16 nodes (nearly all leaves) holds one such leaf with
+        // probability 1 - (1 - q)^16; likewise for the 512 keys of a page of the key array.
+        let page_fraction = |per_page: i32, items: f64| {
+            let q = -(-(self.lookups as f64) / items.max(1.0)).exp_m1();
+            if self.build { 1.0 } else { 1.0 - (1.0 - q).powi(per_page) }
+        };
+        let leaves = self.keys as f64 / (MAX_KEYS as f64 * RANDOM_FILL);
+        let node_bytes = nodes * NODE_BYTES as f64 * page_fraction(16, leaves);
+        let key_bytes = (self.keys as f64 * 8.0 * page_fraction(512, self.keys as f64)) as u64;
         let mut regions = vec![
-            Region { name: "keys".into(), addr: layout.keys, bytes: self.keys * 8, touched: self.keys * 8 },
+            Region { name: "keys".into(), addr: layout.keys, bytes: self.keys * 8, touched: key_bytes },
             Region { name: "tree (root pointer)".into(), addr: layout.tree, bytes: 16, touched: 8 },
         ];
         for (i, &slab) in layout.slabs.iter().enumerate() {

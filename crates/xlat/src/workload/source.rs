@@ -30,6 +30,9 @@ impl Sink for ChannelSink {
         next.clear();
         next.reserve(CHUNK);
         std::mem::swap(refs, &mut next);
+        if next.is_empty() && instructions == 0 {
+            return true;
+        }
         self.full.send(Msg::Refs(next, instructions)).is_ok()
     }
 }

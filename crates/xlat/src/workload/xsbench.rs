@@ -330,8 +330,8 @@ impl Xsbench {
                 }
             }
             let f = (high.energy - energy) / (high.energy - low.energy);
-            for x in 0..XS {
-                macro_xs[x] += (high.xs[x] - f * (high.xs[x] - low.xs[x])) * conc;
+            for (m, (h, l)) in macro_xs.iter_mut().zip(high.xs.iter().zip(&low.xs)) {
+                *m += (h - f * (h - l)) * conc;
             }
             e.instructions(NUCLIDE_INSTRUCTIONS);
         }
@@ -376,7 +376,7 @@ impl Workload for Xsbench {
         if self.gridpoints < 2 {
             return Err(("gridpoints", "at least 2 grid points per nuclide are needed".into()));
         }
-        if self.n_points() as u64 * u64::from(self.nuclides) >= 1 << 36 {
+        if self.grid == Grid::Unionized && self.n_points() as u64 * u64::from(self.nuclides) >= 1 << 36 {
             return Err(("gridpoints", "the unionized index grid would exceed 256 GiB".into()));
         }
         if self.hash_bins == 0 {

@@ -1,0 +1,165 @@
+//! `xlat workload`: the built-in workloads — list them, show what one will do at a scale, or
+//! run one without simulating to see its self-check and measured footprint.
+
+use crate::report::thousands;
+use crate::Outcome;
+use anyhow::{anyhow, Result};
+use clap::{Args, Subcommand};
+use std::sync::atomic::AtomicBool;
+use std::time::Instant;
+use xlat::source::Interruptible;
+use xlat::units::format_bytes;
+use xlat::workload::{BuiltinSpec, Expected, WORKLOADS};
+
+/// Subcommands of `xlat workload`.
+#[derive(Subcommand)]
+pub enum WorkloadCommand {
+    /// List the built-in workloads.
+    List,
+    /// Show a workload's parameters, allocations, expected footprint and references at a scale.
+    Info(Selection),
+    /// Run a workload without simulating: its self-check, references, footprint and speed,
+    /// against what `info` expects.
+    Check(Selection),
+}
+
+/// Which workload, at which scale, with which explicit parameters.
+#[derive(Args)]
+pub struct Selection {
+    /// Workload name (see `xlat workload list`).
+    name: String,
+    /// Scale preset: tiny, small or paper.
+    #[arg(long)]
+    scale: String,
+    /// Override a parameter, e.g. `--set roots=16` or `--set grid=hash` (repeatable).
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    set: Vec<String>,
+    /// Seed of the workload's random choices.
+    #[arg(long, default_value_t = xlat::config::validate::DEFAULT_SEED)]
+    seed: u64,
+    /// Print JSON instead of text.
+    #[arg(long)]
+    json: bool,
+}
+
+/// Parses `KEY=VALUE` overrides as TOML values (bare words are strings).
+fn overrides(set: &[String]) -> Result<toml::Table> {
+    let mut table = toml::Table::new();
+    for item in set {
+        let (key, value) = item.split_once('=').ok_or_else(|| anyhow!("--set {item}: expected KEY=VALUE"))?;
+        let (key, value) = (key.trim(), value.trim());
+        let parsed = toml::from_str::<toml::Table>(&format!("v = {value}"))
+            .ok()
+            .and_then(|mut t| t.remove("v"))
+            .unwrap_or_else(|| toml::Value::String(value.to_string()));
+        table.insert(key.to_string(), parsed);
+    }
+    Ok(table)
+}
+
+impl Selection {
+    fn spec(&self) -> Result<BuiltinSpec> {
+        let scale = xlat::workload::scale(&self.scale, "--scale")?;
+        let table = overrides(&self.set)?;
+        let spec = BuiltinSpec::new(&self.name, scale, Some(&table), self.seed, 0, &self.name);
+        // Field paths read `NAME.params.KEY` here; `--set KEY` says the same to a command line.
+        spec.map_err(|e| {
+            let text = e.to_string();
+            anyhow!(text.replace(&format!("{}.params.", self.name), "--set ").replace(&format!("{}.type", self.name), "workload"))
+        })
+    }
+}
+
+/// Runs a workload subcommand.
+pub fn run(cmd: &WorkloadCommand, interrupt: &AtomicBool) -> Result<Outcome> {
+    match cmd {
+        WorkloadCommand::List => {
+            for (name, about) in WORKLOADS {
+                println!("{name:<10} {about}");
+            }
+            Ok(Outcome::Done)
+        }
+        WorkloadCommand::Info(sel) => info(sel),
+        WorkloadCommand::Check(sel) => check(sel, interrupt),
+    }
+}
+
+fn parameters(spec: &BuiltinSpec) -> Vec<(String, String)> {
+    let value = serde_json::to_value(&spec.params).unwrap_or_default();
+    let map = value.as_object().cloned().unwrap_or_default();
+    map.into_iter().filter(|(k, _)| k != "workload").map(|(k, v)| (k, v.to_string().trim_matches('"').to_string())).collect()
+}
+
+fn info(sel: &Selection) -> Result<Outcome> {
+    let spec = sel.spec()?;
+    let expected = spec.expected();
+    if sel.json {
+        let json = serde_json::json!({
+            "spec": spec,
+            "footprint_bytes": expected.footprint_bytes(),
+            "footprint_pages": expected.footprint_pages(),
+            "expected": expected,
+        });
+        println!("{}", serde_json::to_string_pretty(&json)?);
+        return Ok(Outcome::Done);
+    }
+    let about = WORKLOADS.iter().find(|(n, _)| *n == spec.name()).map_or("", |(_, a)| a);
+    println!("{} at scale {}: {about}", spec.name(), spec.scale);
+    println!("parameters:");
+    for (k, v) in parameters(&spec) {
+        println!("  {k} = {v}");
+    }
+    print_expected(&expected);
+    Ok(Outcome::Done)
+}
+
+fn print_expected(expected: &Expected) {
+    let pages = expected.footprint_pages();
+    println!("expected footprint: {} ({} pages of 4 KiB touched)", format_bytes(pages << 12), thousands(pages));
+    println!("expected references (estimates within ±{:.0}%):", 100.0 * expected.tolerance);
+    for p in &expected.phases {
+        let emitted = if p.emitted { "emitted" } else { "not emitted" };
+        let exact = if p.exact { "exact" } else { "estimate" };
+        println!("  {:<8} {:>16} ({exact}, {emitted})", p.name, thousands(p.refs));
+    }
+    println!("allocations, in program order:");
+    const SHOWN: usize = 12;
+    for r in expected.regions.iter().filter(|r| r.bytes > 0).take(SHOWN) {
+        let place = if r.mapped() { "mmap" } else { "heap" };
+        println!("  {:#014x} {place} {:>12} touched {:>12}  {}", r.addr, format_bytes(r.bytes), format_bytes(r.touched), r.name);
+    }
+    let more = expected.regions.iter().filter(|r| r.bytes > 0).count().saturating_sub(SHOWN);
+    if more > 0 {
+        println!("  ... and {more} more (--json lists all)");
+    }
+}
+
+fn check(sel: &Selection, interrupt: &AtomicBool) -> Result<Outcome> {
+    let spec = sel.spec()?;
+    let expected = spec.expected();
+    let mut source = spec.open()?;
+    let started = Instant::now();
+    let summary = xlat::trace::info(&mut Interruptible::new(&mut source, interrupt))?;
+    let seconds = started.elapsed().as_secs_f64();
+    let report = source.report().ok_or_else(|| anyhow!("the workload ended without a report"))?;
+    if sel.json {
+        let json = serde_json::json!({ "spec": spec, "report": report, "stream": summary, "seconds": seconds,
+            "expected": expected, "expected_footprint_pages": expected.footprint_pages() });
+        println!("{}", serde_json::to_string_pretty(&json)?);
+        return Ok(Outcome::Done);
+    }
+    println!("{} at scale {}: self-check passed", spec.name(), spec.scale);
+    for c in &report.checks {
+        println!("  {c}");
+    }
+    println!("phases:");
+    for (p, want) in report.phases.iter().zip(&expected.phases) {
+        let emitted = if p.emitted { "emitted" } else { "not emitted" };
+        println!("  {:<8} {:>16} references (expected {}), {:>16} instructions, {emitted}",
+            p.name, thousands(p.refs), thousands(want.refs), thousands(p.instructions));
+    }
+    println!("footprint: {} pages touched (expected {})", thousands(summary.pages), thousands(expected.footprint_pages()));
+    println!("{} references emitted in {seconds:.2} s ({:.1} M refs/s; the time includes phases computed but not emitted)", thousands(summary.references),
+        summary.references as f64 / seconds.max(1e-9) / 1e6);
+    Ok(Outcome::Done)
+}
