@@ -25,11 +25,21 @@ fn edge_keys() -> Vec<u64> {
     keys
 }
 
-/// The edge-case keys followed by `random` keys drawn from `seed`.
-pub fn keys(random: usize, seed: u64) -> Vec<u64> {
+/// The edge-case keys followed by `random` keys drawn from `seed`, all cut to their low
+/// `key_bits` bits (1..=64) for circuits with a narrower key, such as the paper's 45-bit VPN.
+/// Cut edge cases that coincide are kept once and the all-ones key of the width is added, so
+/// 64-bit keys are exactly the uncut list.
+pub fn keys(random: usize, seed: u64, key_bits: u32) -> Vec<u64> {
+    assert!((1..=64).contains(&key_bits), "key_bits = {key_bits} is not in 1..=64");
+    let mask = u64::MAX >> (64 - key_bits);
+    let mut keys: Vec<u64> = Vec::new();
+    for key in edge_keys().into_iter().chain([mask]) {
+        if !keys.contains(&(key & mask)) {
+            keys.push(key & mask);
+        }
+    }
     let mut rng = Xoshiro256PlusPlus::seed_from_u64(seed);
-    let mut keys = edge_keys();
-    keys.extend((0..random).map(|_| rng.random::<u64>()));
+    keys.extend((0..random).map(|_| rng.random::<u64>() & mask));
     keys
 }
 
@@ -100,7 +110,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let spec = IcebergSpec { hash: HashSpec::Tabulation { seed: 9 }, ..IcebergSpec::default() };
         let layout = Layout::new(spec, 64 * 1000);
-        let keys = keys(10, 1);
+        let keys = keys(10, 1, 64);
         write(dir.path(), 9, &layout, &keys).unwrap();
         let tables = std::fs::read_to_string(dir.path().join("tables.memh")).unwrap();
         assert_eq!(tables.lines().filter(|l| !l.starts_with("//")).count(), 2048);
@@ -114,5 +124,20 @@ mod tests {
         let cpfn = std::fs::read_to_string(dir.path().join("cpfn_vectors.txt")).unwrap();
         let valid = cpfn.lines().filter(|l| l.split(' ').nth(2) == Some("1")).count();
         assert_eq!(valid, 8 * 104 + 2 * (keys.len() - 8));
+    }
+
+    #[test]
+    fn narrow_keys_fit_their_width_and_wide_keys_are_uncut() {
+        let wide = keys(100, 5, 64);
+        assert_eq!(wide.len(), edge_keys().len() + 100);
+        assert_eq!(wide[..edge_keys().len()], edge_keys()[..]);
+        let narrow = keys(100, 5, 45);
+        assert!(narrow.iter().all(|&k| k >> 45 == 0));
+        assert!(narrow.contains(&((1 << 45) - 1)) && narrow.contains(&(1 << 44)));
+        let edges = narrow.len() - 100;
+        let mut distinct = narrow[..edges].to_vec();
+        distinct.sort_unstable();
+        distinct.dedup();
+        assert_eq!(distinct.len(), edges, "cut edge cases are kept once");
     }
 }
