@@ -16,8 +16,9 @@ module tab_hash #(
     parameter int OUT_BITS = 32,
     // 1: register the outputs (one cycle of latency), 0: purely combinational.
     parameter bit PIPELINE = 0,
-    // The 8 x 256 table words written by `xlat hash vectors` (tables.memh).
-    parameter TABLES = "tables.memh"
+    // Where the tables are: table t is read from {TABLES, "t.memh"}, so the prefix
+    // "DIR/table" names DIR/table0.memh .. table7.memh as `xlat hash vectors` writes them.
+    parameter TABLES = "table"
 ) (
     input  logic                  clk,  // used only when PIPELINE = 1
     input  logic [KEY_BITS-1:0]   key,
@@ -27,9 +28,12 @@ module tab_hash #(
     localparam int BYTES = 8;
     localparam int ENTRIES = 256;
 
-    // One ROM holding every table: table t entry e is word t*256 + e, as in the file.
-    logic [31:0] tables [0:BYTES*ENTRIES-1];
-    initial $readmemh(TABLES, tables);
+    // One ROM per table, read by all H outputs. (Separate ROMs rather than one of 2048 words
+    // also keep Yosys from building, then pruning, a 2048-way multiplexer per read.)
+    for (genvar t = 0; t < BYTES; t++) begin : g_rom
+        logic [31:0] rom [0:ENTRIES-1];
+        initial $readmemh({TABLES, 8'd48 + 8'(t), ".memh"}, rom);  // 48 is "0"
+    end
 
     /* verilator lint_off UNUSEDSIGNAL */
     logic unused_clk;
@@ -43,11 +47,11 @@ module tab_hash #(
     for (genvar k = 0; k < H; k++) begin : g_out
         // words[32t +: 32] is table t's word for this output.
         logic [BYTES*32-1:0] words;
-        for (genvar t = 0; t < BYTES; t++) begin : g_table
+        for (genvar t = 0; t < BYTES; t++) begin : g_read
             // The 8-bit adder drops its carry: the wrap rule of the spec.
             logic [7:0] index;
             assign index = key64[8*t +: 8] + 8'(k);
-            assign words[32*t +: 32] = tables[{3'(t), index}];
+            assign words[32*t +: 32] = g_rom[t].rom[index];
         end
         // The low bits are dropped when OUT_BITS < 32.
         /* verilator lint_off UNUSEDSIGNAL */

@@ -8,7 +8,7 @@ module tb_cpfn;
     parameter int CPFN_BITS = 7;
     parameter logic [63:0] BUCKETS = 64'd65536;
     parameter bit BACKYARD_ALL = 0;
-    parameter TABLES = "tables.memh";
+    parameter TABLES = "table";
     parameter VECTORS = "cpfn_vectors.txt";
     localparam int H = CHOICES + 1;
     localparam int FRAME_BITS = $clog2(BUCKETS * (64'(FRONT) + 64'(BACK)));

@@ -5,7 +5,7 @@ module tb_tab_hash;
     parameter int H = 8;
     parameter int OUT_BITS = 32;
     parameter bit PIPELINE = 0;
-    parameter TABLES = "tables.memh";
+    parameter TABLES = "table";
     parameter VECTORS = "hash_vectors.txt";
     localparam int FILE_OUTPUTS = 8;  // hash_vectors.txt lists h_0 .. h_7
 

@@ -26,7 +26,8 @@ enum Ranges {
 /// Arguments of `xlat hash vectors`.
 #[derive(Args)]
 pub struct VectorsArgs {
-    /// Directory to write tables.memh, hash_vectors.txt and cpfn_vectors.txt into.
+    /// Directory to write tables.memh, table0.memh .. table7.memh, hash_vectors.txt and
+    /// cpfn_vectors.txt into.
     #[arg(long, default_value = "hw/build/vectors")]
     out: PathBuf,
     /// Seed of the tabulation tables.

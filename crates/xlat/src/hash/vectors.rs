@@ -1,5 +1,5 @@
 //! Test vectors for the hardware hash circuit and CPFN decoder (`xlat hash vectors`): the
-//! tables as a `$readmemh` file and, for edge-case and random keys, every hash output and the
+//! tables as `$readmemh` files and, for edge-case and random keys, every hash output and the
 //! frame each CPFN decodes to. `docs/hashing.md` describes the files.
 
 use super::tabulation::{Tabulation, KEY_BYTES, TABLE_ENTRIES};
@@ -43,7 +43,8 @@ pub fn keys(random: usize, seed: u64, key_bits: u32) -> Vec<u64> {
     keys
 }
 
-/// Writes `dir/tables.memh`, `dir/hash_vectors.txt` and `dir/cpfn_vectors.txt` for the
+/// Writes `dir/tables.memh` (and each table alone in `dir/table0.memh` .. `table7.memh`),
+/// `dir/hash_vectors.txt` and `dir/cpfn_vectors.txt` for the
 /// tabulation tables of `table_seed`, the decoder of `layout` (whose hash must be tabulation
 /// with the same seed) and `keys`. Returns the number of vector lines written.
 pub fn write(dir: &Path, table_seed: u64, layout: &Layout, keys: &[u64]) -> Result<usize> {
@@ -58,6 +59,17 @@ pub fn write(dir: &Path, table_seed: u64, layout: &Layout, keys: &[u64]) -> Resu
         }
         Ok(())
     })?;
+    // The same words one table per file: a circuit with one ROM per table loads each from its
+    // own file ($readmemh cannot start at a line of a file).
+    for t in 0..KEY_BYTES {
+        write_atomically(&dir.join(format!("table{t}.memh")), |w| {
+            writeln!(w, "// tabulation table {t}, seed {table_seed}: entry e at line e")?;
+            for e in 0..TABLE_ENTRIES {
+                writeln!(w, "{:08x}", tables.entry(t, e))?;
+            }
+            Ok(())
+        })?;
+    }
     write_atomically(&dir.join("hash_vectors.txt"), |w| {
         writeln!(w, "// key h0 h1 .. h{} (hex), tabulation seed {table_seed}", OUTPUTS - 1)?;
         for &key in keys {
@@ -113,7 +125,13 @@ mod tests {
         let keys = keys(10, 1, 64);
         write(dir.path(), 9, &layout, &keys).unwrap();
         let tables = std::fs::read_to_string(dir.path().join("tables.memh")).unwrap();
-        assert_eq!(tables.lines().filter(|l| !l.starts_with("//")).count(), 2048);
+        let words: Vec<&str> = tables.lines().filter(|l| !l.starts_with("//")).collect();
+        assert_eq!(words.len(), 2048);
+        for table in 0..KEY_BYTES {
+            let one = std::fs::read_to_string(dir.path().join(format!("table{table}.memh"))).unwrap();
+            let one: Vec<&str> = one.lines().filter(|l| !l.starts_with("//")).collect();
+            assert_eq!(one[..], words[256 * table..256 * (table + 1)], "table {table}");
+        }
         let t = Tabulation::new(9);
         let vectors = std::fs::read_to_string(dir.path().join("hash_vectors.txt")).unwrap();
         let line = vectors.lines().nth(1).unwrap();
