@@ -26,7 +26,8 @@ enum Ranges {
 /// Arguments of `xlat hash vectors`.
 #[derive(Args)]
 pub struct VectorsArgs {
-    /// Directory to write tables.memh, hash_vectors.txt and cpfn_vectors.txt into.
+    /// Directory to write tables.memh, table0.memh .. table7.memh, hash_vectors.txt and
+    /// cpfn_vectors.txt into.
     #[arg(long, default_value = "hw/build/vectors")]
     out: PathBuf,
     /// Seed of the tabulation tables.
@@ -38,6 +39,10 @@ pub struct VectorsArgs {
     /// Seed of the random keys.
     #[arg(long, default_value_t = 1)]
     key_seed: u64,
+    /// Key width: every key is cut to its low bits (45 for the paper's circuit, which hashed
+    /// a 45-bit VPN).
+    #[arg(long, default_value_t = 64, value_parser = clap::value_parser!(u32).range(1..=64))]
+    key_bits: u32,
     /// Buckets of the memory the CPFN decoder addresses (65536 = 16 GiB of 4 KiB frames).
     #[arg(long, default_value_t = 65_536)]
     buckets: u64,
@@ -75,7 +80,7 @@ pub fn run(cmd: &HashCommand) -> Result<Outcome> {
     let frames = a.buckets.checked_mul(spec.bucket_frames()).ok_or_else(|| anyhow!("--buckets {} is too large", a.buckets))?;
     spec.check(frames).map_err(|e| anyhow!("invalid geometry: {e}"))?;
     let layout = Layout::new(spec, frames);
-    let keys = vectors::keys(a.keys, a.key_seed);
+    let keys = vectors::keys(a.keys, a.key_seed, a.key_bits);
     let lines = vectors::write(&a.out, a.seed, &layout, &keys)?;
     eprintln!("wrote {} keys ({lines} vector lines) to {}", keys.len(), a.out.display());
     Ok(Outcome::Done)

@@ -88,11 +88,12 @@ pub enum HashFamily {
 impl HashFamily {
     /// Function `k` of `key` mapped onto `0..len`, by multiplying and keeping the high bits
     /// (`h * len >> w` for a `w`-bit hash): unbiased enough, and a multiplier in hardware
-    /// where a modulo would be a divider.
+    /// where a modulo would be a divider. The product is exact for any `len` (it needs
+    /// `w + 64` bits when `len` reaches `2^32`).
     #[inline]
     pub fn index(&self, k: usize, key: u64, len: u64) -> u64 {
         match self {
-            HashFamily::Tabulation(t) => (u64::from(t.hash(k, key)) * len) >> 32,
+            HashFamily::Tabulation(t) => ((u128::from(t.hash(k, key)) * u128::from(len)) >> 32) as u64,
             HashFamily::Xxhash64 => ((u128::from(xxh64(&key.to_le_bytes(), XXHASH_SEEDS[k])) * u128::from(len)) >> 64) as u64,
         }
     }
@@ -122,6 +123,21 @@ mod tests {
             }
             // 1000 expected per bucket; a broken mapping piles keys into a few.
             assert!(seen.iter().all(|&n| (850..1150).contains(&n)), "{spec:?}: {seen:?}");
+        }
+    }
+
+    #[test]
+    fn index_is_exact_beyond_32_bit_lengths() {
+        // A 32-bit hash times more than 2^32 buckets overflows 64 bits; the index must still
+        // be floor(h * len / 2^32), below len.
+        let family = HashSpec::default().build();
+        let HashFamily::Tabulation(t) = &family else { unreachable!() };
+        let len = (1u64 << 40) + 12345;
+        for key in [0, 1, u64::MAX] {
+            let h = u128::from(t.hash(3, key));
+            let i = family.index(3, key, len);
+            assert_eq!(u128::from(i), h * u128::from(len) >> 32);
+            assert!(i < len);
         }
     }
 
