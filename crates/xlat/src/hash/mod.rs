@@ -88,8 +88,8 @@ pub enum HashFamily {
 impl HashFamily {
     /// Function `k` of `key` mapped onto `0..len`, by multiplying and keeping the high bits
     /// (`h * len >> w` for a `w`-bit hash): unbiased enough, and a multiplier in hardware
-    /// where a modulo would be a divider. The product is exact for any `len` (it needs
-    /// `w + 64` bits when `len` reaches `2^32`).
+    /// where a modulo would be a divider. The product is computed exactly, in 128 bits: for
+    /// tabulation it outgrows 64 bits once `len` reaches `2^32`.
     #[inline]
     pub fn index(&self, k: usize, key: u64, len: u64) -> u64 {
         match self {
