@@ -139,14 +139,14 @@ impl Machine {
                     tlb.fill_after_walk_shaped::<ONE_LEVEL>(&t, vaddr, kind);
                     if TRACK {
                         pfn = Some(t.pfn_of(vaddr));
+                        self.shoot_down();
                     }
-                    self.shoot_down();
                 }
             }
         }
         if MOSAIC {
             for i in 0..self.mosaic.len() {
-                let frame = self.translate_mosaic(i, asid, vaddr)?;
+                let frame = self.translate_mosaic::<TRACK>(i, asid, vaddr)?;
                 pfn.get_or_insert(frame);
             }
         }
@@ -158,7 +158,7 @@ impl Machine {
 
     /// Translates `vaddr` in Mosaic TLB `i`, returning its frame.
     #[inline]
-    fn translate_mosaic(&mut self, i: usize, asid: Asid, vaddr: u64) -> Result<Pfn> {
+    fn translate_mosaic<const TRACK: bool>(&mut self, i: usize, asid: Asid, vaddr: u64) -> Result<Pfn> {
         let vpn = Vpn(vaddr >> BASE_PAGE_SHIFT);
         if let MosaicLookup::Hit(cpfn) = self.mosaic[i].tlb.lookup(asid, vpn) {
             let frame = match self.mosaic[i].decoded {
@@ -181,7 +181,9 @@ impl Machine {
         }
         let t = self.walk(asid, vaddr)?;
         self.fill_toc(i, asid, vpn);
-        self.shoot_down();
+        if TRACK {
+            self.shoot_down();
+        }
         Ok(t.pfn_of(vaddr))
     }
 
@@ -202,7 +204,8 @@ impl Machine {
         self.os.translate(asid, vaddr).map_err(|oom| self.out_of_memory(oom))
     }
 
-    /// Invalidates the pages the OS just evicted in every TLB.
+    /// Invalidates the pages the OS just evicted in every TLB. Only an OS that tracks use
+    /// (`TRACK`) has an eviction policy, so only then can a walk have unmapped pages.
     #[inline]
     fn shoot_down(&mut self) {
         let Some(pages) = self.os.take_unmapped() else { return };
