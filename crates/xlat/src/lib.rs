@@ -10,6 +10,7 @@ pub mod atomic;
 pub mod config;
 pub mod error;
 pub mod hash;
+pub mod host;
 pub mod memref;
 pub mod os;
 pub mod sim;

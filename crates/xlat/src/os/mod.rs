@@ -177,6 +177,18 @@ impl Os {
         self.fault(asid, vaddr)
     }
 
+    /// Page-table walks so far.
+    pub fn walks(&self) -> u64 {
+        self.stats.walks
+    }
+
+    /// Starts loading what a walk of `vaddr` will read into the host's caches (a hint; see
+    /// [`crate::host::prefetch`]).
+    #[inline(always)]
+    pub fn prefetch(&self, asid: Asid, vaddr: u64) {
+        self.table.prefetch(asid, vaddr, matches!(self.placer, Placer::Iceberg(_)));
+    }
+
     /// Records one use of the page mapped at base frame `pfn` (every translated reference,
     /// when [`Os::tracks_use`]).
     #[inline(always)]

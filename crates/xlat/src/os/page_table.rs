@@ -95,6 +95,26 @@ impl PageTable {
         (frame < SWAPPED).then(|| self.translation(asid, page, frame))
     }
 
+    /// Starts loading the leaf entry (and with `tag`, the tag) of the page holding `vaddr`
+    /// into the host's caches, for a walk a few references later. Only a middle node in the
+    /// directory cache is followed: a hint must cost less than the miss it hides.
+    #[inline(always)]
+    pub fn prefetch(&self, asid: Asid, vaddr: u64, tag: bool) {
+        let page = vaddr >> self.size.shift();
+        let key = mid_key(asid, page);
+        let (cached, mid) = self.recent[(key ^ key >> 48) as usize % RECENT];
+        if cached != key {
+            return;
+        }
+        let leaf = self.mids[mid as usize][mid_slot(page)];
+        if leaf != UNMAPPED {
+            crate::host::prefetch(&self.leaves[leaf as usize][leaf_slot(page)]);
+            if tag {
+                crate::host::prefetch(&self.tags[leaf as usize][leaf_slot(page)]);
+            }
+        }
+    }
+
     /// True when the page holding `vaddr` was evicted to swap and not mapped since.
     pub fn is_swapped(&mut self, asid: Asid, vaddr: u64) -> bool {
         self.leaf_entry(asid, vaddr >> self.size.shift()) == Some(SWAPPED)
