@@ -276,3 +276,6 @@ impl Gap {
         }
     }
 }
+
+#[cfg(test)]
+mod tests;
