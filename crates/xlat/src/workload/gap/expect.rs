@@ -41,8 +41,9 @@ fn trial_refs(gap: &Gap, n: f64, entries: f64) -> (f64, f64) {
     match gap.kernel {
         Kernel::Bfs => (15.0 * n, 0.15),
         Kernel::Pr => {
-            let iterations = if kron { 16.0 } else { 4.5 };
-            (4.0 * n + iterations * (5.0 * n + 2.0 * entries), 0.15)
+            // The iterations to convergence vary with the seed (kron 15-18, urand 4-9 seen).
+            let iterations = if kron { 16.0 } else { 6.5 };
+            (4.0 * n + iterations * (5.0 * n + 2.0 * entries), 0.4)
         }
         Kernel::Cc => (if kron { 24.0 } else { 30.0 } * n, 0.15),
         Kernel::Sssp => (4.3 * entries, 0.15),
