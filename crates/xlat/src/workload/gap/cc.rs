@@ -141,8 +141,11 @@ pub fn verify(g: &Csr<u32>, comp: &[u32]) -> Result<usize, String> {
     for (v, &c) in comp.iter().enumerate() {
         source_of.insert(c, v);
     }
+    // Sorted, so that a failure names the same vertex every run.
+    let mut labels: Vec<(u32, usize)> = source_of.iter().map(|(&l, &s)| (l, s)).collect();
+    labels.sort_unstable();
     let mut visited = vec![false; n];
-    for (&label, &source) in &source_of {
+    for &(label, source) in &labels {
         visited[source] = true;
         let mut frontier = vec![source];
         while let Some(u) = frontier.pop() {

@@ -71,8 +71,8 @@ pub fn verify(g: &Csr<u32>, scores: &[f32]) -> Result<f64, String> {
     let n = g.vertices();
     let base = (1.0f32 - DAMP) / n as f32;
     let mut incoming = vec![0f32; n];
-    for u in 0..n {
-        let contrib = scores[u] / g.degree(u) as f32;
+    for (u, &score) in scores.iter().enumerate() {
+        let contrib = score / g.degree(u) as f32;
         for &v in g.adj(u) {
             incoming[v as usize] += contrib;
         }
