@@ -41,7 +41,7 @@ enum Command {
     Plot(commands::plot::PlotArgs),
     /// List the built-in machines, or print one as TOML to start a configuration from.
     Presets(commands::presets::PresetsArgs),
-    /// Built-in workloads (GUPS, BTree, XSBench, Graph500): list, describe, check.
+    /// Built-in workloads (GUPS, BTree, XSBench, Graph500, GAP): list, describe, check.
     #[command(subcommand)]
     Workload(commands::workload::WorkloadCommand),
 }

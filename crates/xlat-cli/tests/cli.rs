@@ -260,7 +260,7 @@ fn ctrl_c_stops_a_trace_command() {
 fn workload_list_info_and_check() {
     let dir = tempfile::tempdir().unwrap();
     let list = text(&xlat(&["workload", "list"], dir.path()).stdout);
-    for name in ["gups", "btree", "xsbench", "graph500"] {
+    for name in ["gups", "btree", "xsbench", "graph500", "gap"] {
         assert!(list.contains(name), "{list}");
     }
     let info = xlat(&["workload", "info", "gups", "--scale", "paper"], dir.path());

@@ -81,6 +81,20 @@ fn graph500_linked_lists_tiny() {
 }
 
 #[test]
+fn gap_every_kernel_on_every_graph_tiny() {
+    for kernel in ["bfs", "pr", "cc", "sssp", "bc", "tc"] {
+        for graph in ["kron", "urand"] {
+            check(&spec("gap", &format!("kernel = \"{kernel}\"\ngraph = \"{graph}\"")));
+        }
+    }
+}
+
+#[test]
+fn gap_kernel_alone_touches_the_graph_and_its_arrays() {
+    check(&spec("gap", "kernel = \"pr\"\nsetup = false\ntrials = 1"));
+}
+
+#[test]
 fn every_workload_is_deterministic_for_a_seed() {
     for (name, _) in WORKLOADS {
         let a = xlat::source::collect(&mut spec(name, "").open().unwrap()).unwrap();
@@ -147,6 +161,10 @@ fn builtin_workload_errors_name_the_field() {
     assert!(e.contains("workload[0].params"), "{e}");
     let e = config_error("[[workload]]\nname = \"g\"\ntype = \"graph500\"\nscale = \"tiny\"\nparams = { roots = 5000 }");
     assert!(e.contains("workload[0].params.roots"), "{e}");
+    let e = config_error("[[workload]]\nname = \"g\"\ntype = \"gap\"\nscale = \"tiny\"\nparams = { kernel = \"sort\" }");
+    assert!(e.contains("workload[0].params") && e.contains("kernel"), "{e}");
+    let e = config_error("[[workload]]\nname = \"g\"\ntype = \"gap\"\nscale = \"tiny\"\nparams = { delta = 0 }");
+    assert!(e.contains("workload[0].params.delta"), "{e}");
     let e = config_error("[[workload]]\nname = \"u\"\ntype = \"uniform\"\nfootprint = \"1MiB\"\nrefs = 10\nscale = \"tiny\"");
     assert!(e.contains("workload[0].scale") && e.contains("only built-in"), "{e}");
     let e = config_error("[[workload]]\nname = \"g\"\ntype = \"nbody\"\nscale = \"tiny\"");

@@ -160,7 +160,7 @@ struct WorkloadCase {
     machine: fn() -> RawMachine,
 }
 
-const WORKLOAD_CASES: [WorkloadCase; 4] = [
+const WORKLOAD_CASES: [WorkloadCase; 5] = [
     WorkloadCase {
         name: "gups-small-tlb1024x4",
         description: "GUPS at small scale (128 MiB table, initialization and updates) into one 1024-entry 4-way TLB",
@@ -187,6 +187,13 @@ const WORKLOAD_CASES: [WorkloadCase; 4] = [
         description: "XSBench unionized lookups at small scale (grids computed, not emitted) into one 1024-entry 4-way TLB",
         workload: "xsbench",
         params: "setup = false",
+        machine: single_tlb,
+    },
+    WorkloadCase {
+        name: "gap-pr-kron-small-tlb1024x4",
+        description: "GAP PageRank on a kron graph at small scale (2^18 vertices, one trial; build computed, not emitted) into one 1024-entry 4-way TLB",
+        workload: "gap",
+        params: "kernel = \"pr\"\nsetup = false",
         machine: single_tlb,
     },
 ];

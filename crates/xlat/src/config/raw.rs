@@ -53,6 +53,8 @@ pub enum WorkloadType {
     Xsbench,
     /// Built-in workload: Graph500 BFS.
     Graph500,
+    /// Built-in workload: a GAP benchmark suite kernel.
+    Gap,
 }
 
 impl WorkloadType {
@@ -68,12 +70,13 @@ impl WorkloadType {
             WorkloadType::Btree => "btree",
             WorkloadType::Xsbench => "xsbench",
             WorkloadType::Graph500 => "graph500",
+            WorkloadType::Gap => "gap",
         }
     }
 
     /// True for the built-in workloads (`crate::workload`).
     pub fn is_builtin(self) -> bool {
-        matches!(self, WorkloadType::Gups | WorkloadType::Btree | WorkloadType::Xsbench | WorkloadType::Graph500)
+        matches!(self, WorkloadType::Gups | WorkloadType::Btree | WorkloadType::Xsbench | WorkloadType::Graph500 | WorkloadType::Gap)
     }
 }
 

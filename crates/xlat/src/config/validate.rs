@@ -103,7 +103,7 @@ fn unique_names<'a>(names: impl Iterator<Item = &'a str>, what: &str) -> Result<
 pub fn workload(w: &RawWorkload, path: &str, seed: u64, base_dir: &Path) -> Result<WorkloadSpec> {
     if !w.kind.is_builtin() && (w.scale.is_some() || w.params.is_some()) {
         let field = if w.scale.is_some() { "scale" } else { "params" };
-        return err(format!("{path}.{field}"), "only built-in workloads (gups, btree, xsbench, graph500) take this field");
+        return err(format!("{path}.{field}"), "only built-in workloads (gups, btree, xsbench, graph500, gap) take this field");
     }
     let source = match w.kind {
         WorkloadType::Trace => trace_source(w, path, base_dir)?,

@@ -34,17 +34,14 @@
 //! vertex dequeued, 5 per adjacency entry scanned, 4 per vertex claimed.
 
 use super::address_space::AddressSpace;
+use super::kronecker;
 use super::emit::{Emitter, SimVec};
 use super::{Expected, ExpectedPhase, Region, Scale, Workload};
 use rand::seq::SliceRandom;
-use rand::{Rng, RngCore, SeedableRng};
+use rand::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
 use serde::{Deserialize, Serialize};
 
-/// Kronecker initiator probabilities.
-const A: f64 = 0.57;
-const B: f64 = 0.19;
-const C: f64 = 0.19;
 /// The "no vertex" mark (`-1`).
 const NONE: u64 = u64::MAX;
 
@@ -216,29 +213,11 @@ impl Graph500 {
     fn generate(&self, rng: &mut Xoshiro256PlusPlus, base: u64, e: &mut Emitter) -> Result<SimVec<u64>, String> {
         let m = self.edges() as usize;
         let mut ij = SimVec::filled(base, 2 * m, 0u64, "the edge list")?;
-        // The specification's `rand > p` tests, on 32-bit fixed-point uniforms: one 64-bit draw
-        // gives both bits of a level.
-        let threshold = |p: f64| (p * 4_294_967_296.0) as u64;
-        let (ab, c_norm, a_norm) = (threshold(A + B), threshold(C / (1.0 - (A + B))), threshold(A / (A + B)));
-        let mut pairs: Vec<(u64, u64)> = Vec::new();
-        pairs.try_reserve_exact(m).map_err(|_| "cannot allocate host memory for generating the edges".to_string())?;
-        pairs.extend((0..m).map(|_| {
-                let (mut i, mut j) = (0u64, 0u64);
-                for bit in 0..self.scale {
-                    let draw = rng.next_u64();
-                    let ii = (draw & 0xffff_ffff) >= ab;
-                    let jj = (draw >> 32) >= if ii { c_norm } else { a_norm };
-                    i |= u64::from(ii) << bit;
-                    j |= u64::from(jj) << bit;
-                }
-                (i, j)
-            }));
-        let mut perm: Vec<u64> = (0..self.vertices()).collect();
-        perm.shuffle(rng);
+        let mut pairs = kronecker::edges(self.scale, self.edges(), rng)?;
         pairs.shuffle(rng);
         for (k, &(i, j)) in pairs.iter().enumerate() {
-            ij.st(2 * k, perm[i as usize], e);
-            ij.st(2 * k + 1, perm[j as usize], e);
+            ij.st(2 * k, i, e);
+            ij.st(2 * k + 1, j, e);
             e.instructions(GEN_BIT_INSTRUCTIONS * u64::from(self.scale));
         }
         Ok(ij)
@@ -444,37 +423,6 @@ impl Graph500 {
         }
         Ok(())
     }
-
-    /// Expected distinct undirected non-loop edges and non-isolated vertices, from the
-    /// initiator: a vertex pair whose bits pair up as (a, b, c, d) times (0,0), (0,1), (1,0),
-    /// (1,1) is drawn with probability A^a B^b C^c D^d per edge.
-    fn expected_graph(&self) -> (f64, f64) {
-        let (s, m) = (self.scale as i32, self.edges() as f64);
-        let d = 1.0 - A - B - C;
-        let ln_fact = |n: i32| (1..=n).map(|k| f64::from(k).ln()).sum::<f64>();
-        let mut distinct = 0.0;
-        for a in 0..=s {
-            for b in 0..=s - a {
-                for c in 0..=s - a - b {
-                    let dd = s - a - b - c;
-                    if b + c == 0 {
-                        continue;
-                    }
-                    let ln_mult = ln_fact(s) - ln_fact(a) - ln_fact(b) - ln_fact(c) - ln_fact(dd);
-                    let p = A.powi(a) * B.powi(b) * C.powi(c) * d.powi(dd);
-                    // The pair and its reverse (b and c swapped, same probability as B = C).
-                    distinct += ln_mult.exp() * -(m * (-2.0 * p).ln_1p()).exp_m1();
-                }
-            }
-        }
-        let mut connected = 0.0;
-        for k in 0..=s {
-            let ln_mult = ln_fact(s) - ln_fact(k) - ln_fact(s - k);
-            let lambda = 2.0 * m * (A + B).powi(s - k) * (C + d).powi(k);
-            connected += ln_mult.exp() * -(-lambda).exp_m1();
-        }
-        (distinct / 2.0, connected)
-    }
 }
 
 impl Workload for Graph500 {
@@ -506,9 +454,8 @@ impl Workload for Graph500 {
     fn expected(&self) -> Expected {
         let (nv, m) = (self.vertices(), self.edges());
         let (mf, nvf) = (m as f64, nv as f64);
-        let (distinct, connected) = self.expected_graph();
-        // Self-loops: every bit pair equal, probability A + D per bit.
-        let non_loop = mf - mf * (1.0 - B - C).powi(self.scale as i32);
+        let (distinct, connected) = kronecker::expected_graph(self.scale, m);
+        let non_loop = mf - kronecker::expected_self_loops(self.scale, m);
         let list_nodes = (2.0 * non_loop).round() as u64;
         let l = self.layout(list_nodes);
         let region = |name: &str, addr, bytes: u64, touched| Region { name: name.into(), addr, bytes, touched };

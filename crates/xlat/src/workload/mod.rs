@@ -1,4 +1,5 @@
-//! Built-in workloads: real computations (GUPS, a B+ tree, XSBench, Graph500 BFS) that run
+//! Built-in workloads: real computations (GUPS, a B+ tree, XSBench, Graph500 BFS, the GAP
+//! kernels) that run
 //! over their own data and emit the loads and stores they perform, at the addresses a 64-bit
 //! Linux process using glibc's `malloc` would give that data ([`address_space`]).
 //!
@@ -12,7 +13,9 @@
 pub mod address_space;
 pub mod btree;
 pub mod emit;
+pub mod gap;
 pub mod graph500;
+pub mod kronecker;
 pub mod gups;
 pub mod source;
 pub mod xsbench;
@@ -178,6 +181,8 @@ pub enum Params {
     Xsbench(xsbench::Xsbench),
     /// Graph500 breadth-first search.
     Graph500(graph500::Graph500),
+    /// A GAP benchmark suite kernel.
+    Gap(gap::Gap),
 }
 
 /// Calls `$body` with `$p` bound to the workload's parameters, whatever the workload.
@@ -188,16 +193,18 @@ macro_rules! dispatch {
             Params::Btree($p) => $body,
             Params::Xsbench($p) => $body,
             Params::Graph500($p) => $body,
+            Params::Gap($p) => $body,
         }
     };
 }
 
 /// Names and one-line descriptions of every built-in workload.
-pub const WORKLOADS: [(&str, &str); 4] = [
+pub const WORKLOADS: [(&str, &str); 5] = [
     (gups::Gups::NAME, gups::Gups::ABOUT),
     (btree::Btree::NAME, btree::Btree::ABOUT),
     (xsbench::Xsbench::NAME, xsbench::Xsbench::ABOUT),
     (graph500::Graph500::NAME, graph500::Graph500::ABOUT),
+    (gap::Gap::NAME, gap::Gap::ABOUT),
 ];
 
 /// A validated built-in workload: parameters, seed and address space.
@@ -253,6 +260,7 @@ impl BuiltinSpec {
             btree::Btree::NAME => Params::Btree(build(scale, overrides, &params_path)?),
             xsbench::Xsbench::NAME => Params::Xsbench(build(scale, overrides, &params_path)?),
             graph500::Graph500::NAME => Params::Graph500(build(scale, overrides, &params_path)?),
+            gap::Gap::NAME => Params::Gap(build(scale, overrides, &params_path)?),
             _ => return Err(Error::config(format!("{path}.type"), format!("unknown workload `{name}` (built-in: {})", names()))),
         };
         Ok(BuiltinSpec { scale, params, seed, asid })

@@ -1,0 +1,82 @@
+//! The Kronecker (R-MAT) graph generator of the Graph500 specification, shared by Graph500
+//! and the GAP kernels, and the statistics of the graphs it draws.
+//!
+//! Each edge's endpoints are drawn bit by bit: at every level the edge falls into one of the
+//! four quadrants of the adjacency matrix with the initiator's probabilities A = 0.57,
+//! B = C = 0.19, D = 0.05. Vertex labels are then permuted by a seeded random permutation, so
+//! that a vertex's label says nothing about its degree.
+
+use rand::seq::SliceRandom;
+use rand::RngCore;
+use rand_xoshiro::Xoshiro256PlusPlus;
+
+/// Kronecker initiator probabilities (the Graph500 and GAP values).
+pub const A: f64 = 0.57;
+/// Probability of the upper-right quadrant.
+pub const B: f64 = 0.19;
+/// Probability of the lower-left quadrant.
+pub const C: f64 = 0.19;
+
+/// Draws `count` edges over `2^scale` vertices, relabelled by a random permutation of the
+/// vertices. Fails with a message when the host cannot hold them.
+pub fn edges(scale: u32, count: u64, rng: &mut Xoshiro256PlusPlus) -> Result<Vec<(u64, u64)>, String> {
+    let mut pairs: Vec<(u64, u64)> = Vec::new();
+    pairs.try_reserve_exact(count as usize).map_err(|_| "cannot allocate host memory for generating the edges".to_string())?;
+    // The specification's `rand > p` tests, on 32-bit fixed-point uniforms: one 64-bit draw
+    // gives both bits of a level.
+    let threshold = |p: f64| (p * 4_294_967_296.0) as u64;
+    let (ab, c_norm, a_norm) = (threshold(A + B), threshold(C / (1.0 - (A + B))), threshold(A / (A + B)));
+    pairs.extend((0..count).map(|_| {
+        let (mut i, mut j) = (0u64, 0u64);
+        for bit in 0..scale {
+            let draw = rng.next_u64();
+            let ii = (draw & 0xffff_ffff) >= ab;
+            let jj = (draw >> 32) >= if ii { c_norm } else { a_norm };
+            i |= u64::from(ii) << bit;
+            j |= u64::from(jj) << bit;
+        }
+        (i, j)
+    }));
+    let mut perm: Vec<u64> = (0..1u64 << scale).collect();
+    perm.shuffle(rng);
+    for pair in &mut pairs {
+        *pair = (perm[pair.0 as usize], perm[pair.1 as usize]);
+    }
+    Ok(pairs)
+}
+
+/// Expected self-loops among `count` edges: every bit pair equal, probability A + D per bit.
+pub fn expected_self_loops(scale: u32, count: u64) -> f64 {
+    count as f64 * (1.0 - B - C).powi(scale as i32)
+}
+
+/// Expected distinct undirected non-loop edges and non-isolated vertices among `count` edges
+/// over `2^scale` vertices: a vertex pair whose bits pair up as (a, b, c, d) times (0,0),
+/// (0,1), (1,0), (1,1) is drawn with probability A^a B^b C^c D^d per edge.
+pub fn expected_graph(scale: u32, count: u64) -> (f64, f64) {
+    let (s, m) = (scale as i32, count as f64);
+    let d = 1.0 - A - B - C;
+    let ln_fact = |n: i32| (1..=n).map(|k| f64::from(k).ln()).sum::<f64>();
+    let mut distinct = 0.0;
+    for a in 0..=s {
+        for b in 0..=s - a {
+            for c in 0..=s - a - b {
+                let dd = s - a - b - c;
+                if b + c == 0 {
+                    continue;
+                }
+                let ln_mult = ln_fact(s) - ln_fact(a) - ln_fact(b) - ln_fact(c) - ln_fact(dd);
+                let p = A.powi(a) * B.powi(b) * C.powi(c) * d.powi(dd);
+                // The pair and its reverse (b and c swapped, same probability as B = C).
+                distinct += ln_mult.exp() * -(m * (-2.0 * p).ln_1p()).exp_m1();
+            }
+        }
+    }
+    let mut connected = 0.0;
+    for k in 0..=s {
+        let ln_mult = ln_fact(s) - ln_fact(k) - ln_fact(s - k);
+        let lambda = 2.0 * m * (A + B).powi(s - k) * (C + d).powi(k);
+        connected += ln_mult.exp() * -(-lambda).exp_m1();
+    }
+    (distinct / 2.0, connected)
+}
