@@ -136,7 +136,7 @@ mod tests {
         for key in [0, 1, u64::MAX] {
             let h = u128::from(t.hash(3, key));
             let i = family.index(3, key, len);
-            assert_eq!(u128::from(i), h * u128::from(len) >> 32);
+            assert_eq!(u128::from(i), (h * u128::from(len)) >> 32);
             assert!(i < len);
         }
     }
