@@ -34,6 +34,12 @@
    moves an fd above the client's descriptor limit and marks it close-on-exec, so the
    client can neither close nor overwrite our pipe, nor leak it to programs it runs. */
 extern Int VG_(safe_fd)(Int oldfd);
+/* Also core-only: the client's auxiliary vector, on its initial stack. */
+extern UWord* VG_(client_auxv);
+
+/* Auxiliary vector entries: end, and the address of 16 random bytes from the kernel. */
+#define AUX_NULL 0
+#define AUX_RANDOM 25
 
 #define KIND_LOAD 0
 #define KIND_STORE 1
@@ -237,10 +243,30 @@ static void instrument_data(IRSB* sb, IRTypeEnv* env, IRStmt* st, UInt* k)
    }
 }
 
+/* The kernel's 16 random bytes (AT_RANDOM, glibc's stack canary and pointer guard) change
+   the reference stream: word-at-a-time string functions read past a string's end into them
+   and index lookup tables with what they find. A fixed value makes recordings reproducible.
+   Done before the first client instruction runs, i.e. at the first translation. */
+static void fix_random_bytes(void)
+{
+   static Bool done = False;
+   if (done || VG_(client_auxv) == NULL)
+      return;
+   done = True;
+   for (UWord* aux = VG_(client_auxv); aux[0] != AUX_NULL; aux += 2) {
+      if (aux[0] == AUX_RANDOM) {
+         UChar* bytes = (UChar*)aux[1];
+         for (Int i = 0; i < 16; i++)
+            bytes[i] = (UChar)(0xA5 ^ i);
+      }
+   }
+}
+
 static IRSB* instrument(VgCallbackClosure* closure, IRSB* in, const VexGuestLayout* layout,
                         const VexGuestExtents* vge, const VexArchInfo* archinfo,
                         IRType gWordTy, IRType hWordTy)
 {
+   fix_random_bytes();
    IRSB* out = deepCopyIRSBExceptStmts(in);
    UInt k = 0; /* instructions begun since the last emitted call or inline add */
    for (Int i = 0; i < in->stmts_used; i++) {
