@@ -106,7 +106,7 @@ fn records_sqlite_and_replays_the_trace() {
     let row = csv.lines().nth(1).unwrap();
     let accesses: u64 = row.split(',').nth(8).unwrap().parse().unwrap();
     // One access per reference, plus one per reference that straddles a page boundary.
-    assert!(accesses >= LIMIT && accesses < LIMIT + LIMIT / 100, "{row}");
+    assert!((LIMIT..LIMIT + LIMIT / 100).contains(&accesses), "{row}");
 }
 
 /// With address-space randomization off, recording the same command twice gives the same
@@ -138,7 +138,10 @@ fn failing_program_is_recorded_with_its_status() {
     assert!(text(&out.stderr).contains("exited with status 3"), "{}", text(&out.stderr));
     let info = info_json(dir.path(), "fail.xlat");
     assert_eq!(info["metadata"]["recording"]["exit_status"], "exited with status 3", "{info}");
-    assert_eq!((&info["metadata"]["recording"]["stopped"], &info["metadata"]["partial"]), (&"exit".into(), &false.into()));
+    assert_eq!(
+        (&info["metadata"]["recording"]["stopped"], &info["metadata"]["partial"]),
+        (&"exit".into(), &false.into())
+    );
     assert_eq!(info["ifetches"], info["instructions"], "{info}");
     // The tool counts every instruction up to the exit; the trace, those up to the last reference.
     let executed = info["metadata"]["recording"]["instructions_executed"].as_u64().unwrap();
@@ -152,7 +155,7 @@ fn ctrl_c_keeps_a_partial_trace() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_xlat"))
+    let child = Command::new(env!("CARGO_BIN_EXE_xlat"))
         .args(["trace", "record", "-q", "-o", "loop.xlat", "--", "sh", "-c", "while :; do :; done"])
         .current_dir(dir.path())
         .env("XDG_CACHE_HOME", cache_dir())
@@ -166,7 +169,10 @@ fn ctrl_c_keeps_a_partial_trace() {
     assert_eq!(out.status.code(), Some(130), "{}", text(&out.stderr));
     let info = info_json(dir.path(), "loop.xlat");
     assert!(info["references"].as_u64().unwrap() > 0, "{info}");
-    assert_eq!((&info["metadata"]["recording"]["stopped"], &info["metadata"]["partial"]), (&"interrupted".into(), &true.into()));
+    assert_eq!(
+        (&info["metadata"]["recording"]["stopped"], &info["metadata"]["partial"]),
+        (&"interrupted".into(), &true.into())
+    );
 }
 
 /// Usage and lookup errors need no Valgrind: they come before anything runs.
@@ -178,7 +184,11 @@ fn record_errors_are_clear() {
     let err = text(&missing.stderr);
     assert!(err.contains("no-such-program-xlat: program not found"), "{err}");
     assert!(!dir.path().join("x.xlat").exists());
-    for args in [&["trace", "record", "--limit", "0", "--", "true"][..], &["trace", "record", "--bogus", "--", "true"], &["trace", "record"]] {
+    for args in [
+        &["trace", "record", "--limit", "0", "--", "true"][..],
+        &["trace", "record", "--bogus", "--", "true"],
+        &["trace", "record"],
+    ] {
         let out = xlat(args, dir.path(), None);
         assert_eq!(out.status.code(), Some(2), "{args:?}: {}", text(&out.stderr));
     }

@@ -10,7 +10,7 @@ mod tool;
 
 use crate::progress::Bar;
 use crate::Outcome;
-use anyhow::{anyhow, bail, Context, Result};
+use anyhow::{anyhow, bail, Result};
 use clap::Args;
 use nix::sys::personality::{self, Persona};
 use serde_json::{json, Value};
@@ -88,30 +88,15 @@ pub fn run(args: &RecordArgs, interrupt: &AtomicBool) -> Result<Outcome> {
     });
     let writer = NativeWriter::create_with_room(&output, &metadata, METADATA_ROOM)?;
     let (read_end, write_end) = pipe_for_child()?;
-    let fd = write_end.as_raw_fd();
-    let mut command = Command::new("valgrind");
-    command.env("VALGRIND_LIB", &tool.lib_dir).arg("-q").arg(format!("--tool={}", tool::TOOL_NAME));
-    command.arg(format!("--xlat-fd={fd}")).arg(format!("--xlat-ifetch={}", if args.ifetch { "yes" } else { "no" }));
-    command.arg(format!("--xlat-skip={}", args.skip)).arg(format!("--xlat-limit={}", args.limit.unwrap_or(0)));
-    command.arg(&program.path).args(&program.args);
+    let mut command = valgrind_command(args, &tool, &program, write_end.as_raw_fd());
     let (child, aslr) = spawn_without_aslr(&mut command)?;
+    // The child has its copy; ours would keep the pipe open after the child is gone.
     drop(write_end);
     metadata["recorder"]["aslr"] = json!(aslr);
 
     let progress = Arc::new(AtomicU64::new(0));
     let stop_child = Arc::new(AtomicBool::new(false));
-    let reader = {
-        let (progress, stop_child) = (Arc::clone(&progress), Arc::clone(&stop_child));
-        let mut writer = writer;
-        std::thread::spawn(move || {
-            let got = stream::receive(&mut File::from(read_end), &mut writer, &progress);
-            // At the limit, or when the trace cannot be written, the program must not run on.
-            if got.as_ref().map_or(true, |g| g.stop == Some(Stop::Limit)) {
-                stop_child.store(true, Ordering::Relaxed);
-            }
-            (writer, got)
-        })
-    };
+    let reader = spawn_reader(read_end, writer, Arc::clone(&progress), Arc::clone(&stop_child));
     let mut bar = Bar::new(!args.quiet);
     bar.update(Progress::Start { workload: "record", expected: args.limit });
     let started = Instant::now();
@@ -119,9 +104,39 @@ pub fn run(args: &RecordArgs, interrupt: &AtomicBool) -> Result<Outcome> {
     bar.update(Progress::Finish);
     let (writer, got) = reader.join().map_err(|_| anyhow!("the trace writer thread panicked"))?;
     let (status, interrupted) = watched?;
-    let got = got.with_context(|| format!("{}: recording", output.display()))?;
+    let got = got.map_err(|e| anyhow!("recording into {}: {e}", output.display()))?;
     let end = Ending { got, status, interrupted, seconds: started.elapsed().as_secs_f64() };
     finish(args, &program, &output, writer, metadata, &end)
+}
+
+/// `valgrind -q --tool=xlatrec` with the tool's options, then the program and its arguments.
+fn valgrind_command(args: &RecordArgs, tool: &tool::Tool, program: &Program, fd: i32) -> Command {
+    let mut command = Command::new("valgrind");
+    command.env("VALGRIND_LIB", &tool.lib_dir).arg("-q").arg(format!("--tool={}", tool::TOOL_NAME));
+    command.arg(format!("--xlat-fd={fd}")).arg(format!("--xlat-ifetch={}", if args.ifetch { "yes" } else { "no" }));
+    command.arg(format!("--xlat-skip={}", args.skip)).arg(format!("--xlat-limit={}", args.limit.unwrap_or(0)));
+    command.arg(&program.path).args(&program.args);
+    command
+}
+
+/// What the reader thread hands back: the writer, to be finished, and what it received.
+type ReaderResult = (NativeWriter, Result<Received>);
+
+/// Starts the thread that encodes the tool's records into `writer`. It sets `stop_child` at
+/// the limit or when the trace cannot be written: the program must not run on.
+fn spawn_reader(
+    read_end: OwnedFd,
+    mut writer: NativeWriter,
+    progress: Arc<AtomicU64>,
+    stop_child: Arc<AtomicBool>,
+) -> std::thread::JoinHandle<ReaderResult> {
+    std::thread::spawn(move || {
+        let got = stream::receive(&mut File::from(read_end), &mut writer, &progress);
+        if got.as_ref().map_or(true, |g| g.stop == Some(Stop::Limit)) {
+            stop_child.store(true, Ordering::Relaxed);
+        }
+        (writer, got)
+    })
 }
 
 /// Finds the program (in PATH when the name has no `/`) and describes it: paths, arguments,
@@ -132,13 +147,13 @@ fn find_program(command: &[OsString]) -> Result<Program> {
     let path = which::which(name).map_err(|_| {
         anyhow!("{}: program not found (not an executable file, nor in PATH)", Path::new(name).display())
     })?;
-    let resolved = std::fs::canonicalize(&path).with_context(|| format!("{}", path.display()))?;
-    let mut file = File::open(&resolved).with_context(|| format!("{}", resolved.display()))?;
+    let resolved = std::fs::canonicalize(&path).map_err(|e| anyhow!("{}: {e}", path.display()))?;
+    let mut file = File::open(&resolved).map_err(|e| anyhow!("{}: {e}", resolved.display()))?;
     let mut hash = xxhash_rust::xxh64::Xxh64::new(0);
     let mut buf = vec![0u8; 1 << 16];
     let mut size = 0u64;
     loop {
-        let n = file.read(&mut buf).with_context(|| format!("{}", resolved.display()))?;
+        let n = file.read(&mut buf).map_err(|e| anyhow!("{}: {e}", resolved.display()))?;
         if n == 0 {
             break;
         }
@@ -160,8 +175,8 @@ fn find_program(command: &[OsString]) -> Result<Program> {
 /// A pipe whose write end the child inherits (not close-on-exec); the read end stays ours.
 fn pipe_for_child() -> Result<(OwnedFd, OwnedFd)> {
     use nix::fcntl::{fcntl, FcntlArg, FdFlag, OFlag};
-    let (read_end, write_end) = nix::unistd::pipe2(OFlag::O_CLOEXEC).context("creating a pipe")?;
-    fcntl(&write_end, FcntlArg::F_SETFD(FdFlag::empty())).context("passing the pipe to valgrind")?;
+    let (read_end, write_end) = nix::unistd::pipe2(OFlag::O_CLOEXEC).map_err(|e| anyhow!("creating a pipe: {e}"))?;
+    fcntl(&write_end, FcntlArg::F_SETFD(FdFlag::empty())).map_err(|e| anyhow!("passing the pipe to valgrind: {e}"))?;
     Ok((read_end, write_end))
 }
 
@@ -205,7 +220,15 @@ fn watch(
     let mut interrupted = false;
     let mut killed = false;
     loop {
-        if let Some(status) = child.try_wait().context("waiting for valgrind")? {
+        let status = match child.try_wait() {
+            Ok(status) => status,
+            Err(e) => {
+                // Killed, so that the reader thread sees the pipe close and can be joined.
+                let _ = child.kill();
+                return Err(anyhow!("waiting for valgrind: {e}"));
+            }
+        };
+        if let Some(status) = status {
             return Ok((status, interrupted));
         }
         if !killed && (interrupt.load(Ordering::Relaxed) || stop_child.load(Ordering::Relaxed)) {

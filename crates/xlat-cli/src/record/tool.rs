@@ -7,7 +7,7 @@
 //! `VALGRIND_LIB` pointing at a directory that holds the tool next to links to the system's
 //! own Valgrind files (the preloaded core library, default suppressions, ...).
 
-use anyhow::{anyhow, bail, Context, Result};
+use anyhow::{anyhow, bail, Result};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -49,7 +49,8 @@ pub fn prepare() -> Result<Tool> {
     };
     let dir = cache_root().join(format!("valgrind-tool-{key:016x}"));
     if !dir.join(tool_file()).is_file() {
-        build(&dir, &system, &compiler, &compile, &link).with_context(|| "building the Valgrind recording tool")?;
+        build(&dir, &system, &compiler, &compile, &link)
+            .map_err(|e| anyhow!("building the Valgrind recording tool: {e}"))?;
     }
     Ok(Tool { lib_dir: dir, valgrind_version: version })
 }
@@ -65,7 +66,7 @@ fn valgrind_version() -> Result<String> {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
             bail!("valgrind is not installed; install it with: apt-get install valgrind")
         }
-        Err(e) => return Err(e).context("running valgrind --version"),
+        Err(e) => return Err(anyhow!("running valgrind --version: {e}")),
     };
     let version = String::from_utf8_lossy(&out.stdout).trim().to_string();
     if !out.status.success() || !version.starts_with("valgrind-") {
@@ -170,13 +171,13 @@ fn cache_root() -> PathBuf {
 /// rename wins and the others use its result.
 fn build(dir: &Path, system: &Installation, compiler: &str, compile: &[String], link: &[String]) -> Result<()> {
     let parent = dir.parent().expect("the cache directory has a parent");
-    std::fs::create_dir_all(parent).with_context(|| format!("creating {}", parent.display()))?;
+    std::fs::create_dir_all(parent).map_err(|e| anyhow!("creating {}: {e}", parent.display()))?;
     let work = tempfile::Builder::new()
         .prefix(".building-")
         .tempdir_in(parent)
-        .with_context(|| format!("creating a directory in {}", parent.display()))?;
+        .map_err(|e| anyhow!("creating a directory in {}: {e}", parent.display()))?;
     let source = work.path().join("xlat_record.c");
-    std::fs::write(&source, SOURCE).with_context(|| format!("writing {}", source.display()))?;
+    std::fs::write(&source, SOURCE).map_err(|e| anyhow!("writing {}: {e}", source.display()))?;
     let object = work.path().join("xlat_record.o");
     run_compiler(
         compiler,
@@ -187,13 +188,15 @@ fn build(dir: &Path, system: &Installation, compiler: &str, compile: &[String], 
         compiler,
         [path_str(&object)?, "-o", path_str(&exe)?].into_iter().chain(link.iter().map(String::as_str)),
     )?;
-    std::fs::remove_file(&source).and_then(|()| std::fs::remove_file(&object)).context("removing build files")?;
+    std::fs::remove_file(&source)
+        .and_then(|()| std::fs::remove_file(&object))
+        .map_err(|e| anyhow!("removing build files: {e}"))?;
     link_runtime(&system.runtime, work.path())?;
     let built = work.keep();
     if let Err(e) = std::fs::rename(&built, dir) {
         let _ = std::fs::remove_dir_all(&built);
         if !dir.join(tool_file()).is_file() {
-            return Err(e).with_context(|| format!("moving the tool into {}", dir.display()));
+            return Err(anyhow!("moving the tool into {}: {e}", dir.display()));
         }
     }
     Ok(())
@@ -211,7 +214,7 @@ fn run_compiler<'a>(compiler: &str, args: impl IntoIterator<Item = &'a str>) -> 
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
             bail!("no C compiler: `{compiler}` was not found (install one with: apt-get install gcc, or set CC)")
         }
-        Err(e) => return Err(e).with_context(|| format!("running {compiler}")),
+        Err(e) => return Err(anyhow!("running {compiler}: {e}")),
     };
     if !out.status.success() {
         bail!(
@@ -227,11 +230,11 @@ fn run_compiler<'a>(compiler: &str, args: impl IntoIterator<Item = &'a str>) -> 
 /// Links every file of the system's Valgrind run-time directory into `dir`, so Valgrind finds
 /// its core files there next to the tool.
 fn link_runtime(runtime: &Path, dir: &Path) -> Result<()> {
-    let entries = std::fs::read_dir(runtime).with_context(|| format!("listing {}", runtime.display()))?;
+    let entries = std::fs::read_dir(runtime).map_err(|e| anyhow!("listing {}: {e}", runtime.display()))?;
     for entry in entries {
-        let entry = entry.with_context(|| format!("listing {}", runtime.display()))?;
+        let entry = entry.map_err(|e| anyhow!("listing {}: {e}", runtime.display()))?;
         let target = dir.join(entry.file_name());
-        std::os::unix::fs::symlink(entry.path(), &target).with_context(|| format!("linking {}", target.display()))?;
+        std::os::unix::fs::symlink(entry.path(), &target).map_err(|e| anyhow!("linking {}: {e}", target.display()))?;
     }
     Ok(())
 }
