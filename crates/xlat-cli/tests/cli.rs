@@ -32,6 +32,7 @@ fn help_everywhere() {
         &["--help"][..],
         &["run", "--help"],
         &["trace", "--help"],
+        &["trace", "record", "--help"],
         &["bench", "--help"],
         &["presets", "--help"],
         &["hash", "vectors", "--help"],
