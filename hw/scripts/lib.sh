@@ -1,4 +1,5 @@
-# Shared by hw/test and hw/synth (sourced, not run): tool installation and the xlat binary.
+# Shared by hw/test, hw/synth and scripts/test (sourced, not run): tool installation and the
+# xlat binary.
 
 # need_tools CMD:PACKAGE ...: installs the Debian packages of the commands that are missing,
 # as root or through passwordless sudo; fails with the apt-get command to run otherwise.
@@ -21,7 +22,7 @@ need_tools() {
     echo "error: missing ${missing[*]} and no apt-get to install them (Debian packages ${missing[*]})" >&2
     return 1
   fi
-  echo "hw: installing ${missing[*]} (apt-get)" >&2
+  echo "installing ${missing[*]} (apt-get)" >&2
   export DEBIAN_FRONTEND=noninteractive
   # A fresh machine may have no package lists yet: update only when the first try fails.
   "${sudo[@]}" apt-get install -y --no-install-recommends "${missing[@]}" >&2 \

@@ -10,6 +10,7 @@
 mod commands;
 mod plot;
 mod progress;
+mod record;
 mod report;
 
 use clap::{Parser, Subcommand};

@@ -32,6 +32,7 @@ fn help_everywhere() {
         &["--help"][..],
         &["run", "--help"],
         &["trace", "--help"],
+        &["trace", "record", "--help"],
         &["bench", "--help"],
         &["presets", "--help"],
         &["hash", "vectors", "--help"],
@@ -188,8 +189,10 @@ fn real_program_trace_converts_and_replays() {
 
     let convert = xlat(&["trace", "convert", "true.lackey", "true.xlat"], dir.path());
     assert!(convert.status.success(), "{}", text(&convert.stderr));
-    let native: serde_json::Value =
+    let mut native: serde_json::Value =
         serde_json::from_slice(&xlat(&["trace", "info", "true.xlat", "--json"], dir.path()).stdout).unwrap();
+    let metadata = native.as_object_mut().unwrap().remove("metadata").expect("a native trace shows its header");
+    assert!(metadata["created_by"].as_str().unwrap().contains("trace convert"), "{metadata}");
     assert_eq!(native, info, "native conversion preserves the summary");
 
     let champsim = xlat(&["trace", "convert", "true.xlat", "true.champsim.xz", "--lossy"], dir.path());

@@ -256,3 +256,27 @@ fn any_single_byte_flip_is_caught_or_harmless() {
         }
     }
 }
+
+/// Metadata known only at the end (how a recording stopped) replaces the header's in the
+/// room reserved for it; metadata that does not fit is an error, never a damaged file.
+#[test]
+fn final_metadata_fills_the_reserved_room() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("m.xlat");
+    let stream: Vec<_> = (0..1000u64).map(|i| (MemRef::load(i * 64, 8), i % 3)).collect();
+    let start = serde_json::json!({"program": "/bin/true"});
+    let end = serde_json::json!({"program": "/bin/true", "stopped": "exit", "exit_status": 0});
+    let mut w = NativeWriter::create_with_room(&p, &start, 64).unwrap().with_block_records(100);
+    for (r, d) in &stream {
+        w.write(r, *d).unwrap();
+    }
+    w.finish_with_metadata(&end).unwrap();
+    assert_eq!(NativeReader::open(&p).unwrap().metadata(), &end);
+    assert_eq!(read_deltas(&p), stream);
+
+    let q = dir.path().join("n.xlat");
+    let w = NativeWriter::create_with_room(&q, &start, 4).unwrap();
+    let err = w.finish_with_metadata(&end).unwrap_err().to_string();
+    assert!(err.contains("metadata") && err.contains("reserved"), "{err}");
+    assert!(!q.exists());
+}

@@ -11,7 +11,8 @@ use xlat::trace::{self, TraceFormat};
 /// Subcommands of `xlat trace`.
 #[derive(Subcommand)]
 pub enum TraceCommand {
-    /// Summarize a trace: references, instructions, distinct pages, load/store/fetch mix.
+    /// Summarize a trace: references, instructions, distinct pages, load/store/fetch mix, and
+    /// a native trace's header metadata.
     Info {
         /// The trace file (`-` reads Lackey text from stdin).
         file: PathBuf,
@@ -41,6 +42,9 @@ pub enum TraceCommand {
         #[arg(long)]
         lossy: bool,
     },
+    /// Record the memory references of an x86-64 program into a native trace (runs it under
+    /// Valgrind with a small recording tool, built on first use; see docs/recording.md).
+    Record(crate::record::RecordArgs),
 }
 
 fn format_arg(name: Option<&String>, flag: &str) -> Result<Option<TraceFormat>> {
@@ -54,11 +58,21 @@ pub fn run(cmd: &TraceCommand, interrupt: &AtomicBool) -> Result<Outcome> {
         TraceCommand::Info { file, format, json } => {
             let mut source = trace::open(file, format_arg(format.as_ref(), "format")?)?;
             let info = trace::info(&mut Interruptible::new(&mut *source, interrupt))?;
+            // Native traces carry a header (program, arguments, how it was made) worth seeing.
+            let identity = source.identity();
+            let metadata = identity.get("metadata").filter(|m| !m.is_null());
             if *json {
-                println!("{}", serde_json::to_string_pretty(&info)?);
+                let mut out = serde_json::to_value(&info)?;
+                if let Some(m) = metadata {
+                    out["metadata"] = m.clone();
+                }
+                println!("{}", serde_json::to_string_pretty(&out)?);
             } else {
-                println!("{}: {}", file.display(), source.identity()["format"].as_str().unwrap_or("trace"));
+                println!("{}: {}", file.display(), identity["format"].as_str().unwrap_or("trace"));
                 print!("{info}");
+                if let Some(m) = metadata {
+                    println!("metadata:        {m}");
+                }
             }
         }
         TraceCommand::Convert { input, output, from, to, lossy } => {
@@ -72,6 +86,7 @@ pub fn run(cmd: &TraceCommand, interrupt: &AtomicBool) -> Result<Outcome> {
             let copied = trace::convert_with(input, in_format, output, out_format, *lossy, interrupt)?;
             eprintln!("{copied} references written to {} ({out_format})", output.display());
         }
+        TraceCommand::Record(args) => return crate::record::run(args, interrupt),
     }
     Ok(Outcome::Done)
 }

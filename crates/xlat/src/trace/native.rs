@@ -64,15 +64,25 @@ pub struct NativeWriter {
     instructions: u64,
     /// Instructions of a batch that held no reference, carried to the next reference.
     carry: u64,
+    /// Bytes of metadata in the header (JSON padded with spaces), for a final rewrite.
+    meta_len: usize,
 }
 
 impl NativeWriter {
     /// Starts a trace at `path` whose header holds `metadata` (by convention a JSON object
     /// with keys such as `program`, `args`, `source`, `created_by`).
     pub fn create(path: impl AsRef<Path>, metadata: &serde_json::Value) -> Result<NativeWriter> {
+        NativeWriter::create_with_room(path, metadata, 0)
+    }
+
+    /// [`NativeWriter::create`] with `room` spare bytes after the metadata (JSON allows
+    /// trailing spaces), so that [`NativeWriter::finish_with_metadata`] can store facts
+    /// known only at the end, such as how a recording stopped.
+    pub fn create_with_room(path: impl AsRef<Path>, metadata: &serde_json::Value, room: usize) -> Result<NativeWriter> {
         let path = path.as_ref().to_path_buf();
         let io_err = |e| Error::io(&path, e);
-        let meta = serde_json::to_vec(metadata).map_err(|e| Error::io(&path, e.into()))?;
+        let mut meta = serde_json::to_vec(metadata).map_err(|e| Error::io(&path, e.into()))?;
+        meta.resize(meta.len() + room, b' ');
         let meta_len = u32::try_from(meta.len()).map_err(|_| Error::config("metadata", "longer than 4 GiB"))?;
         let mut out = BufWriter::with_capacity(1 << 17, temp_for(&path)?);
         out.write_all(MAGIC).map_err(io_err)?;
@@ -95,6 +105,7 @@ impl NativeWriter {
             records: 0,
             instructions: 0,
             carry: 0,
+            meta_len: meta.len(),
         })
     }
 
@@ -171,7 +182,29 @@ impl NativeWriter {
     /// Writes the last block and the trailer, then renames the file into place.
     /// Instructions carried by trailing empty batches, with no reference to attach to, are
     /// dropped.
-    pub fn finish(mut self) -> Result<()> {
+    pub fn finish(self) -> Result<()> {
+        self.finish_inner(None)
+    }
+
+    /// [`NativeWriter::finish`], replacing the header's metadata with `metadata`, which must
+    /// fit in the bytes reserved by [`NativeWriter::create_with_room`].
+    pub fn finish_with_metadata(self, metadata: &serde_json::Value) -> Result<()> {
+        self.finish_inner(Some(metadata))
+    }
+
+    fn finish_inner(mut self, metadata: Option<&serde_json::Value>) -> Result<()> {
+        let meta = match metadata {
+            Some(m) => {
+                let mut meta = serde_json::to_vec(m).map_err(|e| Error::io(&self.path, e.into()))?;
+                if meta.len() > self.meta_len {
+                    let why = format!("{} bytes do not fit in the {} reserved", meta.len(), self.meta_len);
+                    return Err(Error::config("metadata", why));
+                }
+                meta.resize(self.meta_len, b' ');
+                Some(meta)
+            }
+            None => None,
+        };
         self.flush_block()?;
         let mut t = Vec::with_capacity(INDEX_FIXED + INDEX_ENTRY * self.index.len() + FOOTER);
         t.extend_from_slice(INDEX_MAGIC);
@@ -187,7 +220,12 @@ impl NativeWriter {
         t.extend_from_slice(END_MAGIC);
         let path = self.path;
         self.out.write_all(&t).map_err(|e| Error::io(&path, e))?;
-        let tmp = self.out.into_inner().map_err(|e| Error::io(&path, e.into_error()))?;
+        let mut tmp = self.out.into_inner().map_err(|e| Error::io(&path, e.into_error()))?;
+        if let Some(meta) = meta {
+            use std::io::{Seek, SeekFrom};
+            let file = tmp.as_file_mut();
+            file.seek(SeekFrom::Start(HEADER_FIXED as u64)).and_then(|_| file.write_all(&meta)).map_err(|e| Error::io(&path, e))?;
+        }
         persist(tmp, &path)
     }
 }

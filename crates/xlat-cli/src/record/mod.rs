@@ -1,0 +1,320 @@
+//! `xlat trace record`: runs an unmodified x86-64 program under a small Valgrind tool and
+//! writes its memory references straight into a native trace (`docs/recording.md`).
+//!
+//! The tool ([`tool`]) sends 16-byte binary records through a pipe; a reader thread
+//! ([`stream`]) encodes them with the native writer while the main thread watches the
+//! program, Ctrl-C and the reference limit.
+
+mod stream;
+mod tool;
+
+use crate::progress::Bar;
+use crate::Outcome;
+use anyhow::{anyhow, bail, Result};
+use clap::Args;
+use nix::sys::personality::{self, Persona};
+use serde_json::{json, Value};
+use std::ffi::OsString;
+use std::fs::File;
+use std::io::Read;
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::unix::process::ExitStatusExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use stream::{Received, Stop};
+use xlat::sim::Progress;
+use xlat::trace::NativeWriter;
+
+/// Bytes kept free after the header's metadata for what is known only at the end (how the
+/// recording stopped, exit status, counts).
+const METADATA_ROOM: usize = 1024;
+
+/// Arguments of `xlat trace record`.
+#[derive(Args)]
+pub struct RecordArgs {
+    /// The trace to write (native format, written atomically); `PROGRAM.xlat` in the current
+    /// directory when omitted.
+    #[arg(long, short)]
+    output: Option<PathBuf>,
+    /// Record instruction fetches too (one per executed instruction), not only loads and
+    /// stores.
+    #[arg(long)]
+    ifetch: bool,
+    /// Stop after recording N references: the program is killed and the trace completed.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    limit: Option<u64>,
+    /// Let the first N references pass unrecorded before recording starts.
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    skip: u64,
+    /// Print no progress and no summary.
+    #[arg(long, short)]
+    quiet: bool,
+    /// The program to record and its arguments, after `--`.
+    #[arg(required = true, last = true, value_name = "PROGRAM [ARGS]")]
+    command: Vec<OsString>,
+}
+
+/// The program to run, as given and as found.
+struct Program {
+    /// Path passed to Valgrind (found in PATH when the name has no `/`).
+    path: PathBuf,
+    /// Its arguments.
+    args: Vec<OsString>,
+    /// Identity stored in the trace header.
+    identity: Value,
+}
+
+/// Records the program into a native trace.
+pub fn run(args: &RecordArgs, interrupt: &AtomicBool) -> Result<Outcome> {
+    let program = find_program(&args.command)?;
+    let tool = tool::prepare()?;
+    let output = match &args.output {
+        Some(o) => o.clone(),
+        None => PathBuf::from(format!("{}.xlat", program.path.file_name().unwrap_or_default().to_string_lossy())),
+    };
+    let mut metadata = json!({
+        "program": program.identity,
+        "created_by": format!("xlat {} trace record", xlat::VERSION),
+        "recorder": {
+            "method": "valgrind tool xlat_record",
+            "valgrind": tool.valgrind_version,
+            "ifetch": args.ifetch,
+            "skip": args.skip,
+            "limit": args.limit,
+        },
+    });
+    let writer = NativeWriter::create_with_room(&output, &metadata, METADATA_ROOM)?;
+    let (read_end, write_end) = pipe_for_child()?;
+    let mut command = valgrind_command(args, &tool, &program, write_end.as_raw_fd());
+    let (child, aslr) = spawn_without_aslr(&mut command)?;
+    // The child has its copy; ours would keep the pipe open after the child is gone.
+    drop(write_end);
+    metadata["recorder"]["aslr"] = json!(aslr);
+
+    let progress = Arc::new(AtomicU64::new(0));
+    let stop_child = Arc::new(AtomicBool::new(false));
+    let reader = spawn_reader(read_end, writer, Arc::clone(&progress), Arc::clone(&stop_child));
+    let mut bar = Bar::new(!args.quiet);
+    bar.update(Progress::Start { workload: "record", expected: args.limit });
+    let started = Instant::now();
+    let watched = watch(child, &stop_child, interrupt, &progress, &mut bar);
+    bar.update(Progress::Finish);
+    let (writer, got) = reader.join().map_err(|_| anyhow!("the trace writer thread panicked"))?;
+    let (status, interrupted) = watched?;
+    let got = got.map_err(|e| anyhow!("recording into {}: {e}", output.display()))?;
+    let end = Ending { got, status, interrupted, seconds: started.elapsed().as_secs_f64() };
+    finish(args, &program, &output, writer, metadata, &end)
+}
+
+/// `valgrind -q --tool=xlatrec` with the tool's options, then the program and its arguments.
+fn valgrind_command(args: &RecordArgs, tool: &tool::Tool, program: &Program, fd: i32) -> Command {
+    let mut command = Command::new("valgrind");
+    command.env("VALGRIND_LIB", &tool.lib_dir).arg("-q").arg(format!("--tool={}", tool::TOOL_NAME));
+    command.arg(format!("--xlat-fd={fd}")).arg(format!("--xlat-ifetch={}", if args.ifetch { "yes" } else { "no" }));
+    command.arg(format!("--xlat-skip={}", args.skip)).arg(format!("--xlat-limit={}", args.limit.unwrap_or(0)));
+    command.arg(&program.path).args(&program.args);
+    command
+}
+
+/// What the reader thread hands back: the writer, to be finished, and what it received.
+type ReaderResult = (NativeWriter, Result<Received>);
+
+/// Starts the thread that encodes the tool's records into `writer`. It sets `stop_child` at
+/// the limit or when the trace cannot be written: the program must not run on.
+fn spawn_reader(
+    read_end: OwnedFd,
+    mut writer: NativeWriter,
+    progress: Arc<AtomicU64>,
+    stop_child: Arc<AtomicBool>,
+) -> std::thread::JoinHandle<ReaderResult> {
+    std::thread::spawn(move || {
+        let got = stream::receive(&mut File::from(read_end), &mut writer, &progress);
+        if got.as_ref().map_or(true, |g| g.stop == Some(Stop::Limit)) {
+            stop_child.store(true, Ordering::Relaxed);
+        }
+        (writer, got)
+    })
+}
+
+/// Finds the program (in PATH when the name has no `/`) and describes it: paths, arguments,
+/// size and an xxh64 hash of the executable, so a trace names exactly what was recorded.
+fn find_program(command: &[OsString]) -> Result<Program> {
+    let (name, args) =
+        command.split_first().ok_or_else(|| anyhow!("no program given (xlat trace record -- PROGRAM ARGS)"))?;
+    let path = which::which(name).map_err(|_| {
+        anyhow!("{}: program not found (not an executable file, nor in PATH)", Path::new(name).display())
+    })?;
+    let resolved = std::fs::canonicalize(&path).map_err(|e| anyhow!("{}: {e}", path.display()))?;
+    let mut file = File::open(&resolved).map_err(|e| anyhow!("{}: {e}", resolved.display()))?;
+    let mut hash = xxhash_rust::xxh64::Xxh64::new(0);
+    let mut buf = vec![0u8; 1 << 16];
+    let mut size = 0u64;
+    loop {
+        let n = file.read(&mut buf).map_err(|e| anyhow!("{}: {e}", resolved.display()))?;
+        if n == 0 {
+            break;
+        }
+        hash.update(&buf[..n]);
+        size += n as u64;
+    }
+    let cwd = std::env::current_dir().map(|d| d.display().to_string()).unwrap_or_default();
+    let identity = json!({
+        "command": name.to_string_lossy(),
+        "path": resolved.display().to_string(),
+        "args": args.iter().map(|a| a.to_string_lossy()).collect::<Vec<_>>(),
+        "size": size,
+        "xxh64": format!("{:016x}", hash.digest()),
+        "cwd": cwd,
+    });
+    Ok(Program { path, args: args.to_vec(), identity })
+}
+
+/// A pipe whose write end the child inherits (not close-on-exec); the read end stays ours.
+fn pipe_for_child() -> Result<(OwnedFd, OwnedFd)> {
+    use nix::fcntl::{fcntl, FcntlArg, FdFlag, OFlag};
+    let (read_end, write_end) = nix::unistd::pipe2(OFlag::O_CLOEXEC).map_err(|e| anyhow!("creating a pipe: {e}"))?;
+    fcntl(&write_end, FcntlArg::F_SETFD(FdFlag::empty())).map_err(|e| anyhow!("passing the pipe to valgrind: {e}"))?;
+    Ok((read_end, write_end))
+}
+
+/// Spawns `command` with address-space randomization off (personality ADDR_NO_RANDOMIZE,
+/// inherited by the child, as `setarch -R` does), so recordings are reproducible. Returns
+/// the child and what became of randomization, for the metadata: some sandboxes refuse
+/// the call, and the recording then goes ahead with a warning.
+fn spawn_without_aslr(command: &mut Command) -> Result<(Child, String)> {
+    let old = personality::get();
+    let aslr = match old.and_then(|p| personality::set(p | Persona::ADDR_NO_RANDOMIZE)) {
+        Ok(_) => "off".to_string(),
+        Err(e) => {
+            eprintln!(
+                "warning: cannot turn address-space randomization off ({e}); addresses may differ between recordings"
+            );
+            format!("on (personality call refused: {e})")
+        }
+    };
+    let spawned = command.spawn();
+    if let Ok(p) = old {
+        // Only the child needed it; xlat's own later mappings need not be predictable.
+        let _ = personality::set(p);
+    }
+    let child = spawned.map_err(|e| match e.kind() {
+        std::io::ErrorKind::NotFound => anyhow!("valgrind is not installed; install it with: apt-get install valgrind"),
+        _ => anyhow!("starting valgrind: {e}"),
+    })?;
+    Ok((child, aslr))
+}
+
+/// Waits for the program, polling so that Ctrl-C and the end of the stream are noticed:
+/// Ctrl-C, a reached limit or a failed trace writer (`stop_child`) kill it. Returns its
+/// exit status and whether it was interrupted.
+fn watch(
+    mut child: Child,
+    stop_child: &AtomicBool,
+    interrupt: &AtomicBool,
+    progress: &AtomicU64,
+    bar: &mut Bar,
+) -> Result<(ExitStatus, bool)> {
+    let mut interrupted = false;
+    let mut killed = false;
+    loop {
+        let status = match child.try_wait() {
+            Ok(status) => status,
+            Err(e) => {
+                // Killed, so that the reader thread sees the pipe close and can be joined.
+                let _ = child.kill();
+                return Err(anyhow!("waiting for valgrind: {e}"));
+            }
+        };
+        if let Some(status) = status {
+            return Ok((status, interrupted));
+        }
+        if !killed && (interrupt.load(Ordering::Relaxed) || stop_child.load(Ordering::Relaxed)) {
+            interrupted = interrupt.load(Ordering::Relaxed);
+            // SIGKILL: the program may ignore gentler signals, and the trace is already
+            // complete up to what the tool sent.
+            let _ = child.kill();
+            killed = true;
+        }
+        bar.update(Progress::Advance { refs: progress.load(Ordering::Relaxed) });
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// How a recording ended, from both sides of the pipe.
+struct Ending {
+    got: Received,
+    status: ExitStatus,
+    interrupted: bool,
+    seconds: f64,
+}
+
+impl Ending {
+    /// The `stopped` field of the metadata, and whether the trace is cut short.
+    fn stopped(&self) -> (&'static str, bool) {
+        match (self.interrupted, self.got.stop) {
+            (true, _) => ("interrupted", true),
+            (false, Some(Stop::Limit)) => ("limit", false),
+            (false, Some(Stop::Exec)) => ("exec", false),
+            (false, Some(Stop::Exit)) => ("exit", false),
+            // Killed from outside (SIGKILL gives Valgrind no chance to finish).
+            (false, None) => ("killed", true),
+        }
+    }
+}
+
+/// "exited with status N" or "killed by signal N".
+fn describe(status: ExitStatus) -> String {
+    match (status.code(), status.signal()) {
+        (Some(c), _) => format!("exited with status {c}"),
+        (None, Some(s)) => format!("killed by signal {s}"),
+        _ => status.to_string(),
+    }
+}
+
+/// Completes the trace with the final metadata and reports on stderr.
+fn finish(
+    args: &RecordArgs,
+    program: &Program,
+    output: &Path,
+    writer: NativeWriter,
+    mut metadata: Value,
+    end: &Ending,
+) -> Result<Outcome> {
+    let name = program.path.display();
+    if end.got.references() == 0 && end.got.stop.is_none() && !end.interrupted {
+        bail!("valgrind {} before {name} started (see its messages above); no trace was written", describe(end.status));
+    }
+    let (stopped, partial) = end.stopped();
+    let [loads, stores, ifetches] = end.got.counts;
+    metadata["recording"] = json!({
+        "stopped": stopped,
+        "exit_status": if stopped == "exit" { Some(describe(end.status)) } else { None },
+        "references": end.got.references(),
+        "loads": loads,
+        "stores": stores,
+        "ifetches": ifetches,
+        "instructions_executed": end.got.instructions,
+    });
+    metadata["partial"] = json!(partial);
+    writer.finish_with_metadata(&metadata)?;
+    if !args.quiet {
+        let refs = end.got.references();
+        let rate = refs as f64 / end.seconds.max(1e-9) / 1e6;
+        eprintln!(
+            "{refs} references ({loads} loads, {stores} stores, {ifetches} fetches) of {name} in {:.1} s ({rate:.1} M/s) written to {}",
+            end.seconds,
+            output.display()
+        );
+    }
+    match stopped {
+        "interrupted" => eprintln!("interrupted: the trace holds the references recorded so far and is marked partial"),
+        "killed" => eprintln!("warning: {name} was {} before Valgrind could finish; the trace is marked partial", describe(end.status)),
+        "exec" => eprintln!("note: {name} called execve; recording stopped there (Valgrind does not follow exec: record the final program directly)"),
+        "exit" if !end.status.success() => eprintln!("note: {name} {} (kept in the trace metadata)", describe(end.status)),
+        _ => {}
+    }
+    Ok(if end.interrupted { Outcome::Interrupted } else { Outcome::Done })
+}
