@@ -2,7 +2,7 @@
 //!
 //! Exit codes: 0 success; 1 error (bad input, bad configuration, simulation failure);
 //! 2 usage error (unknown flag or subcommand); 130 interrupted by Ctrl-C (partial results,
-//! flagged `partial`, were written).
+//! flagged `partial`, were written); killed by SIGPIPE when standard output's reader is gone.
 
 // The workspace forbids printing from library code; printing is this binary's job.
 #![allow(clippy::print_stdout)]
@@ -56,6 +56,7 @@ pub enum Outcome {
 }
 
 fn main() -> ExitCode {
+    die_quietly_on_closed_stdout();
     let cli = Cli::parse();
     let interrupt = Arc::new(AtomicBool::new(false));
     install_interrupt_handler(Arc::clone(&interrupt));
@@ -93,4 +94,17 @@ fn install_interrupt_handler(flag: Arc<AtomicBool>) {
         }
         eprintln!("\ninterrupted: stopping after the current batch (Ctrl-C again to abort at once)");
     });
+}
+
+/// Restores the default action of SIGPIPE, which Rust's runtime ignores: a command whose
+/// output is piped into `head` then ends quietly when `head` exits, as Unix tools do,
+/// instead of panicking on its next print.
+fn die_quietly_on_closed_stdout() {
+    use nix::sys::signal::{signal, SigHandler, Signal};
+    // SAFETY: called first thing in main, before any other thread exists, and installs the
+    // default action, not a handler, so no handler code can run in an unsafe context.
+    #[allow(unsafe_code)]
+    let restored = unsafe { signal(Signal::SIGPIPE, SigHandler::SigDfl) };
+    // Without it, a closed pipe is still an error message rather than a wrong answer.
+    let _ = restored;
 }

@@ -290,3 +290,19 @@ fn workload_bad_arguments_are_clear_errors() {
         assert!(text(&out.stderr).contains(wanted), "{args:?}: {}", text(&out.stderr));
     }
 }
+
+#[test]
+fn output_into_a_closed_pipe_ends_quietly() {
+    // The reader is gone before xlat prints, as when `head` has already exited.
+    let (reader, writer) = std::io::pipe().unwrap();
+    drop(reader);
+    let out = Command::new(env!("CARGO_BIN_EXE_xlat"))
+        .args(["workload", "info", "gap", "--scale", "tiny"])
+        .stdout(writer)
+        .output()
+        .expect("xlat runs");
+    let stderr = text(&out.stderr);
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    use std::os::unix::process::ExitStatusExt;
+    assert_eq!(out.status.signal(), Some(13), "killed by SIGPIPE, like other Unix tools: {:?}", out.status);
+}
