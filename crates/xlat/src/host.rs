@@ -4,9 +4,8 @@
 /// a later read of it does not wait for memory. A hint only: it has no visible effect, and
 /// compiles to nothing on hosts without a prefetch instruction.
 ///
-/// The simulator's memory-bound paths (page-table leaves, per-frame recency stamps) are random
-/// reads over megabytes; the references of a batch are known in advance, so their lines can be
-/// requested several references before they are needed.
+/// Page-table walks read leaves spread over megabytes; the references of a batch are known in
+/// advance, so the machine requests their leaf lines several references before it walks.
 #[inline(always)]
 pub fn prefetch<T>(value: &T) {
     #[cfg(target_arch = "x86_64")]

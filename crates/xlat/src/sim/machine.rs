@@ -67,8 +67,9 @@ pub struct Machine {
 /// for a line to arrive from memory while the references before it are simulated.
 const PREFETCH_DISTANCE: usize = 8;
 
-/// Prefetching costs about 50 instructions per reference, a walk that misses the host's
-/// caches several hundred cycles: it pays once more than one reference in this many walks.
+/// Prefetching costs about 50 instructions per reference and a walk that misses the host's
+/// caches several hundred cycles, so it is on only while more than one reference in this many
+/// walks.
 const PREFETCH_WALK_RATIO: u64 = 8;
 
 impl Machine {
