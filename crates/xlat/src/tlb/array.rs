@@ -6,6 +6,7 @@
 //! of sets; any number of sets is allowed, not only powers of two (1536 entries, 12 ways).
 
 use super::replacement::{Policy, ReplacementState};
+use super::set_index::SetIndex;
 use crate::types::{Asid, PageSize, Pfn, Translation, Vpn, BASE_PAGE_SHIFT};
 use rustc_hash::FxHashMap;
 
@@ -34,7 +35,7 @@ pub struct ArrayGeometry {
 pub struct TlbArray {
     sets: usize,
     ways: usize,
-    set_mask: Option<u64>,
+    set_index: SetIndex,
     sizes: Vec<PageSize>,
     /// The page size, when the array holds only one (the common split array): a lookup then
     /// probes it directly, without the loop over sizes and the per-size occupancy check.
@@ -133,7 +134,7 @@ impl TlbArray {
         TlbArray {
             sets,
             ways,
-            set_mask: sets.is_power_of_two().then_some(sets as u64 - 1),
+            set_index: SetIndex::new(sets),
             single_size: (sizes.len() == 1).then(|| sizes[0]),
             sizes,
             tags: vec![0; sets * ways],
@@ -164,10 +165,7 @@ impl TlbArray {
 
     #[inline(always)]
     fn set_of(&self, tag: u64) -> usize {
-        match self.set_mask {
-            Some(mask) => (tag & mask) as usize,
-            None => (tag % self.sets as u64) as usize,
-        }
+        self.set_index.of(tag)
     }
 
     /// The slot holding (`tag`, `meta`) in `set`, if any.

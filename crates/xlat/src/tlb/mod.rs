@@ -5,6 +5,7 @@ pub mod array;
 pub mod hierarchy;
 pub mod mosaic;
 pub mod replacement;
+mod set_index;
 
 pub use array::{ArrayGeometry, TlbArray};
 pub use hierarchy::{Counters, LevelGeometry, LevelStats, Side, TlbHierarchy};

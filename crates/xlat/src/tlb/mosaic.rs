@@ -46,6 +46,7 @@
 
 use super::array::{scan_set, INDEX_ABOVE_WAYS, NOT_FOUND, VALID};
 use super::replacement::{Policy, ReplacementState};
+use super::set_index::SetIndex;
 use crate::types::{Asid, Vpn};
 use rustc_hash::FxHashMap;
 use serde::Serialize;
@@ -117,9 +118,8 @@ pub struct MosaicCounters {
 #[derive(Clone, Debug)]
 pub struct MosaicTlb {
     geometry: MosaicGeometry,
-    sets: usize,
     ways: usize,
-    set_mask: Option<u64>,
+    set_index: SetIndex,
     /// log2 of the arity: MVPN = VPN >> shift, and a slot's ToC starts at slot << shift.
     shift: u32,
     unmapped: u8,
@@ -207,9 +207,8 @@ impl MosaicTlb {
         let sets = entries / ways;
         MosaicTlb {
             geometry: geometry.clone(),
-            sets,
             ways,
-            set_mask: sets.is_power_of_two().then_some(sets as u64 - 1),
+            set_index: SetIndex::new(sets),
             shift: geometry.arity.trailing_zeros(),
             unmapped,
             tags: vec![0; entries],
@@ -239,10 +238,7 @@ impl MosaicTlb {
 
     #[inline(always)]
     fn set_of(&self, mvpn: u64) -> usize {
-        match self.set_mask {
-            Some(mask) => (mvpn & mask) as usize,
-            None => (mvpn % self.sets as u64) as usize,
-        }
+        self.set_index.of(mvpn)
     }
 
     /// The slot holding (`mvpn`, `meta`) in `set`, if any; changes nothing.
