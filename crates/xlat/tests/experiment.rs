@@ -137,6 +137,7 @@ fn configuration_errors_name_the_field() {
     let cases = [
         (SMALL.replace("ways = 2", "ways = 3"), "machine[1].tlb[0].arrays[0].ways", "not divisible by 3 ways"),
         (SMALL.replace("ways = 2", "ways = 0"), "machine[1].tlb[0].arrays[0].ways", "at least one way"),
+        (SMALL.replace("entries = 8,", "entries = 8_000_000_000,"), "machine[1].tlb[0].arrays[0].entries", "exceed the 16777216"),
         (SMALL.replace("ways = 2", "ways = \"most\""), "ways", "neither a way count nor"),
         (SMALL.replace("preset = \"skylake-like\"", "preset = \"skylake\""), "machine[0].preset", "unknown preset"),
         (SMALL.replace("preset = \"skylake-like\"", "preset = \"skylake-like\"\nways = 4"), "machine[0].preset", "takes no"),

@@ -265,9 +265,17 @@ fn level(l: &RawLevel, path: &str) -> Result<LevelGeometry> {
     Ok(geometry)
 }
 
+/// Most entries a TLB array may have: far beyond any real TLB, and small enough that slots
+/// are 32-bit numbers and a mistyped size is an error rather than an allocation of the
+/// host's whole memory.
+const MAX_ARRAY_ENTRIES: usize = 1 << 24;
+
 fn array(a: &RawArray, path: &str) -> Result<ArrayGeometry> {
     if a.entries == 0 {
         return err(format!("{path}.entries"), "an array needs at least one entry");
+    }
+    if a.entries > MAX_ARRAY_ENTRIES {
+        return err(format!("{path}.entries"), format!("{} entries exceed the {MAX_ARRAY_ENTRIES} an array may have", a.entries));
     }
     let ways = match a.ways {
         RawWays::Full => a.entries,

@@ -30,9 +30,34 @@ pub struct ArrayGeometry {
     pub page_sizes: Vec<PageSize>,
 }
 
+/// The geometries with a specialized probe and insertion: exact LRU, a power-of-two number of
+/// sets, one of these associativities, and entries of the smallest page size the array holds
+/// only. Most simulated TLBs are of this kind (the `mosaic-paper` TLB, both `skylake-like`
+/// levels, while the OS maps no huge page), and for them a probe is a mask, a fixed-length
+/// scan and a stamp, with none of the checks the general path makes per reference (page
+/// sizes, policy, set-count arithmetic, associativity). An array that holds several sizes
+/// turns general for good when an entry of a larger one is inserted.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Shape {
+    Lru1,
+    Lru2,
+    Lru4,
+    Lru8,
+    Lru12,
+    Lru16,
+    /// Anything else: the general path.
+    General,
+}
+
 /// A set-associative array of translations.
 #[derive(Clone, Debug)]
 pub struct TlbArray {
+    shape: Shape,
+    /// For the specialized shapes: the smallest page size's shift, the set mask and the size's
+    /// bits of the metadata word (with [`VALID`]).
+    shift: u32,
+    mask: u64,
+    size_meta: u32,
     sets: usize,
     ways: usize,
     set_index: SetIndex,
@@ -131,7 +156,22 @@ impl TlbArray {
         let mut sizes = geometry.page_sizes.clone();
         sizes.sort();
         sizes.dedup();
+        let repl = ReplacementState::new(geometry.policy, sets, ways, seed);
+        let shape = match ways {
+            _ if !sets.is_power_of_two() || !repl.is_lru_stamps() => Shape::General,
+            1 => Shape::Lru1,
+            2 => Shape::Lru2,
+            4 => Shape::Lru4,
+            8 => Shape::Lru8,
+            12 => Shape::Lru12,
+            16 => Shape::Lru16,
+            _ => Shape::General,
+        };
         TlbArray {
+            shape,
+            shift: sizes[0].shift(),
+            mask: sets as u64 - 1,
+            size_meta: meta(0, sizes[0]),
             sets,
             ways,
             set_index: SetIndex::new(sets),
@@ -142,7 +182,7 @@ impl TlbArray {
             pfns: vec![0; sets * ways],
             valid_in_set: vec![0; sets],
             valid_per_size: [0; 3],
-            repl: ReplacementState::new(geometry.policy, sets, ways, seed),
+            repl,
             index: (ways > INDEX_ABOVE_WAYS).then(FxHashMap::default),
         }
     }
@@ -209,6 +249,34 @@ impl TlbArray {
     /// the first level), so first-level hits never decode an entry.
     #[inline(always)]
     pub(crate) fn probe(&mut self, asid: Asid, vaddr: u64) -> Option<usize> {
+        match self.shape {
+            Shape::Lru1 => self.probe_lru::<1>(asid, vaddr),
+            Shape::Lru2 => self.probe_lru::<2>(asid, vaddr),
+            Shape::Lru4 => self.probe_lru::<4>(asid, vaddr),
+            Shape::Lru8 => self.probe_lru::<8>(asid, vaddr),
+            Shape::Lru12 => self.probe_lru::<12>(asid, vaddr),
+            Shape::Lru16 => self.probe_lru::<16>(asid, vaddr),
+            Shape::General => self.probe_general(asid, vaddr),
+        }
+    }
+
+    /// [`TlbArray::probe`] for a specialized shape of `W` ways. An empty array needs no
+    /// occupancy test: its metadata words are 0, which no lookup's metadata equals.
+    #[inline(always)]
+    fn probe_lru<const W: usize>(&mut self, asid: Asid, vaddr: u64) -> Option<usize> {
+        let tag = vaddr >> self.shift;
+        let base = (tag & self.mask) as usize * W;
+        let way = scan::<W>(&self.tags, &self.metas, base, tag, self.size_meta | u32::from(asid));
+        if way == NOT_FOUND {
+            return None;
+        }
+        self.repl.stamp_slot(base + way, way);
+        Some(base + way)
+    }
+
+    /// [`TlbArray::probe`] for any geometry.
+    #[inline(always)]
+    fn probe_general(&mut self, asid: Asid, vaddr: u64) -> Option<usize> {
         if let Some(size) = self.single_size {
             // An empty array (a 1 GiB array while the OS maps none) costs one compare.
             if self.valid_per_size[size.index()] == 0 {
@@ -271,6 +339,46 @@ impl TlbArray {
     /// builds it is compiled out.
     #[inline(always)]
     fn insert_absent_impl<const REPORT: bool>(&mut self, t: &Translation) -> Option<Translation> {
+        if self.shape != Shape::General && t.size.shift() != self.shift {
+            self.shape = Shape::General;
+        }
+        match self.shape {
+            Shape::Lru1 => self.insert_lru::<1, REPORT>(t),
+            Shape::Lru2 => self.insert_lru::<2, REPORT>(t),
+            Shape::Lru4 => self.insert_lru::<4, REPORT>(t),
+            Shape::Lru8 => self.insert_lru::<8, REPORT>(t),
+            Shape::Lru12 => self.insert_lru::<12, REPORT>(t),
+            Shape::Lru16 => self.insert_lru::<16, REPORT>(t),
+            Shape::General => self.insert_general::<REPORT>(t),
+        }
+    }
+
+    /// The insertion of a specialized shape of `W` ways: the victim is the oldest stamp, which
+    /// is the first free way while the set has one.
+    #[inline(always)]
+    fn insert_lru<const W: usize, const REPORT: bool>(&mut self, t: &Translation) -> Option<Translation> {
+        debug_assert!(self.holds(t.size), "array does not hold {} pages", t.size);
+        let tag = t.vpn.0 >> (self.shift - BASE_PAGE_SHIFT);
+        let set = (tag & self.mask) as usize;
+        let m = self.size_meta | u32::from(t.asid);
+        debug_assert!(self.find(set, tag, m).is_none(), "insert_absent of a present entry");
+        let way = self.repl.replace_stamped::<W>(set * W);
+        let slot = set * W + way;
+        let old = self.metas[slot];
+        let evicted = (REPORT && old != 0).then(|| self.translation_at(slot));
+        if old == 0 {
+            self.valid_in_set[set] += 1;
+            self.valid_per_size[t.size.index()] += 1;
+        }
+        self.tags[slot] = tag;
+        self.metas[slot] = m;
+        self.pfns[slot] = t.pfn.0;
+        evicted
+    }
+
+    /// The insertion of any geometry.
+    #[inline(always)]
+    fn insert_general<const REPORT: bool>(&mut self, t: &Translation) -> Option<Translation> {
         debug_assert!(self.holds(t.size), "array does not hold {} pages", t.size);
         let tag = t.vpn.0 >> (t.size.shift() - BASE_PAGE_SHIFT);
         let set = self.set_of(tag);

@@ -100,14 +100,29 @@ struct SideArrays {
     /// and 1 GiB arrays of a level cost nothing while the OS maps no huge page. Set on every
     /// fill, cleared when an invalidation empties the array.
     nonempty: u64,
-    /// The side's last lookup, when it hit: its ASID, 4 KiB page and (array, slot). Nothing
+    /// The side's last lookup, when it hit. Nothing
     /// has touched this side's sets since, so the entry is the most recent of its set and a
     /// repeated hit on it changes no replacement state under any policy (LRU and PLRU would
     /// re-mark what is already marked; FIFO and random ignore hits). Consecutive references
     /// to one page, most of a real stream, then cost a compare. Cleared by every miss, fill
     /// and invalidation.
-    last: Option<(Asid, u64, (usize, usize))>,
+    last: LastHit,
     counters: HitMiss,
+}
+
+/// Where a side's last lookup hit: its 4 KiB page, ASID, array and slot.
+#[derive(Clone, Copy, Debug)]
+struct LastHit {
+    page: u64,
+    asid: Asid,
+    array: u32,
+    slot: u32,
+}
+
+impl LastHit {
+    /// No last hit: a page number no address has (4 KiB pages of 64-bit addresses are below
+    /// 2^52).
+    const NONE: LastHit = LastHit { page: u64::MAX, asid: 0, array: 0, slot: 0 };
 }
 
 impl SideArrays {
@@ -125,7 +140,7 @@ impl SideArrays {
                 .find_map(|&s| arrays.iter().position(|a| a.holds(s)).map(|i| (i, s)))
         });
         assert!(arrays.len() <= 64, "a side holds at most 64 arrays (validation allows 3)");
-        SideArrays { arrays, fill_target, nonempty: 0, last: None, counters: HitMiss::default() }
+        SideArrays { arrays, fill_target, nonempty: 0, last: LastHit::NONE, counters: HitMiss::default() }
     }
 
     /// This side's statistics row.
@@ -138,11 +153,9 @@ impl SideArrays {
     #[inline(always)]
     fn probe(&mut self, asid: Asid, vaddr: u64) -> Option<(usize, usize)> {
         let page = vaddr >> BASE_PAGE_SHIFT;
-        if let Some((last_asid, last_page, hit)) = self.last {
-            if last_asid == asid && last_page == page {
-                self.counters.hits += 1;
-                return Some(hit);
-            }
+        if self.last.page == page && self.last.asid == asid {
+            self.counters.hits += 1;
+            return Some((self.last.array as usize, self.last.slot as usize));
         }
         let mut candidates = self.nonempty;
         while candidates != 0 {
@@ -150,12 +163,12 @@ impl SideArrays {
             candidates &= candidates - 1;
             if let Some(slot) = self.arrays[i].probe(asid, vaddr) {
                 self.counters.hits += 1;
-                self.last = Some((asid, page, (i, slot)));
+                self.last = LastHit { page, asid, array: i as u32, slot: slot as u32 };
                 return Some((i, slot));
             }
         }
         self.counters.misses += 1;
-        self.last = None;
+        self.last = LastHit::NONE;
         None
     }
 
@@ -166,7 +179,7 @@ impl SideArrays {
         let (array, size) = self.fill_target[t.size.index()]?;
         let entry = if size == t.size { *t } else { t.splinter(vaddr, size) };
         self.nonempty |= 1 << array;
-        self.last = None;
+        self.last = LastHit::NONE;
         if REPORT {
             self.arrays[array].insert_absent(&entry)
         } else {
@@ -191,7 +204,7 @@ impl SideArrays {
 
     /// Clears the `nonempty` bits of arrays that invalidations emptied, and the last hit.
     fn forget_empty(&mut self) {
-        self.last = None;
+        self.last = LastHit::NONE;
         for (i, array) in self.arrays.iter().enumerate() {
             if array.is_empty() {
                 self.nonempty &= !(1 << i);
@@ -380,7 +393,8 @@ impl TlbHierarchy {
     #[inline]
     pub fn hit_pfn(&mut self, level: usize, vaddr: u64, kind: AccessKind) -> Pfn {
         let side = self.levels[level].side(kind == AccessKind::IFetch);
-        let (_, _, (array, slot)) = side.last.expect("the level just hit");
+        debug_assert!(side.last.page != LastHit::NONE.page, "the level just hit");
+        let (array, slot) = (side.last.array as usize, side.last.slot as usize);
         side.arrays[array].translation_at(slot).pfn_of(vaddr)
     }
 

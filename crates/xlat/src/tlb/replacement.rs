@@ -100,6 +100,31 @@ impl ReplacementState {
         self.stamps[set * self.ways + way] = self.clock << WAY_BITS | way as u64;
     }
 
+    /// Stamps the entry at index `slot` (way `way` of its set) as just used, for an array that
+    /// computed the slot itself. LRU and FIFO up to 16 ways only: a fill under both, a touch
+    /// under LRU.
+    #[inline(always)]
+    pub(crate) fn stamp_slot(&mut self, slot: usize, way: usize) {
+        debug_assert!(self.stamped() && slot % self.ways == way);
+        self.clock += 1;
+        self.stamps[slot] = self.clock << WAY_BITS | way as u64;
+    }
+
+    /// [`ReplacementState::replace`] for a set of `W` ways (`W` equal to this state's ways) in
+    /// a stamp mode, whose first slot is `base`: the oldest way, stamped as just filled.
+    #[inline(always)]
+    pub(crate) fn replace_stamped<const W: usize>(&mut self, base: usize) -> usize {
+        debug_assert!(self.stamped() && W == self.ways);
+        let way = oldest::<W>(&self.stamps, base);
+        self.stamp_slot(base + way, way);
+        way
+    }
+
+    /// True when this is exact LRU kept as stamps (at most 16 ways).
+    pub(crate) fn is_lru_stamps(&self) -> bool {
+        self.mode == Mode::LruStamps
+    }
+
     #[inline]
     fn list(&mut self) -> &mut RecencyLists {
         self.lists.as_mut().expect("list modes have lists")
