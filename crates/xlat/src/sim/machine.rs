@@ -218,8 +218,9 @@ impl Machine {
         self.mosaic[i].tlb.fill(asid, vpn, &self.toc);
     }
 
-    /// A page-table walk, with the error naming this machine.
-    #[inline]
+    /// A page-table walk, with the error naming this machine. Inlined into the simulation
+    /// loop: as a call, its translation came back through memory.
+    #[inline(always)]
     fn walk(&mut self, asid: Asid, vaddr: u64) -> Result<Translation> {
         self.os.translate(asid, vaddr).map_err(|oom| self.out_of_memory(oom))
     }
