@@ -1,5 +1,7 @@
 //! Criterion benchmarks of the engine's hot paths: one TLB array, one Mosaic TLB array, the
-//! machine loop over a reference batch, and synthetic generation. `xlat bench` measures whole runs end to end.
+//! machine loop over a reference batch, and synthetic generation; and, as a yardstick of the
+//! host, the floor: the least work any simulation of one TLB must do per reference.
+//! `xlat bench` measures whole runs end to end.
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use std::hint::black_box;
@@ -85,7 +87,7 @@ fn machine(c: &mut Criterion) {
     group.throughput(Throughput::Elements(REFS as u64));
     let presets: [(&str, &str, Option<RawWays>); 2] =
         [("single-tlb-1024x4", "single-tlb", Some(RawWays::Count(4))), ("skylake-like", "skylake-like", None)];
-    for (footprint_name, footprint) in [("16MiB", 16u64 << 20), ("256MiB", 256 << 20)] {
+    for (footprint_name, footprint) in FOOTPRINTS {
         let batch = uniform(footprint);
         for (name, preset, ways) in &presets {
             let raw = RawMachine { name: name.to_string(), preset: Some(preset.to_string()), ways: *ways, ..RawMachine::default() };
@@ -97,6 +99,52 @@ fn machine(c: &mut Criterion) {
     group.finish();
 }
 
+/// The footprints of the machine and floor benchmarks: hits once warm, 75% and 98% misses in
+/// a 1024-entry TLB.
+const FOOTPRINTS: [(&str, u64); 3] = [("2MiB", 2 << 20), ("16MiB", 16 << 20), ("256MiB", 256 << 20)];
+
+/// The floor under `machine/single-tlb-1024x4`: a bare 1024-entry 4-way LRU array of tags and
+/// stamps in front of a flat page table that maps on first touch, counting hits and misses,
+/// and nothing else (no ASIDs, page sizes, statistics per level, straddling references,
+/// configurable geometry or policy). How far the machine is from it is the cost of xlat's
+/// generality; the floor itself is what the host allows.
+fn floor(c: &mut Criterion) {
+    const SETS: usize = 256;
+    const WAYS: usize = 4;
+    let mut group = c.benchmark_group("floor");
+    group.throughput(Throughput::Elements(REFS as u64));
+    for (footprint_name, footprint) in FOOTPRINTS {
+        let batch = uniform(footprint);
+        let first_page = batch.refs.iter().map(|r| r.vaddr >> 12).min().unwrap_or(0);
+        let mut page_table = vec![u32::MAX; (footprint >> 12) as usize];
+        let (mut tags, mut frames, mut stamps) = ([u64::MAX; SETS * WAYS], [0u32; SETS * WAYS], [0u64; SETS * WAYS]);
+        let (mut clock, mut next_frame, mut misses) = (0u64, 0u32, 0u64);
+        group.bench_function(format!("1024x4-lru/uniform-{footprint_name}"), |b| {
+            b.iter(|| {
+                for r in &batch.refs {
+                    let tag = r.vaddr >> 12;
+                    let base = (tag as usize % SETS) * WAYS;
+                    clock += 1;
+                    if let Some(way) = (0..WAYS).find(|&w| tags[base + w] == tag) {
+                        stamps[base + way] = clock;
+                        continue;
+                    }
+                    misses += 1;
+                    let pte = &mut page_table[(tag - first_page) as usize];
+                    if *pte == u32::MAX {
+                        *pte = next_frame;
+                        next_frame += 1;
+                    }
+                    let way = (0..WAYS).min_by_key(|&w| stamps[base + w]).unwrap_or(0);
+                    (tags[base + way], frames[base + way], stamps[base + way]) = (tag, *pte, clock);
+                }
+                black_box((misses, frames[0]))
+            })
+        });
+    }
+    group.finish();
+}
+
 fn synthetic(c: &mut Criterion) {
     let mut group = c.benchmark_group("synthetic");
     group.throughput(Throughput::Elements(REFS as u64));
@@ -104,5 +152,5 @@ fn synthetic(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, tlb_array, mosaic_tlb, machine, synthetic);
+criterion_group!(benches, tlb_array, mosaic_tlb, machine, floor, synthetic);
 criterion_main!(benches);

@@ -177,6 +177,11 @@ impl Os {
         self.fault(asid, vaddr)
     }
 
+    /// Bytes of page-table leaves (and tags) that walks read (see [`PageTable::leaf_bytes`]).
+    pub fn page_table_bytes(&self) -> usize {
+        self.table.leaf_bytes()
+    }
+
     /// Page-table walks so far.
     pub fn walks(&self) -> u64 {
         self.stats.walks

@@ -192,6 +192,11 @@ impl PageTable {
         *slot = frame;
     }
 
+    /// Bytes of leaves and tags: what walks read, spread over the host's memory.
+    pub fn leaf_bytes(&self) -> usize {
+        self.leaves.len() * std::mem::size_of::<Node>() + self.tags.len() * (1 << LEAF_BITS)
+    }
+
     /// Number of mapped pages.
     pub fn len(&self) -> usize {
         self.mapped

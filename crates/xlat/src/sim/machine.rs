@@ -69,8 +69,13 @@ const PREFETCH_DISTANCE: usize = 8;
 
 /// Prefetching costs about 50 instructions per reference and a walk that misses the host's
 /// caches several hundred cycles, so it is on only while more than one reference in this many
-/// walks.
+/// walks...
 const PREFETCH_WALK_RATIO: u64 = 8;
+
+/// ...and the leaves the walks read outgrow this many bytes, half the L2 cache of a current
+/// server core: below it they stay in the host's caches (a 256 MiB footprint of 4 KiB pages
+/// has 256 KiB of leaves), and prefetching was measured to cost more than it hid.
+const PREFETCH_ABOVE_TABLE_BYTES: usize = 512 << 10;
 
 impl Machine {
     /// A machine in its initial state: empty TLBs, nothing mapped.
@@ -137,7 +142,8 @@ impl Machine {
         }
         self.counters.refs += batch.refs.len() as u64;
         self.counters.instructions += batch.instructions;
-        self.prefetch = (self.os.walks() - walks) * PREFETCH_WALK_RATIO > batch.refs.len() as u64;
+        self.prefetch = (self.os.walks() - walks) * PREFETCH_WALK_RATIO > batch.refs.len() as u64
+            && self.os.page_table_bytes() > PREFETCH_ABOVE_TABLE_BYTES;
         Ok(())
     }
 
