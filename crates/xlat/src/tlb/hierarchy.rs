@@ -100,12 +100,11 @@ struct SideArrays {
     /// and 1 GiB arrays of a level cost nothing while the OS maps no huge page. Set on every
     /// fill, cleared when an invalidation empties the array.
     nonempty: u64,
-    /// The side's last lookup, when it hit. Nothing
-    /// has touched this side's sets since, so the entry is the most recent of its set and a
-    /// repeated hit on it changes no replacement state under any policy (LRU and PLRU would
-    /// re-mark what is already marked; FIFO and random ignore hits). Consecutive references
-    /// to one page, most of a real stream, then cost a compare. Cleared by every miss, fill
-    /// and invalidation.
+    /// The side's last lookup, when it hit. Nothing has touched this side's sets since, so
+    /// the entry is the most recent of its set and a repeated hit on it changes no replacement
+    /// state under any policy (LRU and PLRU would re-mark what is already marked; FIFO and
+    /// random ignore hits). Consecutive references to one page, most of a real stream, then
+    /// cost a compare. Cleared by every miss, fill and invalidation.
     last: LastHit,
     counters: HitMiss,
 }
