@@ -10,7 +10,8 @@ use common::tlb_ref::{self, RefArray, RefHierarchy};
 use proptest::prelude::*;
 use rand::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
-use xlat::tlb::{ArrayGeometry, LevelGeometry, Policy, TlbArray, TlbHierarchy};
+use xlat::memref::MemRef;
+use xlat::tlb::{ArrayGeometry, ExpressRun, LevelGeometry, Policy, TlbArray, TlbHierarchy, Walker};
 use xlat::{AccessKind, Asid, PageSize, Pfn, Translation, Vpn};
 
 const POLICIES: [Policy; 4] = [Policy::Lru, Policy::TreePlru, Policy::Fifo, Policy::Random];
@@ -757,5 +758,153 @@ proptest! {
             })
             .collect();
         run_hierarchy(&levels, seed, &|a, v| SOME_2M.walk(a, v), &ops, true);
+    }
+}
+
+// ------------------------------------------------------------------------------------------
+// The express path (a whole batch through a single specialized LRU array)
+// ------------------------------------------------------------------------------------------
+
+/// The walker of the express tests: [`PageTable::walk`] of 4 KiB pages, failing from the
+/// `fail_at`-th walk on (counting from 0) if set.
+struct TestWalker {
+    walks: usize,
+    fail_at: Option<usize>,
+}
+
+impl Walker for TestWalker {
+    type Error = usize;
+
+    fn walk(&mut self, asid: Asid, vaddr: u64) -> Result<Pfn, usize> {
+        self.walks += 1;
+        match self.fail_at {
+            Some(at) if self.walks > at => Err(self.walks - 1),
+            _ => Ok(BASE_ONLY.walk(asid, vaddr).pfn),
+        }
+    }
+
+    fn prefetch(&self, _asid: Asid, _vaddr: u64) {}
+}
+
+/// [`TlbHierarchy::run_express`] with the associativity chosen at run time, alternating the
+/// prefetching form (which must not change results) by batch parity.
+fn run_express(h: &mut TlbHierarchy, ways: usize, refs: &[MemRef], walker: &mut TestWalker, prefetch: bool) -> Result<ExpressRun, usize> {
+    macro_rules! dispatch {
+        ($($w:literal)*) => {
+            match (ways, prefetch) {
+                $(($w, false) => h.run_express::<$w, false, _>(refs, walker, 3),
+                  ($w, true) => h.run_express::<$w, true, _>(refs, walker, 3),)*
+                _ => unreachable!("not a specialized shape: {ways} ways"),
+            }
+        };
+    }
+    dispatch!(1 2 4 8 12 16)
+}
+
+/// The express path agrees with the reference hierarchy (hit or miss of every page touched,
+/// statistics after every batch) and leaves exactly the state the general path leaves
+/// (compared through `Debug`, which shows every tag, stamp, counter and the last hit).
+fn check_express(ways: usize, sets: usize, sizes: &[PageSize], refs: &[MemRef], batch: usize) {
+    let levels = [level("L1", vec![geometry(ways * sets, ways, Policy::Lru, sizes)], vec![], false)];
+    let mut express = TlbHierarchy::new(&levels, 1);
+    let mut general = TlbHierarchy::new(&levels, 1);
+    let mut reference = RefHierarchy::new(&levels, 1);
+    assert_eq!(express.express_ways(K4), Some(ways));
+    assert_eq!(express.express_ways(M2), None, "entries of another size than the OS maps");
+    let mut walker = TestWalker { walks: 0, fail_at: None };
+    for (b, chunk) in refs.chunks(batch).enumerate() {
+        let run = run_express(&mut express, ways, chunk, &mut walker, b % 2 == 1).expect("no walk fails");
+        let mut straddles = 0;
+        for r in chunk {
+            let (first, last) = (r.first_vpn().0, r.last_vpn().0);
+            straddles += u64::from(first != last);
+            for page in if first == last { vec![first] } else { vec![first, last] } {
+                let va = page << 12;
+                let walk = || BASE_ONLY.walk(r.asid, va);
+                reference.access(r.asid, va, r.kind, walk);
+                if general.lookup(r.asid, va, r.kind).is_none() {
+                    general.fill_after_walk(&walk(), va, r.kind);
+                }
+            }
+        }
+        assert_eq!(run.straddles, straddles, "batch {b}");
+        assert_eq!(express.stats(), reference.stats(), "{ways} ways × {sets} sets, batch {b}");
+        assert_eq!(format!("{express:?}"), format!("{general:?}"), "{ways} ways × {sets} sets, batch {b}");
+    }
+    assert_eq!(walker.walks as u64, reference.stats()[0].counters.misses);
+}
+
+/// A stream over `pages` pages of a few ASIDs, with runs on one page (the last-hit shortcut),
+/// references straddling page boundaries and every access kind.
+fn express_stream(pages: u64, n: usize, seed: u64) -> Vec<MemRef> {
+    let mut rng = Xoshiro256PlusPlus::seed_from_u64(seed);
+    let mut page = 0;
+    (0..n)
+        .map(|_| {
+            if rng.random_bool(0.6) {
+                page = rng.random_range(0..pages);
+            }
+            let straddle = rng.random_bool(0.1);
+            let offset = if straddle { 4096 - rng.random_range(1..8) } else { rng.random_range(0..4088) };
+            let kind = AccessKind::ALL[rng.random_range(0..3)];
+            MemRef { vaddr: page << 12 | offset, asid: rng.random_range(0..3), size: 8, kind }
+        })
+        .collect()
+}
+
+#[test]
+fn express_matches_reference_every_shape() {
+    for ways in [1, 2, 4, 8, 12, 16] {
+        for sets in [1, 4, 64] {
+            for sizes in [&[K4][..], &[K4, M2]] {
+                let refs = express_stream((ways * sets) as u64 * 3, 3000, (ways * sets) as u64);
+                check_express(ways, sets, sizes, &refs, 257);
+            }
+        }
+    }
+}
+
+#[test]
+fn express_is_only_for_single_specialized_arrays() {
+    let lru = |entries, ways| geometry(entries, ways, Policy::Lru, &[K4]);
+    let one = |arrays, instr| TlbHierarchy::new(&[level("L1", arrays, instr, false)], 0);
+    assert_eq!(one(vec![lru(64, 4)], vec![]).express_ways(K4), Some(4));
+    assert_eq!(one(vec![lru(48, 4)], vec![]).express_ways(K4), None, "12 sets");
+    assert_eq!(one(vec![lru(64, 3)], vec![]).express_ways(K4), None, "3 ways");
+    assert_eq!(one(vec![geometry(64, 4, Policy::Fifo, &[K4])], vec![]).express_ways(K4), None, "FIFO");
+    assert_eq!(one(vec![lru(64, 4)], vec![lru(64, 4)]).express_ways(K4), None, "split");
+    assert_eq!(one(vec![lru(64, 4), geometry(32, 4, Policy::Lru, &[M2])], vec![]).express_ways(K4), None, "two arrays");
+    assert_eq!(TlbHierarchy::new(&skylake_like(Policy::Lru, false), 0).express_ways(K4), None, "two levels");
+}
+
+#[test]
+fn express_stops_at_a_failed_walk() {
+    let levels = [level("L1", vec![geometry(16, 4, Policy::Lru, &[K4])], vec![], false)];
+    let mut h = TlbHierarchy::new(&levels, 0);
+    let refs: Vec<MemRef> = (0..10).map(|p| MemRef::load(p << 12, 8)).collect();
+    let mut walker = TestWalker { walks: 0, fail_at: Some(4) };
+    assert_eq!(run_express(&mut h, 4, &refs, &mut walker, false), Err(4));
+    assert_eq!(walker.walks, 5, "no reference after the failed one is simulated");
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(32))]
+
+    /// Random specialized shapes, streams and batch lengths.
+    #[test]
+    fn prop_express_matches_reference(
+        ways_i in 0usize..6,
+        sets_log in 0u32..7,
+        two_sizes in any::<bool>(),
+        pages_per_entry in 1u64..4,
+        n in 1usize..2000,
+        batch in 1usize..600,
+        seed in any::<u64>(),
+    ) {
+        let ways = [1, 2, 4, 8, 12, 16][ways_i];
+        let sets = 1 << sets_log;
+        let sizes: &[PageSize] = if two_sizes { &[K4, M2] } else { &[K4] };
+        let refs = express_stream((ways * sets) as u64 * pages_per_entry, n, seed);
+        check_express(ways, sets, sizes, &refs, batch);
     }
 }

@@ -177,6 +177,23 @@ impl Os {
         self.fault(asid, vaddr)
     }
 
+    /// The first base frame of the page holding `vaddr`: [`Os::translate`]'s frame, for an OS
+    /// that does not track use (whose walks record nothing but their count).
+    #[inline(always)]
+    pub fn walk_frame(&mut self, asid: Asid, vaddr: u64) -> std::result::Result<Pfn, OutOfMemory> {
+        debug_assert!(!self.tracks_use(), "walk_frame skips the recency of tracked use");
+        self.stats.walks += 1;
+        match self.table.frame(asid, vaddr) {
+            Some(pfn) => Ok(pfn),
+            None => self.fault(asid, vaddr).map(|t| t.pfn),
+        }
+    }
+
+    /// The size of the pages this OS maps.
+    pub fn page_size(&self) -> PageSize {
+        self.spec.page_size
+    }
+
     /// Bytes of page-table leaves (and tags) that walks read (see [`PageTable::leaf_bytes`]).
     pub fn page_table_bytes(&self) -> usize {
         self.table.leaf_bytes()

@@ -12,7 +12,7 @@ use crate::hash::page_key;
 use crate::memref::{AccessKind, Batch};
 use crate::os::{Os, OsSpec};
 use crate::tlb::mosaic::{MosaicGeometry, MosaicLookup, MosaicTlb};
-use crate::tlb::{LevelGeometry, TlbHierarchy};
+use crate::tlb::{LevelGeometry, TlbHierarchy, Walker};
 use crate::types::{Asid, Pfn, Translation, Vpn, BASE_PAGE_SHIFT};
 use crate::Result;
 use serde::Serialize;
@@ -47,6 +47,21 @@ struct MosaicVariant {
     /// The last hit's (ASID, page, CPFN) and the frame it decoded to. Decoding is a pure
     /// function of these, so a repeated hit (most references of a real stream) reuses it.
     decoded: Option<(Asid, Vpn, u8, Pfn)>,
+}
+
+/// The express path walks the machine's OS.
+impl Walker for Os {
+    type Error = crate::os::OutOfMemory;
+
+    #[inline(always)]
+    fn walk(&mut self, asid: Asid, vaddr: u64) -> std::result::Result<Pfn, Self::Error> {
+        self.walk_frame(asid, vaddr)
+    }
+
+    #[inline(always)]
+    fn prefetch(&self, asid: Asid, vaddr: u64) {
+        Os::prefetch(self, asid, vaddr);
+    }
 }
 
 /// A machine being simulated.
@@ -112,6 +127,11 @@ impl Machine {
         let one_level = self.tlb.as_ref().is_some_and(TlbHierarchy::is_one_level);
         let track = self.os.tracks_use();
         let mosaic = !self.mosaic.is_empty();
+        if !track && !mosaic {
+            if let Some(ways) = self.tlb.as_ref().and_then(|tlb| tlb.express_ways(self.os.page_size())) {
+                return self.process_express(ways, batch);
+            }
+        }
         match (one_level, track, mosaic) {
             (true, false, false) => self.process_shaped::<true, false, false>(batch),
             (false, false, false) => self.process_shaped::<false, false, false>(batch),
@@ -140,10 +160,45 @@ impl Machine {
                 self.translate::<ONE_LEVEL, TRACK, MOSAIC>(r.asid, last << BASE_PAGE_SHIFT, r.kind)?;
             }
         }
+        self.finish_batch(batch, walks);
+        Ok(())
+    }
+
+    /// Counts a simulated batch, during which the OS had walked `walks` times before it, and
+    /// decides whether the next one prefetches.
+    fn finish_batch(&mut self, batch: &Batch, walks: u64) {
         self.counters.refs += batch.refs.len() as u64;
         self.counters.instructions += batch.instructions;
         self.prefetch = (self.os.walks() - walks) * PREFETCH_WALK_RATIO > batch.refs.len() as u64
             && self.os.page_table_bytes() > PREFETCH_ABOVE_TABLE_BYTES;
+    }
+
+    /// [`Machine::process`] for a machine that is a single TLB of a specialized shape with `ways`
+    /// ways (see [`TlbHierarchy::express_ways`]) over an OS that does not track use.
+    fn process_express(&mut self, ways: usize, batch: &Batch) -> Result<()> {
+        match (ways, self.prefetch) {
+            (1, false) => self.express_shaped::<1, false>(batch),
+            (2, false) => self.express_shaped::<2, false>(batch),
+            (4, false) => self.express_shaped::<4, false>(batch),
+            (8, false) => self.express_shaped::<8, false>(batch),
+            (12, false) => self.express_shaped::<12, false>(batch),
+            (16, false) => self.express_shaped::<16, false>(batch),
+            (1, true) => self.express_shaped::<1, true>(batch),
+            (2, true) => self.express_shaped::<2, true>(batch),
+            (4, true) => self.express_shaped::<4, true>(batch),
+            (8, true) => self.express_shaped::<8, true>(batch),
+            (12, true) => self.express_shaped::<12, true>(batch),
+            (16, true) => self.express_shaped::<16, true>(batch),
+            _ => unreachable!("express_ways returns the ways of a specialized shape"),
+        }
+    }
+
+    fn express_shaped<const W: usize, const PREFETCH: bool>(&mut self, batch: &Batch) -> Result<()> {
+        let walks = self.os.walks();
+        let tlb = self.tlb.as_mut().expect("express_ways found a TLB");
+        let run = tlb.run_express::<W, PREFETCH, _>(&batch.refs, &mut self.os, PREFETCH_DISTANCE).map_err(|oom| self.out_of_memory(oom))?;
+        self.counters.straddles += run.straddles;
+        self.finish_batch(batch, walks);
         Ok(())
     }
 

@@ -197,6 +197,22 @@ impl TlbArray {
         self.ways
     }
 
+    /// The ways of a specialized shape (see `Shape`) whose entries are of `size`, so that a
+    /// caller can choose [`TlbArray::probe_lru`] and [`TlbArray::insert_lru`] once for many
+    /// references; `None` for the general path.
+    pub(super) fn lru_ways(&self, size: PageSize) -> Option<usize> {
+        let ways = match self.shape {
+            Shape::Lru1 => 1,
+            Shape::Lru2 => 2,
+            Shape::Lru4 => 4,
+            Shape::Lru8 => 8,
+            Shape::Lru12 => 12,
+            Shape::Lru16 => 16,
+            Shape::General => return None,
+        };
+        (self.shift == size.shift()).then_some(ways)
+    }
+
     /// True if the array can hold entries of `size`.
     #[inline]
     pub fn holds(&self, size: PageSize) -> bool {
@@ -263,7 +279,7 @@ impl TlbArray {
     /// [`TlbArray::probe`] for a specialized shape of `W` ways. An empty array needs no
     /// occupancy test: its metadata words are 0, which no lookup's metadata equals.
     #[inline(always)]
-    fn probe_lru<const W: usize>(&mut self, asid: Asid, vaddr: u64) -> Option<usize> {
+    pub(super) fn probe_lru<const W: usize>(&mut self, asid: Asid, vaddr: u64) -> Option<usize> {
         let tag = vaddr >> self.shift;
         let base = (tag & self.mask) as usize * W;
         let way = scan::<W>(&self.tags, &self.metas, base, tag, self.size_meta | u32::from(asid));
@@ -339,28 +355,30 @@ impl TlbArray {
     /// builds it is compiled out.
     #[inline(always)]
     fn insert_absent_impl<const REPORT: bool>(&mut self, t: &Translation) -> Option<Translation> {
+        debug_assert!(self.holds(t.size), "array does not hold {} pages", t.size);
         if self.shape != Shape::General && t.size.shift() != self.shift {
             self.shape = Shape::General;
         }
         match self.shape {
-            Shape::Lru1 => self.insert_lru::<1, REPORT>(t),
-            Shape::Lru2 => self.insert_lru::<2, REPORT>(t),
-            Shape::Lru4 => self.insert_lru::<4, REPORT>(t),
-            Shape::Lru8 => self.insert_lru::<8, REPORT>(t),
-            Shape::Lru12 => self.insert_lru::<12, REPORT>(t),
-            Shape::Lru16 => self.insert_lru::<16, REPORT>(t),
+            Shape::Lru1 => self.insert_lru::<1, REPORT>(t.asid, t.vpn.addr().0, t.pfn.0),
+            Shape::Lru2 => self.insert_lru::<2, REPORT>(t.asid, t.vpn.addr().0, t.pfn.0),
+            Shape::Lru4 => self.insert_lru::<4, REPORT>(t.asid, t.vpn.addr().0, t.pfn.0),
+            Shape::Lru8 => self.insert_lru::<8, REPORT>(t.asid, t.vpn.addr().0, t.pfn.0),
+            Shape::Lru12 => self.insert_lru::<12, REPORT>(t.asid, t.vpn.addr().0, t.pfn.0),
+            Shape::Lru16 => self.insert_lru::<16, REPORT>(t.asid, t.vpn.addr().0, t.pfn.0),
             Shape::General => self.insert_general::<REPORT>(t),
         }
     }
 
-    /// The insertion of a specialized shape of `W` ways: the victim is the oldest stamp, which
-    /// is the first free way while the set has one.
+    /// The insertion of a specialized shape of `W` ways: the page holding `vaddr` in `asid`,
+    /// at base frame `pfn`, which the caller knows is absent, goes to the way with the oldest
+    /// stamp, which is the first free way while the set has one. With `REPORT`, returns the
+    /// entry evicted.
     #[inline(always)]
-    fn insert_lru<const W: usize, const REPORT: bool>(&mut self, t: &Translation) -> Option<Translation> {
-        debug_assert!(self.holds(t.size), "array does not hold {} pages", t.size);
-        let tag = t.vpn.0 >> (self.shift - BASE_PAGE_SHIFT);
+    pub(super) fn insert_lru<const W: usize, const REPORT: bool>(&mut self, asid: Asid, vaddr: u64, pfn: u64) -> Option<Translation> {
+        let tag = vaddr >> self.shift;
         let set = (tag & self.mask) as usize;
-        let m = self.size_meta | u32::from(t.asid);
+        let m = self.size_meta | u32::from(asid);
         debug_assert!(self.find(set, tag, m).is_none(), "insert_absent of a present entry");
         let way = self.repl.replace_stamped::<W>(set * W);
         let slot = set * W + way;
@@ -368,11 +386,11 @@ impl TlbArray {
         let evicted = (REPORT && old != 0).then(|| self.translation_at(slot));
         if old == 0 {
             self.valid_in_set[set] += 1;
-            self.valid_per_size[t.size.index()] += 1;
+            self.valid_per_size[(self.size_meta >> 16 & 0x3) as usize] += 1;
         }
         self.tags[slot] = tag;
         self.metas[slot] = m;
-        self.pfns[slot] = t.pfn.0;
+        self.pfns[slot] = pfn;
         evicted
     }
 

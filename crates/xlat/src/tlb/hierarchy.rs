@@ -79,9 +79,9 @@ pub struct LevelStats {
 /// Hits and misses of one side; accesses are their sum, computed when reported rather than
 /// counted on every reference.
 #[derive(Clone, Debug, Default)]
-struct HitMiss {
-    hits: u64,
-    misses: u64,
+pub(super) struct HitMiss {
+    pub(super) hits: u64,
+    pub(super) misses: u64,
 }
 
 impl HitMiss {
@@ -92,36 +92,36 @@ impl HitMiss {
 
 /// The arrays of one side of a level and where each page size is filled.
 #[derive(Clone, Debug)]
-struct SideArrays {
-    arrays: Vec<TlbArray>,
+pub(super) struct SideArrays {
+    pub(super) arrays: Vec<TlbArray>,
     /// For each page size (by index): the array and the size to store it as.
     fill_target: [Option<(usize, PageSize)>; 3],
     /// Bit `i` set when `arrays[i]` may hold an entry: probes visit only those, so the 2 MiB
     /// and 1 GiB arrays of a level cost nothing while the OS maps no huge page. Set on every
     /// fill, cleared when an invalidation empties the array.
-    nonempty: u64,
+    pub(super) nonempty: u64,
     /// The side's last lookup, when it hit. Nothing has touched this side's sets since, so
     /// the entry is the most recent of its set and a repeated hit on it changes no replacement
     /// state under any policy (LRU and PLRU would re-mark what is already marked; FIFO and
     /// random ignore hits). Consecutive references to one page, most of a real stream, then
     /// cost a compare. Cleared by every miss, fill and invalidation.
-    last: LastHit,
-    counters: HitMiss,
+    pub(super) last: LastHit,
+    pub(super) counters: HitMiss,
 }
 
 /// Where a side's last lookup hit: its 4 KiB page, ASID, array and slot.
 #[derive(Clone, Copy, Debug)]
-struct LastHit {
-    page: u64,
-    asid: Asid,
-    array: u32,
-    slot: u32,
+pub(super) struct LastHit {
+    pub(super) page: u64,
+    pub(super) asid: Asid,
+    pub(super) array: u32,
+    pub(super) slot: u32,
 }
 
 impl LastHit {
     /// No last hit: a page number no address has (4 KiB pages of 64-bit addresses are below
     /// 2^52).
-    const NONE: LastHit = LastHit { page: u64::MAX, asid: 0, array: 0, slot: 0 };
+    pub(super) const NONE: LastHit = LastHit { page: u64::MAX, asid: 0, array: 0, slot: 0 };
 }
 
 impl SideArrays {
@@ -213,10 +213,10 @@ impl SideArrays {
 }
 
 #[derive(Clone, Debug)]
-struct Level {
+pub(super) struct Level {
     name: String,
-    data: SideArrays,
-    instr: Option<SideArrays>,
+    pub(super) data: SideArrays,
+    pub(super) instr: Option<SideArrays>,
     inclusive: bool,
 }
 
@@ -245,7 +245,7 @@ impl Level {
 /// A multi-level TLB.
 #[derive(Clone, Debug)]
 pub struct TlbHierarchy {
-    levels: Vec<Level>,
+    pub(super) levels: Vec<Level>,
 }
 
 impl TlbHierarchy {
