@@ -765,12 +765,16 @@ proptest! {
 // The express path (a whole batch through a single specialized LRU array)
 // ------------------------------------------------------------------------------------------
 
-/// The walker of the express tests: [`PageTable::walk`] of 4 KiB pages, failing from the
-/// `fail_at`-th walk on (counting from 0) if set.
+/// The walker of the express tests: [`PageTable::walk`] of `table`'s pages (all of one
+/// size), failing from the `fail_at`-th walk on (counting from 0) if set.
 struct TestWalker {
+    table: PageTable,
     walks: usize,
     fail_at: Option<usize>,
 }
+
+/// Every page 2 MiB.
+const ALL_2M: PageTable = PageTable { one_in_2m: 1, one_in_1g: 0 };
 
 impl Walker for TestWalker {
     type Error = usize;
@@ -779,7 +783,7 @@ impl Walker for TestWalker {
         self.walks += 1;
         match self.fail_at {
             Some(at) if self.walks > at => Err(self.walks - 1),
-            _ => Ok(BASE_ONLY.walk(asid, vaddr).pfn),
+            _ => Ok(self.table.walk(asid, vaddr).pfn),
         }
     }
 
@@ -803,15 +807,17 @@ fn run_express(h: &mut TlbHierarchy, ways: usize, refs: &[MemRef], walker: &mut 
 
 /// The express path agrees with the reference hierarchy (hit or miss of every page touched,
 /// statistics after every batch) and leaves exactly the state the general path leaves
-/// (compared through `Debug`, which shows every tag, stamp, counter and the last hit).
+/// (compared through `Debug`, which shows every tag, stamp, counter and the last hit). The OS
+/// maps pages of `sizes[0]` only, as the express path requires.
 fn check_express(ways: usize, sets: usize, sizes: &[PageSize], refs: &[MemRef], batch: usize) {
     let levels = [level("L1", vec![geometry(ways * sets, ways, Policy::Lru, sizes)], vec![], false)];
     let mut express = TlbHierarchy::new(&levels, 1);
     let mut general = TlbHierarchy::new(&levels, 1);
     let mut reference = RefHierarchy::new(&levels, 1);
-    assert_eq!(express.express_ways(K4), Some(ways));
-    assert_eq!(express.express_ways(M2), None, "entries of another size than the OS maps");
-    let mut walker = TestWalker { walks: 0, fail_at: None };
+    let (os_size, table) = if sizes[0] == K4 { (K4, BASE_ONLY) } else { (M2, ALL_2M) };
+    assert_eq!(express.express_ways(os_size), Some(ways));
+    assert_eq!(express.express_ways(G1), None, "entries of another size than the OS maps");
+    let mut walker = TestWalker { table, walks: 0, fail_at: None };
     for (b, chunk) in refs.chunks(batch).enumerate() {
         let run = run_express(&mut express, ways, chunk, &mut walker, b % 2 == 1).expect("no walk fails");
         let mut straddles = 0;
@@ -820,7 +826,7 @@ fn check_express(ways: usize, sets: usize, sizes: &[PageSize], refs: &[MemRef], 
             straddles += u64::from(first != last);
             for page in if first == last { vec![first] } else { vec![first, last] } {
                 let va = page << 12;
-                let walk = || BASE_ONLY.walk(r.asid, va);
+                let walk = || table.walk(r.asid, va);
                 reference.access(r.asid, va, r.kind, walk);
                 if general.lookup(r.asid, va, r.kind).is_none() {
                     general.fill_after_walk(&walk(), va, r.kind);
@@ -856,8 +862,10 @@ fn express_stream(pages: u64, n: usize, seed: u64) -> Vec<MemRef> {
 fn express_matches_reference_every_shape() {
     for ways in [1, 2, 4, 8, 12, 16] {
         for sets in [1, 4, 64] {
-            for sizes in [&[K4][..], &[K4, M2]] {
-                let refs = express_stream((ways * sets) as u64 * 3, 3000, (ways * sets) as u64);
+            for sizes in [&[K4][..], &[K4, M2], &[M2]] {
+                // Pages of 2 MiB span 512 base pages: spread the stream to conflict as often.
+                let spread = if sizes[0] == M2 { 512 } else { 1 };
+                let refs = express_stream((ways * sets) as u64 * 3 * spread, 3000, (ways * sets) as u64);
                 check_express(ways, sets, sizes, &refs, 257);
             }
         }
@@ -882,7 +890,7 @@ fn express_stops_at_a_failed_walk() {
     let levels = [level("L1", vec![geometry(16, 4, Policy::Lru, &[K4])], vec![], false)];
     let mut h = TlbHierarchy::new(&levels, 0);
     let refs: Vec<MemRef> = (0..10).map(|p| MemRef::load(p << 12, 8)).collect();
-    let mut walker = TestWalker { walks: 0, fail_at: Some(4) };
+    let mut walker = TestWalker { table: BASE_ONLY, walks: 0, fail_at: Some(4) };
     assert_eq!(run_express(&mut h, 4, &refs, &mut walker, false), Err(4));
     assert_eq!(walker.walks, 5, "no reference after the failed one is simulated");
 }
@@ -895,7 +903,7 @@ proptest! {
     fn prop_express_matches_reference(
         ways_i in 0usize..6,
         sets_log in 0u32..7,
-        two_sizes in any::<bool>(),
+        sizes_i in 0usize..3,
         pages_per_entry in 1u64..4,
         n in 1usize..2000,
         batch in 1usize..600,
@@ -903,8 +911,9 @@ proptest! {
     ) {
         let ways = [1, 2, 4, 8, 12, 16][ways_i];
         let sets = 1 << sets_log;
-        let sizes: &[PageSize] = if two_sizes { &[K4, M2] } else { &[K4] };
-        let refs = express_stream((ways * sets) as u64 * pages_per_entry, n, seed);
+        let sizes: &[PageSize] = [&[K4][..], &[K4, M2], &[M2]][sizes_i];
+        let spread = if sizes[0] == M2 { 512 } else { 1 };
+        let refs = express_stream((ways * sets) as u64 * pages_per_entry * spread, n, seed);
         check_express(ways, sets, sizes, &refs, batch);
     }
 }

@@ -90,8 +90,8 @@ impl TlbHierarchy {
     }
 }
 
-/// The state of an express run kept in registers: the array's sets and the side's last hit
-/// and counters.
+/// The state of an express run: the side's array, and its last hit and counters, kept in
+/// registers until the batch ends.
 struct Run<'a> {
     array: &'a mut TlbArray,
     last: LastHit,
