@@ -44,6 +44,13 @@ fn mid_slot(page: u64) -> usize {
     (page >> LEAF_BITS) as usize & ((1 << MID_BITS) - 1)
 }
 
+/// The slot of directory key `key` in the directory cache: its page bits mixed with its ASID,
+/// so that address spaces at the same addresses do not all share one slot.
+#[inline]
+fn recent_slot(key: u64) -> usize {
+    (key ^ key >> 48) as usize % RECENT
+}
+
 /// The slot of `page` in its leaf.
 #[inline]
 fn leaf_slot(page: u64) -> usize {
@@ -90,13 +97,13 @@ impl PageTable {
     /// The mapping covering `vaddr`, if any.
     #[inline(always)]
     pub fn lookup(&mut self, asid: Asid, vaddr: u64) -> Option<Translation> {
-        let page = vaddr >> self.size.shift();
-        let frame = self.leaf_entry(asid, page)?;
-        (frame < SWAPPED).then(|| self.translation(asid, page, frame))
+        let pfn = self.frame(asid, vaddr)?;
+        let shift = self.size.shift();
+        Some(Translation { asid, vpn: Vpn(vaddr >> shift << (shift - BASE_PAGE_SHIFT)), pfn, size: self.size })
     }
 
-    /// The first base frame of the page holding `vaddr`, if mapped: [`PageTable::lookup`]'s
-    /// frame without building the translation (the express path needs nothing else).
+    /// The first base frame of the page holding `vaddr`, if mapped: [`PageTable::lookup`]
+    /// without building the translation (the express path needs nothing else).
     #[inline(always)]
     pub fn frame(&mut self, asid: Asid, vaddr: u64) -> Option<Pfn> {
         let frame = self.leaf_entry(asid, vaddr >> self.size.shift())?;
@@ -110,7 +117,7 @@ impl PageTable {
     pub fn prefetch(&self, asid: Asid, vaddr: u64, tag: bool) {
         let page = vaddr >> self.size.shift();
         let key = mid_key(asid, page);
-        let (cached, mid) = self.recent[(key ^ key >> 48) as usize % RECENT];
+        let (cached, mid) = self.recent[recent_slot(key)];
         if cached != key {
             return;
         }
@@ -132,7 +139,7 @@ impl PageTable {
     #[inline(always)]
     fn leaf_entry(&mut self, asid: Asid, page: u64) -> Option<u32> {
         let key = mid_key(asid, page);
-        let slot = (key ^ key >> 48) as usize % RECENT;
+        let slot = recent_slot(key);
         let mid = if self.recent[slot].0 == key {
             self.recent[slot].1
         } else {
@@ -213,11 +220,6 @@ impl PageTable {
     /// True when nothing is mapped.
     pub fn is_empty(&self) -> bool {
         self.mapped == 0
-    }
-
-    fn translation(&self, asid: Asid, page: u64, frame: u32) -> Translation {
-        let shift = self.size.shift() - BASE_PAGE_SHIFT;
-        Translation { asid, vpn: Vpn(page << shift), pfn: Pfn(u64::from(frame) << shift), size: self.size }
     }
 }
 

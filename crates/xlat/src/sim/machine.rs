@@ -176,19 +176,22 @@ impl Machine {
     /// [`Machine::process`] for a machine that is a single TLB of a specialized shape with `ways`
     /// ways (see [`TlbHierarchy::express_ways`]) over an OS that does not track use.
     fn process_express(&mut self, ways: usize, batch: &Batch) -> Result<()> {
-        match (ways, self.prefetch) {
-            (1, false) => self.express_shaped::<1, false>(batch),
-            (2, false) => self.express_shaped::<2, false>(batch),
-            (4, false) => self.express_shaped::<4, false>(batch),
-            (8, false) => self.express_shaped::<8, false>(batch),
-            (12, false) => self.express_shaped::<12, false>(batch),
-            (16, false) => self.express_shaped::<16, false>(batch),
-            (1, true) => self.express_shaped::<1, true>(batch),
-            (2, true) => self.express_shaped::<2, true>(batch),
-            (4, true) => self.express_shaped::<4, true>(batch),
-            (8, true) => self.express_shaped::<8, true>(batch),
-            (12, true) => self.express_shaped::<12, true>(batch),
-            (16, true) => self.express_shaped::<16, true>(batch),
+        if self.prefetch {
+            self.express_ways::<true>(ways, batch)
+        } else {
+            self.express_ways::<false>(ways, batch)
+        }
+    }
+
+    /// [`Machine::process_express`] with prefetching chosen: the loop for `ways` ways.
+    fn express_ways<const PREFETCH: bool>(&mut self, ways: usize, batch: &Batch) -> Result<()> {
+        match ways {
+            1 => self.express_shaped::<1, PREFETCH>(batch),
+            2 => self.express_shaped::<2, PREFETCH>(batch),
+            4 => self.express_shaped::<4, PREFETCH>(batch),
+            8 => self.express_shaped::<8, PREFETCH>(batch),
+            12 => self.express_shaped::<12, PREFETCH>(batch),
+            16 => self.express_shaped::<16, PREFETCH>(batch),
             _ => unreachable!("express_ways returns the ways of a specialized shape"),
         }
     }

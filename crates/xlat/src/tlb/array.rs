@@ -359,13 +359,14 @@ impl TlbArray {
         if self.shape != Shape::General && t.size.shift() != self.shift {
             self.shape = Shape::General;
         }
+        let (asid, vaddr, pfn) = (t.asid, t.vpn.addr().0, t.pfn.0);
         match self.shape {
-            Shape::Lru1 => self.insert_lru::<1, REPORT>(t.asid, t.vpn.addr().0, t.pfn.0),
-            Shape::Lru2 => self.insert_lru::<2, REPORT>(t.asid, t.vpn.addr().0, t.pfn.0),
-            Shape::Lru4 => self.insert_lru::<4, REPORT>(t.asid, t.vpn.addr().0, t.pfn.0),
-            Shape::Lru8 => self.insert_lru::<8, REPORT>(t.asid, t.vpn.addr().0, t.pfn.0),
-            Shape::Lru12 => self.insert_lru::<12, REPORT>(t.asid, t.vpn.addr().0, t.pfn.0),
-            Shape::Lru16 => self.insert_lru::<16, REPORT>(t.asid, t.vpn.addr().0, t.pfn.0),
+            Shape::Lru1 => self.insert_lru::<1, REPORT>(asid, vaddr, pfn),
+            Shape::Lru2 => self.insert_lru::<2, REPORT>(asid, vaddr, pfn),
+            Shape::Lru4 => self.insert_lru::<4, REPORT>(asid, vaddr, pfn),
+            Shape::Lru8 => self.insert_lru::<8, REPORT>(asid, vaddr, pfn),
+            Shape::Lru12 => self.insert_lru::<12, REPORT>(asid, vaddr, pfn),
+            Shape::Lru16 => self.insert_lru::<16, REPORT>(asid, vaddr, pfn),
             Shape::General => self.insert_general::<REPORT>(t),
         }
     }
@@ -386,7 +387,7 @@ impl TlbArray {
         let evicted = (REPORT && old != 0).then(|| self.translation_at(slot));
         if old == 0 {
             self.valid_in_set[set] += 1;
-            self.valid_per_size[(self.size_meta >> 16 & 0x3) as usize] += 1;
+            self.valid_per_size[self.sizes[0].index()] += 1;
         }
         self.tags[slot] = tag;
         self.metas[slot] = m;

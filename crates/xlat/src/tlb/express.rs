@@ -60,27 +60,21 @@ impl TlbHierarchy {
         let side = &mut self.levels[0].data;
         let mut run = Run { array: &mut side.arrays[0], last: side.last, hits: 0, misses: 0, filled: false };
         let mut straddles = 0;
-        let mut result = Ok(());
-        for (i, r) in refs.iter().enumerate() {
+        let result = refs.iter().enumerate().try_for_each(|(i, r)| {
             if PREFETCH {
                 if let Some(ahead) = refs.get(i + distance) {
                     walker.prefetch(ahead.asid, ahead.vaddr);
                 }
             }
             let first = r.vaddr >> BASE_PAGE_SHIFT;
-            if let Err(e) = run.page::<W, _>(r.asid, first, walker) {
-                result = Err(e);
-                break;
-            }
+            run.page::<W, _>(r.asid, first, walker)?;
             let last = r.last_vpn().0;
             if last != first {
                 straddles += 1;
-                if let Err(e) = run.page::<W, _>(r.asid, last, walker) {
-                    result = Err(e);
-                    break;
-                }
+                run.page::<W, _>(r.asid, last, walker)?;
             }
-        }
+            Ok(())
+        });
         let Run { last, hits, misses, filled, .. } = run;
         side.last = last;
         side.counters.hits += hits;

@@ -96,8 +96,7 @@ impl ReplacementState {
 
     #[inline(always)]
     fn stamp(&mut self, set: usize, way: usize) {
-        self.clock += 1;
-        self.stamps[set * self.ways + way] = self.clock << WAY_BITS | way as u64;
+        self.stamp_slot(set * self.ways + way, way);
     }
 
     /// Stamps the entry at index `slot` (way `way` of its set) as just used, for an array that
