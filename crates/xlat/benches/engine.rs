@@ -149,6 +149,26 @@ fn synthetic(c: &mut Criterion) {
     let mut group = c.benchmark_group("synthetic");
     group.throughput(Throughput::Elements(REFS as u64));
     group.bench_function("uniform-256MiB", |b| b.iter(|| black_box(uniform(256 << 20).len())));
+    // Zipf's alias table is built once (for 1 GiB of pages it takes a while); each iteration
+    // draws one batch from the running stream.
+    let spec = SyntheticSpec {
+        pattern: Pattern::Zipf { exponent: 0.99 },
+        footprint: 1 << 30,
+        refs: u64::MAX,
+        base: 0x7f00_0000_0000,
+        size: 8,
+        store_fraction: 0.0,
+        asid: 0,
+        seed: 7,
+    };
+    let mut zipf = Synthetic::new(spec).unwrap();
+    let mut batch = Batch::with_capacity(REFS);
+    group.bench_function("zipf-1GiB", |b| {
+        b.iter(|| {
+            batch.clear();
+            black_box(zipf.fill(&mut batch, REFS).unwrap())
+        })
+    });
     group.finish();
 }
 

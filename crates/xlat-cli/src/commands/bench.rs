@@ -84,7 +84,7 @@ fn skylake() -> RawMachine {
     RawMachine { name: "skylake".into(), preset: Some("skylake-like".into()), ..RawMachine::default() }
 }
 
-const CASES: [Case; 9] = [
+const CASES: [Case; 10] = [
     Case {
         name: "tlb1024x4-uniform-256MiB",
         description: "one 1024-entry 4-way LRU TLB, uniform random 8-byte loads over 256 MiB (98% misses)",
@@ -110,6 +110,13 @@ const CASES: [Case; 9] = [
         name: "tlb1024x4-sequential-1GiB",
         description: "one 1024-entry 4-way LRU TLB, sequential 8-byte loads over 1 GiB (one miss per 512 refs)",
         pattern: Pattern::Sequential,
+        footprint: 1 << 30,
+        machine: single_tlb,
+    },
+    Case {
+        name: "tlb1024x4-zipf-1GiB",
+        description: "one 1024-entry 4-way LRU TLB, Zipf(0.99) 8-byte loads over 1 GiB",
+        pattern: Pattern::Zipf { exponent: 0.99 },
         footprint: 1 << 30,
         machine: single_tlb,
     },

@@ -4,6 +4,7 @@
 //! reference, so dynamic dispatch through `Box<dyn RefSource>` costs nothing measurable.
 
 pub mod synthetic;
+mod zipf;
 
 use crate::memref::Batch;
 use crate::trace::TraceFormat;

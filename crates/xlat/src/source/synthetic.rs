@@ -9,10 +9,9 @@ use super::RefSource;
 use crate::memref::{AccessKind, Batch, MemRef};
 use crate::types::{Asid, BASE_PAGE_SHIFT};
 use crate::{Error, Result};
+use super::zipf::ZipfPages;
 use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
-use rand_distr::weighted::WeightedAliasIndex;
-use rand_distr::Distribution;
 use rand_xoshiro::Xoshiro256PlusPlus;
 use serde::{Deserialize, Serialize};
 
@@ -103,9 +102,8 @@ pub struct Synthetic {
     rng: Xoshiro256PlusPlus,
     /// Store threshold on a 32-bit uniform draw.
     store_below: u64,
-    /// Zipf: an alias table over page ranks (O(1) per draw, unlike rejection sampling's
-    /// logarithms and powers) and the permutation scattering ranks over the footprint.
-    zipf: Option<(WeightedAliasIndex<f64>, Vec<u32>)>,
+    /// Zipf: the distribution of pages.
+    zipf: Option<ZipfPages>,
 }
 
 impl Synthetic {
@@ -118,9 +116,11 @@ impl Synthetic {
                 let pages = spec.footprint.div_ceil(1 << BASE_PAGE_SHIFT);
                 let mut perm: Vec<u32> = (0..pages as u32).collect();
                 perm.shuffle(&mut rng);
-                let weights = (1..=pages).map(|rank| (rank as f64).powf(-exponent)).collect();
-                let dist = WeightedAliasIndex::new(weights).map_err(|e| Error::config("workload.exponent", e.to_string()))?;
-                Some((dist, perm))
+                // Pages come from a generator of their own, 2^128 draws away from the one that
+                // picks offsets and access kinds.
+                let mut pages_rng = rng.clone();
+                pages_rng.jump();
+                Some(ZipfPages::new(exponent, &perm, pages_rng))
             }
             _ => None,
         };
@@ -164,15 +164,7 @@ impl Synthetic {
                 };
                 (slot * u64::from(self.spec.size), draw)
             }
-            Pattern::Zipf { .. } => {
-                let (dist, perm) = self.zipf.as_ref().expect("zipf state");
-                let page = u64::from(perm[dist.sample(&mut self.rng)]);
-                let draw: u64 = self.rng.random();
-                let per_page = (1u64 << BASE_PAGE_SHIFT) / u64::from(self.spec.size).min(1 << BASE_PAGE_SHIFT);
-                let within = ((draw & 0xffff_ffff) * per_page) >> 32;
-                let offset = (page << BASE_PAGE_SHIFT) + within * u64::from(self.spec.size);
-                (offset.min(self.spec.footprint - u64::from(self.spec.size)), draw)
-            }
+            Pattern::Zipf { .. } => unreachable!("Zipf streams are drawn by fill_zipf"),
         }
     }
 }
@@ -193,6 +185,29 @@ impl Synthetic {
             MemRef { vaddr: base + slot * u64::from(size), asid, size, kind }
         }));
     }
+
+    /// The Zipf pattern's loop, written as [`Synthetic::fill_uniform`] is: per reference, a
+    /// page from the Zipf distribution, then one 64-bit draw whose low half picks the aligned
+    /// slot inside the page and high half load or store.
+    fn fill_zipf(&mut self, batch: &mut Batch, n: usize) {
+        let (base, size, asid, store_below, footprint) = (self.spec.base, self.spec.size, self.spec.asid, self.store_below, self.spec.footprint);
+        let (rng, zipf) = (&mut self.rng, self.zipf.as_mut().expect("zipf state"));
+        batch.refs.extend((0..n).map(|_| {
+            let page = zipf.next_page();
+            let draw: u64 = rng.random();
+            let kind = if (draw >> 32) < store_below { AccessKind::Store } else { AccessKind::Load };
+            MemRef { vaddr: base + zipf_offset(page, draw, u64::from(size), footprint), asid, size, kind }
+        }));
+    }
+}
+
+/// The offset of a Zipf reference of `size` bytes to `page`: an aligned slot of the page
+/// picked by the low half of `draw`, kept inside the footprint.
+#[inline(always)]
+fn zipf_offset(page: u64, draw: u64, size: u64, footprint: u64) -> u64 {
+    let per_page = (1u64 << BASE_PAGE_SHIFT) / size.min(1 << BASE_PAGE_SHIFT);
+    let within = ((draw & 0xffff_ffff) * per_page) >> 32;
+    ((page << BASE_PAGE_SHIFT) + within * size).min(footprint - size)
 }
 
 impl RefSource for Synthetic {
@@ -201,6 +216,11 @@ impl RefSource for Synthetic {
         let slots = self.spec.footprint / u64::from(self.spec.size);
         if matches!(self.spec.pattern, Pattern::Uniform) && slots <= 1 << 32 {
             self.fill_uniform(batch, n, slots);
+            self.produced += n as u64;
+            return Ok(n);
+        }
+        if self.zipf.is_some() {
+            self.fill_zipf(batch, n);
             self.produced += n as u64;
             return Ok(n);
         }
@@ -272,6 +292,17 @@ mod tests {
         let mut other = spec(Pattern::Uniform);
         other.seed = 43;
         assert_ne!(collect(&mut Synthetic::new(other).unwrap()).unwrap().0, run(Pattern::Uniform));
+    }
+
+    #[test]
+    fn batch_sizes_do_not_change_the_stream() {
+        for p in [Pattern::Sequential, Pattern::Uniform, Pattern::Zipf { exponent: 0.99 }] {
+            let mut source = Synthetic::new(spec(p.clone())).unwrap();
+            let mut batch = Batch::with_capacity(0);
+            let mut sizes = [1, 7, 1000, 3].into_iter().cycle();
+            while source.fill(&mut batch, sizes.next().unwrap()).unwrap() > 0 {}
+            assert_eq!(batch.refs, run(p.clone()), "{p:?}");
+        }
     }
 
     #[test]
