@@ -80,6 +80,19 @@ fn mosaic_horizon() -> RawMachine {
     }
 }
 
+/// The `mosaic-paper` machine of the built-in default experiment: a 1024-entry 4-way vanilla
+/// TLB and Mosaic-4 and Mosaic-16 TLBs of the same shape over an iceberg memory.
+fn mosaic_paper() -> RawMachine {
+    RawMachine {
+        name: "mosaic-paper".into(),
+        preset: Some("mosaic-paper".into()),
+        ways: Some(RawWays::Count(4)),
+        os: Some(RawOs { placement: Some(Placement::Iceberg), ..RawOs::default() }),
+        mosaic: Some(vec![RawMosaic { arity: Some(OneOrMany::Many(vec![4, 16])), ways: Some(OneOrMany::One(RawWays::Count(4))), ..RawMosaic::default() }]),
+        ..RawMachine::default()
+    }
+}
+
 fn skylake() -> RawMachine {
     RawMachine { name: "skylake".into(), preset: Some("skylake-like".into()), ..RawMachine::default() }
 }
@@ -167,7 +180,7 @@ struct WorkloadCase {
     machine: fn() -> RawMachine,
 }
 
-const WORKLOAD_CASES: [WorkloadCase; 5] = [
+const WORKLOAD_CASES: [WorkloadCase; 6] = [
     WorkloadCase {
         name: "gups-small-tlb1024x4",
         description: "GUPS at small scale (128 MiB table, initialization and updates) into one 1024-entry 4-way TLB",
@@ -181,6 +194,13 @@ const WORKLOAD_CASES: [WorkloadCase; 5] = [
         workload: "graph500",
         params: "setup = false",
         machine: single_tlb,
+    },
+    WorkloadCase {
+        name: "graph500-bfs-small-mosaic",
+        description: "Graph500 BFS at small scale into the default experiment's mosaic-paper machine (1024-entry 4-way vanilla, Mosaic-4 and Mosaic-16 TLBs, iceberg memory)",
+        workload: "graph500",
+        params: "setup = false",
+        machine: mosaic_paper,
     },
     WorkloadCase {
         name: "btree-lookup-small-tlb1024x4",

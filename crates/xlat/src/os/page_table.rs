@@ -138,6 +138,13 @@ impl PageTable {
     /// The leaf entry of `page`, if its leaf exists.
     #[inline(always)]
     fn leaf_entry(&mut self, asid: Asid, page: u64) -> Option<u32> {
+        self.leaf_of(asid, page).map(|leaf| self.leaves[leaf][leaf_slot(page)])
+    }
+
+    /// The leaf (index into `leaves` and `tags`) holding `page`, if it exists, found through
+    /// the directory cache.
+    #[inline(always)]
+    fn leaf_of(&mut self, asid: Asid, page: u64) -> Option<usize> {
         let key = mid_key(asid, page);
         let slot = recent_slot(key);
         let mid = if self.recent[slot].0 == key {
@@ -148,18 +155,20 @@ impl PageTable {
             mid
         };
         let leaf = self.mids[mid as usize][mid_slot(page)];
-        (leaf != UNMAPPED).then(|| self.leaves[leaf as usize][leaf_slot(page)])
+        (leaf != UNMAPPED).then_some(leaf as usize)
     }
 
     /// Unmaps the page holding `vaddr`, marking it swapped out; returns its frame (in units
     /// of the page size) if it was mapped.
     pub fn swap_out(&mut self, asid: Asid, vaddr: u64) -> Option<u64> {
         let page = vaddr >> self.size.shift();
-        let frame = self.leaf_entry(asid, page).filter(|&f| f < SWAPPED)?;
-        let mid = self.directory[&mid_key(asid, page)];
-        let leaf = self.mids[mid as usize][mid_slot(page)];
-        self.leaves[leaf as usize][leaf_slot(page)] = SWAPPED;
-        self.tags[leaf as usize][leaf_slot(page)] = NO_TAG;
+        let leaf = self.leaf_of(asid, page)?;
+        let frame = self.leaves[leaf][leaf_slot(page)];
+        if frame >= SWAPPED {
+            return None;
+        }
+        self.leaves[leaf][leaf_slot(page)] = SWAPPED;
+        self.tags[leaf][leaf_slot(page)] = NO_TAG;
         self.mapped -= 1;
         Some(u64::from(frame))
     }
@@ -170,10 +179,8 @@ impl PageTable {
     pub fn tags(&mut self, asid: Asid, vaddr: u64, count: usize) -> Option<&[u8]> {
         let page = vaddr >> self.size.shift();
         debug_assert!(leaf_slot(page) + count <= 1 << LEAF_BITS);
-        let key = mid_key(asid, page);
-        let mid = *self.directory.get(&key)?;
-        let leaf = self.mids[mid as usize][mid_slot(page)];
-        (leaf != UNMAPPED).then(|| &self.tags[leaf as usize][leaf_slot(page)..leaf_slot(page) + count])
+        let leaf = self.leaf_of(asid, page)?;
+        Some(&self.tags[leaf][leaf_slot(page)..leaf_slot(page) + count])
     }
 
     /// Adds (or replaces) the mapping `t` with a zero tag; see [`PageTable::insert_tagged`].

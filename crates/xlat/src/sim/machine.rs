@@ -44,9 +44,25 @@ pub struct MachineSpec {
 struct MosaicVariant {
     name: String,
     tlb: MosaicTlb,
-    /// The last hit's (ASID, page, CPFN) and the frame it decoded to. Decoding is a pure
-    /// function of these, so a repeated hit (most references of a real stream) reuses it.
-    decoded: Option<(Asid, Vpn, u8, Pfn)>,
+    /// For each sub-entry of the TLB, the last CPFN that hit there and the frame it decoded
+    /// to. Decoding is a pure function of (ASID, page, CPFN), so a later hit on the same
+    /// sub-entry with the same three reuses the frame instead of hashing again; the memo
+    /// checks all three, so it needs no invalidation when the TLB refills the sub-entry.
+    decoded: Vec<Decoded>,
+}
+
+/// One sub-entry's memo: a CPFN of a page and the frame it decodes to.
+#[derive(Clone, Copy)]
+struct Decoded {
+    /// `u64::MAX` (no page number) until the sub-entry first hits.
+    vpn: u64,
+    asid: Asid,
+    cpfn: u8,
+    frame: Pfn,
+}
+
+impl Decoded {
+    const NONE: Decoded = Decoded { vpn: u64::MAX, asid: 0, cpfn: 0, frame: Pfn(0) };
 }
 
 /// The express path walks the machine's OS.
@@ -104,7 +120,7 @@ impl Machine {
             .map(|(i, m)| MosaicVariant {
                 name: m.name.clone(),
                 tlb: MosaicTlb::new(&m.geometry, unmapped, spec.seed ^ (i as u64 + 1).wrapping_mul(0x9e37_79b9_7f4a_7c15)),
-                decoded: None,
+                decoded: vec![Decoded::NONE; m.geometry.entries * m.geometry.arity as usize],
             })
             .collect();
         Machine {
@@ -241,30 +257,44 @@ impl Machine {
     }
 
     /// Translates `vaddr` in Mosaic TLB `i`, returning its frame.
-    #[inline]
+    #[inline(always)]
     fn translate_mosaic<const TRACK: bool>(&mut self, i: usize, asid: Asid, vaddr: u64) -> Result<Pfn> {
         let vpn = Vpn(vaddr >> BASE_PAGE_SHIFT);
-        if let MosaicLookup::Hit(cpfn) = self.mosaic[i].tlb.lookup(asid, vpn) {
-            let frame = match self.mosaic[i].decoded {
-                Some((a, v, c, frame)) if (a, v, c) == (asid, vpn, cpfn) => frame,
-                _ => {
-                    let layout = self.os.iceberg().expect("Mosaic TLBs ride an iceberg memory");
-                    let frame = layout.decode_frame(page_key(asid, vpn), cpfn).expect("a valid sub-entry holds a valid CPFN");
-                    self.mosaic[i].decoded = Some((asid, vpn, cpfn, Pfn(frame)));
-                    Pfn(frame)
-                }
-            };
-            debug_assert_eq!(
-                Some(frame),
-                self.os.mapping(asid, vaddr).map(|t| t.pfn),
-                "{}: CPFN {cpfn:#x} of asid {asid} page {:#x} decodes to another frame than the OS mapped",
-                self.mosaic[i].name,
-                vpn.0
-            );
-            return Ok(frame);
-        }
+        let (outcome, entry) = self.mosaic[i].tlb.lookup_entry(asid, vpn);
+        let MosaicLookup::Hit(cpfn) = outcome else {
+            return self.mosaic_miss::<TRACK>(i, asid, vaddr);
+        };
+        let memo = self.mosaic[i].decoded[entry];
+        let frame = if memo.vpn == vpn.0 && memo.asid == asid && memo.cpfn == cpfn {
+            memo.frame
+        } else {
+            self.decode(i, entry, asid, vpn, cpfn)
+        };
+        debug_assert_eq!(
+            Some(frame),
+            self.os.mapping(asid, vaddr).map(|t| t.pfn),
+            "{}: CPFN {cpfn:#x} of asid {asid} page {:#x} decodes to another frame than the OS mapped",
+            self.mosaic[i].name,
+            vpn.0
+        );
+        Ok(frame)
+    }
+
+    /// Decodes a hit's CPFN through the iceberg hash and keeps the frame in the memo of
+    /// sub-entry `entry` of Mosaic TLB `i`.
+    #[inline(never)]
+    fn decode(&mut self, i: usize, entry: usize, asid: Asid, vpn: Vpn, cpfn: u8) -> Pfn {
+        let layout = self.os.iceberg().expect("Mosaic TLBs ride an iceberg memory");
+        let frame = Pfn(layout.decode_frame(page_key(asid, vpn), cpfn).expect("a valid sub-entry holds a valid CPFN"));
+        self.mosaic[i].decoded[entry] = Decoded { vpn: vpn.0, asid, cpfn, frame };
+        frame
+    }
+
+    /// A miss or sub-miss of Mosaic TLB `i`: walks, fills the ToC and returns the frame.
+    #[inline(never)]
+    fn mosaic_miss<const TRACK: bool>(&mut self, i: usize, asid: Asid, vaddr: u64) -> Result<Pfn> {
         let t = self.walk(asid, vaddr)?;
-        self.fill_toc(i, asid, vpn);
+        self.fill_toc(i, asid, Vpn(vaddr >> BASE_PAGE_SHIFT));
         if TRACK {
             self.shoot_down();
         }

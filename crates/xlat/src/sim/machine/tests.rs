@@ -88,3 +88,29 @@ fn evicted_pages_are_shot_down_in_every_tlb() {
     let s = m.stats();
     assert!(s.os.swap_outs > 1000 && s.os.swap_ins > 1000, "{:?}", s.os);
 }
+
+#[test]
+fn a_refaulted_page_decodes_its_new_cpfn() {
+    // 128 Mosaic-4 pages in 64 sets of 4 ways: every Mosaic page keeps its entry, so a page
+    // keeps its sub-entry while Horizon LRU evicts it and a fault places it elsewhere (the
+    // entry is refilled in place). Each hit must decode the page's current CPFN (debug builds
+    // check every decoded frame against the page table), not a frame decoded before.
+    let mut spec = mosaic_spec(2 * 64 * 4096 * 3, EvictionSpec::HorizonLru, 4);
+    spec.mosaic[0].geometry.entries = 256;
+    let mut m = Machine::new(&spec);
+    // Half the references go to 200 hot pages, half to all 512 (384 frames): hot pages stay
+    // mostly resident and hit, and are now and then evicted and refaulted.
+    let mut x = 0x9e37_79b9_7f4a_7c15u64;
+    let refs: Vec<MemRef> = (0..40_000u64)
+        .map(|i| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            MemRef::load((x % if i % 2 == 0 { 200 } else { 512 }) << 12, 8)
+        })
+        .collect();
+    m.process(&Batch { refs, instructions: 0 }).unwrap();
+    let s = m.stats();
+    assert!(s.os.swap_ins > 1000, "{:?}", s.os);
+    assert!(s.mosaic[0].counters.hits > 1000, "{:?}", s.mosaic[0].counters);
+}
