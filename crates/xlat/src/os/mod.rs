@@ -415,10 +415,16 @@ impl Os {
         self.unmapped.push((asid, vpn));
     }
 
+    /// True if pages were unmapped since [`Os::take_unmapped`] last took them.
+    #[inline(always)]
+    pub fn has_unmapped(&self) -> bool {
+        !self.unmapped.is_empty()
+    }
+
     /// Pages unmapped since the last call, each needing a TLB shootdown.
     #[inline]
     pub fn take_unmapped(&mut self) -> Option<std::vec::Drain<'_, (Asid, Vpn)>> {
-        (!self.unmapped.is_empty()).then(|| self.unmapped.drain(..))
+        self.has_unmapped().then(|| self.unmapped.drain(..))
     }
 
     /// The mapping of `vaddr`, if any, without counting a walk or faulting (for checks).

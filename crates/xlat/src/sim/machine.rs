@@ -320,9 +320,18 @@ impl Machine {
     }
 
     /// Invalidates the pages the OS just evicted in every TLB. Only an OS that tracks use
-    /// (`TRACK`) has an eviction policy, so only then can a walk have unmapped pages.
-    #[inline]
+    /// (`TRACK`) has an eviction policy, so only then can a walk have unmapped pages. Most
+    /// walks evict nothing: the test is inlined, the shootdown is not.
+    #[inline(always)]
     fn shoot_down(&mut self) {
+        if self.os.has_unmapped() {
+            self.shoot_down_unmapped();
+        }
+    }
+
+    /// [`Machine::shoot_down`] once the OS has unmapped pages.
+    #[inline(never)]
+    fn shoot_down_unmapped(&mut self) {
         let Some(pages) = self.os.take_unmapped() else { return };
         for (asid, vpn) in pages {
             if let Some(tlb) = &mut self.tlb {
