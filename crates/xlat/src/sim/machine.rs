@@ -44,25 +44,38 @@ pub struct MachineSpec {
 struct MosaicVariant {
     name: String,
     tlb: MosaicTlb,
-    /// For each sub-entry of the TLB, the last CPFN that hit there and the frame it decoded
-    /// to. Decoding is a pure function of (ASID, page, CPFN), so a later hit on the same
-    /// sub-entry with the same three reuses the frame instead of hashing again; the memo
-    /// checks all three, so it needs no invalidation when the TLB refills the sub-entry.
+    /// Recently decoded CPFNs, [`DECODED_SLOTS`] of them, by page (its number modulo the
+    /// slots): the page, ASID and CPFN of a hit and the frame they decode to. Decoding is a
+    /// pure function of the three, so a later hit with the same three reuses the frame
+    /// instead of hashing again; the memo checks all three, so it needs no invalidation when
+    /// a page moves or the TLB refills it.
     decoded: Vec<Decoded>,
 }
 
-/// One sub-entry's memo: a CPFN of a page and the frame it decodes to.
+/// Slots of a Mosaic TLB's memo of decoded frames: enough for the pages a workload
+/// interleaves, few enough (16 KiB) to stay in the host's L2 cache beside the TLBs. A memo
+/// with a slot for every sub-entry of the TLB made Graph500 BFS faster still, but an
+/// experiment sweeping arities up to 64 slower: its memos outgrew the host's caches.
+const DECODED_SLOTS: usize = 1024;
+
+/// One memo slot: a page's CPFN and the frame it decodes to, 16 bytes.
 #[derive(Clone, Copy)]
 struct Decoded {
-    /// `u64::MAX` (no page number) until the sub-entry first hits.
+    /// `u64::MAX` (no page number) until the slot is first used.
     vpn: u64,
-    asid: Asid,
-    cpfn: u8,
-    frame: Pfn,
+    /// The frame (below 2^32, as page tables hold frames; larger ones are not memoized), the
+    /// CPFN at bit 32 and the ASID at bit 40.
+    packed: u64,
 }
 
 impl Decoded {
-    const NONE: Decoded = Decoded { vpn: u64::MAX, asid: 0, cpfn: 0, frame: Pfn(0) };
+    /// The packed frame, CPFN and ASID.
+    #[inline(always)]
+    fn pack(frame: u64, cpfn: u8, asid: Asid) -> u64 {
+        frame | u64::from(cpfn) << 32 | u64::from(asid) << 40
+    }
+
+    const NONE: Decoded = Decoded { vpn: u64::MAX, packed: 0 };
 }
 
 /// The express path walks the machine's OS.
@@ -120,7 +133,7 @@ impl Machine {
             .map(|(i, m)| MosaicVariant {
                 name: m.name.clone(),
                 tlb: MosaicTlb::new(&m.geometry, unmapped, spec.seed ^ (i as u64 + 1).wrapping_mul(0x9e37_79b9_7f4a_7c15)),
-                decoded: vec![Decoded::NONE; m.geometry.entries * m.geometry.arity as usize],
+                decoded: vec![Decoded::NONE; DECODED_SLOTS],
             })
             .collect();
         Machine {
@@ -260,15 +273,14 @@ impl Machine {
     #[inline(always)]
     fn translate_mosaic<const TRACK: bool>(&mut self, i: usize, asid: Asid, vaddr: u64) -> Result<Pfn> {
         let vpn = Vpn(vaddr >> BASE_PAGE_SHIFT);
-        let (outcome, entry) = self.mosaic[i].tlb.lookup_entry(asid, vpn);
-        let MosaicLookup::Hit(cpfn) = outcome else {
+        let MosaicLookup::Hit(cpfn) = self.mosaic[i].tlb.lookup(asid, vpn) else {
             return self.mosaic_miss::<TRACK>(i, asid, vaddr);
         };
-        let memo = self.mosaic[i].decoded[entry];
-        let frame = if memo.vpn == vpn.0 && memo.asid == asid && memo.cpfn == cpfn {
-            memo.frame
+        let memo = self.mosaic[i].decoded[vpn.0 as usize % DECODED_SLOTS];
+        let frame = if memo.vpn == vpn.0 && memo.packed >> 32 == Decoded::pack(0, cpfn, asid) >> 32 {
+            Pfn(memo.packed & u64::from(u32::MAX))
         } else {
-            self.decode(i, entry, asid, vpn, cpfn)
+            self.decode(i, asid, vpn, cpfn)
         };
         debug_assert_eq!(
             Some(frame),
@@ -281,12 +293,14 @@ impl Machine {
     }
 
     /// Decodes a hit's CPFN through the iceberg hash and keeps the frame in the memo of
-    /// sub-entry `entry` of Mosaic TLB `i`.
+    /// Mosaic TLB `i`.
     #[inline(never)]
-    fn decode(&mut self, i: usize, entry: usize, asid: Asid, vpn: Vpn, cpfn: u8) -> Pfn {
+    fn decode(&mut self, i: usize, asid: Asid, vpn: Vpn, cpfn: u8) -> Pfn {
         let layout = self.os.iceberg().expect("Mosaic TLBs ride an iceberg memory");
         let frame = Pfn(layout.decode_frame(page_key(asid, vpn), cpfn).expect("a valid sub-entry holds a valid CPFN"));
-        self.mosaic[i].decoded[entry] = Decoded { vpn: vpn.0, asid, cpfn, frame };
+        if frame.0 <= u64::from(u32::MAX) {
+            self.mosaic[i].decoded[vpn.0 as usize % DECODED_SLOTS] = Decoded { vpn: vpn.0, packed: Decoded::pack(frame.0, cpfn, asid) };
+        }
         frame
     }
 

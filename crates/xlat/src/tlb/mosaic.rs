@@ -254,16 +254,8 @@ impl MosaicTlb {
 
     /// Looks up the 4 KiB page `vpn` of `asid`, counting the outcome; a tag hit (hit or
     /// sub-miss) updates the replacement state.
-    #[inline]
-    pub fn lookup(&mut self, asid: Asid, vpn: Vpn) -> MosaicLookup {
-        self.lookup_entry(asid, vpn).0
-    }
-
-    /// [`MosaicTlb::lookup`], also giving the sub-entry that hit: its index among the array's
-    /// `entries * arity` sub-entries (meaningless unless the outcome is a hit). A caller can
-    /// keep what it derives from a CPFN under that index, as the machine keeps decoded frames.
     #[inline(always)]
-    pub fn lookup_entry(&mut self, asid: Asid, vpn: Vpn) -> (MosaicLookup, usize) {
+    pub fn lookup(&mut self, asid: Asid, vpn: Vpn) -> MosaicLookup {
         let (m, mvpn) = (meta(asid), vpn.0 >> self.shift);
         let slot = if self.last.0 == m && self.last.1 == mvpn {
             self.last.2
@@ -273,18 +265,17 @@ impl MosaicTlb {
                 None => {
                     self.misses += 1;
                     self.absent = (m, mvpn);
-                    return (MosaicLookup::Miss, 0);
+                    return MosaicLookup::Miss;
                 }
             }
         };
         let sub = (vpn.0 & ((1 << self.shift) - 1)) as usize;
-        let entry = (slot << self.shift) + sub;
         if self.valid[slot] >> sub & 1 != 0 {
             self.hits += 1;
-            (MosaicLookup::Hit(self.toc[entry]), entry)
+            MosaicLookup::Hit(self.toc[(slot << self.shift) + sub])
         } else {
             self.sub_misses += 1;
-            (MosaicLookup::SubMiss, entry)
+            MosaicLookup::SubMiss
         }
     }
 

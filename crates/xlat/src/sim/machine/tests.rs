@@ -91,10 +91,11 @@ fn evicted_pages_are_shot_down_in_every_tlb() {
 
 #[test]
 fn a_refaulted_page_decodes_its_new_cpfn() {
-    // 128 Mosaic-4 pages in 64 sets of 4 ways: every Mosaic page keeps its entry, so a page
-    // keeps its sub-entry while Horizon LRU evicts it and a fault places it elsewhere (the
-    // entry is refilled in place). Each hit must decode the page's current CPFN (debug builds
-    // check every decoded frame against the page table), not a frame decoded before.
+    // 128 Mosaic-4 pages in 64 sets of 4 ways: every Mosaic page keeps its entry while
+    // Horizon LRU evicts its pages and faults place them elsewhere (the entry is refilled in
+    // place), so the same page hits again and again with a new CPFN. Each hit must decode the
+    // current CPFN (debug builds check every decoded frame against the page table), not
+    // reuse a frame the memo of decoded frames kept for the page.
     let mut spec = mosaic_spec(2 * 64 * 4096 * 3, EvictionSpec::HorizonLru, 4);
     spec.mosaic[0].geometry.entries = 256;
     let mut m = Machine::new(&spec);
