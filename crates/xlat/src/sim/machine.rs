@@ -8,6 +8,7 @@
 //! against the page table. Pages the OS evicts are shot down in every TLB.
 
 use super::stats::{MachineStats, MosaicStats, RefCounters};
+use decoded::DecodedFrames;
 use crate::hash::page_key;
 use crate::memref::{AccessKind, Batch};
 use crate::os::{Os, OsSpec};
@@ -44,38 +45,8 @@ pub struct MachineSpec {
 struct MosaicVariant {
     name: String,
     tlb: MosaicTlb,
-    /// Recently decoded CPFNs, [`DECODED_SLOTS`] of them, by page (its number modulo the
-    /// slots): the page, ASID and CPFN of a hit and the frame they decode to. Decoding is a
-    /// pure function of the three, so a later hit with the same three reuses the frame
-    /// instead of hashing again; the memo checks all three, so it needs no invalidation when
-    /// a page moves or the TLB refills it.
-    decoded: Vec<Decoded>,
-}
-
-/// Slots of a Mosaic TLB's memo of decoded frames: enough for the pages a workload
-/// interleaves, few enough (16 KiB) to stay in the host's L2 cache beside the TLBs. A memo
-/// with a slot for every sub-entry of the TLB made Graph500 BFS faster still, but an
-/// experiment sweeping arities up to 64 slower: its memos outgrew the host's caches.
-const DECODED_SLOTS: usize = 1024;
-
-/// One memo slot: a page's CPFN and the frame it decodes to, 16 bytes.
-#[derive(Clone, Copy)]
-struct Decoded {
-    /// `u64::MAX` (no page number) until the slot is first used.
-    vpn: u64,
-    /// The frame (below 2^32, as page tables hold frames; larger ones are not memoized), the
-    /// CPFN at bit 32 and the ASID at bit 40.
-    packed: u64,
-}
-
-impl Decoded {
-    /// The packed frame, CPFN and ASID.
-    #[inline(always)]
-    fn pack(frame: u64, cpfn: u8, asid: Asid) -> u64 {
-        frame | u64::from(cpfn) << 32 | u64::from(asid) << 40
-    }
-
-    const NONE: Decoded = Decoded { vpn: u64::MAX, packed: 0 };
+    /// Frames of recent hits, so that a repeated hit skips the hash.
+    decoded: DecodedFrames,
 }
 
 /// The express path walks the machine's OS.
@@ -133,7 +104,7 @@ impl Machine {
             .map(|(i, m)| MosaicVariant {
                 name: m.name.clone(),
                 tlb: MosaicTlb::new(&m.geometry, unmapped, spec.seed ^ (i as u64 + 1).wrapping_mul(0x9e37_79b9_7f4a_7c15)),
-                decoded: vec![Decoded::NONE; DECODED_SLOTS],
+                decoded: DecodedFrames::new(),
             })
             .collect();
         Machine {
@@ -276,11 +247,9 @@ impl Machine {
         let MosaicLookup::Hit(cpfn) = self.mosaic[i].tlb.lookup(asid, vpn) else {
             return self.mosaic_miss::<TRACK>(i, asid, vaddr);
         };
-        let memo = self.mosaic[i].decoded[vpn.0 as usize % DECODED_SLOTS];
-        let frame = if memo.vpn == vpn.0 && memo.packed >> 32 == Decoded::pack(0, cpfn, asid) >> 32 {
-            Pfn(memo.packed & u64::from(u32::MAX))
-        } else {
-            self.decode(i, asid, vpn, cpfn)
+        let frame = match self.mosaic[i].decoded.get(asid, vpn, cpfn) {
+            Some(frame) => frame,
+            None => self.decode(i, asid, vpn, cpfn),
         };
         debug_assert_eq!(
             Some(frame),
@@ -298,9 +267,7 @@ impl Machine {
     fn decode(&mut self, i: usize, asid: Asid, vpn: Vpn, cpfn: u8) -> Pfn {
         let layout = self.os.iceberg().expect("Mosaic TLBs ride an iceberg memory");
         let frame = Pfn(layout.decode_frame(page_key(asid, vpn), cpfn).expect("a valid sub-entry holds a valid CPFN"));
-        if frame.0 <= u64::from(u32::MAX) {
-            self.mosaic[i].decoded[vpn.0 as usize % DECODED_SLOTS] = Decoded { vpn: vpn.0, packed: Decoded::pack(frame.0, cpfn, asid) };
-        }
+        self.mosaic[i].decoded.put(asid, vpn, cpfn, frame);
         frame
     }
 
@@ -375,5 +342,6 @@ impl Machine {
     }
 }
 
+mod decoded;
 #[cfg(test)]
 mod tests;

@@ -398,7 +398,6 @@ impl TlbArray {
     /// The insertion of any geometry.
     #[inline(always)]
     fn insert_general<const REPORT: bool>(&mut self, t: &Translation) -> Option<Translation> {
-        debug_assert!(self.holds(t.size), "array does not hold {} pages", t.size);
         let tag = t.vpn.0 >> (t.size.shift() - BASE_PAGE_SHIFT);
         let set = self.set_of(tag);
         let m = meta(t.asid, t.size);
