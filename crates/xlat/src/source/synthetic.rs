@@ -129,15 +129,6 @@ impl Synthetic {
     }
 
     #[inline]
-    fn kind(&mut self, draw: u64) -> AccessKind {
-        if (draw >> 32) < self.store_below {
-            AccessKind::Store
-        } else {
-            AccessKind::Load
-        }
-    }
-
-    #[inline]
     fn next_offset(&mut self) -> (u64, u64) {
         let slots = self.spec.footprint / u64::from(self.spec.size);
         match &self.spec.pattern {
@@ -181,7 +172,7 @@ impl Synthetic {
         batch.refs.extend((0..n).map(|_| {
             let draw: u64 = rng.random();
             let slot = ((draw & 0xffff_ffff) * slots) >> 32;
-            let kind = if (draw >> 32) < store_below { AccessKind::Store } else { AccessKind::Load };
+            let kind = kind(draw, store_below);
             MemRef { vaddr: base + slot * u64::from(size), asid, size, kind }
         }));
     }
@@ -195,9 +186,20 @@ impl Synthetic {
         batch.refs.extend((0..n).map(|_| {
             let page = zipf.next_page();
             let draw: u64 = rng.random();
-            let kind = if (draw >> 32) < store_below { AccessKind::Store } else { AccessKind::Load };
+            let kind = kind(draw, store_below);
             MemRef { vaddr: base + zipf_offset(page, draw, u64::from(size), footprint), asid, size, kind }
         }));
+    }
+}
+
+/// The access kind a draw gives: a store when its high half is below `store_below` (the
+/// store fraction as a 32-bit threshold), else a load.
+#[inline(always)]
+fn kind(draw: u64, store_below: u64) -> AccessKind {
+    if (draw >> 32) < store_below {
+        AccessKind::Store
+    } else {
+        AccessKind::Load
     }
 }
 
@@ -227,7 +229,7 @@ impl RefSource for Synthetic {
         batch.refs.reserve(n);
         for _ in 0..n {
             let (offset, draw) = self.next_offset();
-            let kind = self.kind(draw);
+            let kind = kind(draw, self.store_below);
             batch.refs.push(MemRef { vaddr: self.spec.base + offset, asid: self.spec.asid, size: self.spec.size, kind });
         }
         self.produced += n as u64;
