@@ -103,42 +103,115 @@ fn machine(c: &mut Criterion) {
 /// a 1024-entry TLB.
 const FOOTPRINTS: [(&str, u64); 3] = [("2MiB", 2 << 20), ("16MiB", 16 << 20), ("256MiB", 256 << 20)];
 
-/// The floor under `machine/single-tlb-1024x4`: a bare 1024-entry 4-way LRU array of tags and
-/// stamps in front of a flat page table that maps on first touch, counting hits and misses,
-/// and nothing else (no ASIDs, page sizes, statistics per level, straddling references,
-/// configurable geometry or policy). How far the machine is from it is the cost of xlat's
-/// generality; the floor itself is what the host allows.
+/// A bare exact-LRU array of `SETS` sets of `WAYS` ways: tags, frames and stamps, nothing else
+/// (fixed lengths, so the compiler drops every bounds check).
+struct BareLru<const SETS: usize, const WAYS: usize> {
+    tags: Box<[[u64; WAYS]; SETS]>,
+    frames: Box<[[u32; WAYS]; SETS]>,
+    stamps: Box<[[u64; WAYS]; SETS]>,
+}
+
+/// A boxed `[[T; W]; S]` filled with `value`.
+fn boxed<T: Copy, const S: usize, const W: usize>(value: T) -> Box<[[T; W]; S]> {
+    vec![[value; W]; S].into_boxed_slice().try_into().unwrap_or_else(|_| unreachable!("S sets"))
+}
+
+impl<const SETS: usize, const WAYS: usize> BareLru<SETS, WAYS> {
+    fn new() -> Self {
+        BareLru { tags: boxed(u64::MAX), frames: boxed(0), stamps: boxed(0) }
+    }
+
+    /// The frame of page `tag`, stamping it with `clock` on a hit.
+    #[inline(always)]
+    fn probe(&mut self, tag: u64, clock: u64) -> Option<u32> {
+        let set = tag as usize % SETS;
+        let way = (0..WAYS).find(|&w| self.tags[set][w] == tag)?;
+        self.stamps[set][way] = clock;
+        Some(self.frames[set][way])
+    }
+
+    /// Puts page `tag` at `frame` in place of its set's least recently used way.
+    #[inline(always)]
+    fn insert(&mut self, tag: u64, frame: u32, clock: u64) {
+        let set = tag as usize % SETS;
+        let way = (0..WAYS).min_by_key(|&w| self.stamps[set][w]).unwrap_or(0);
+        (self.tags[set][way], self.frames[set][way], self.stamps[set][way]) = (tag, frame, clock);
+    }
+}
+
+/// A flat page table over the pages of `batch` that maps on first touch.
+struct BarePageTable {
+    first_page: u64,
+    frames: Vec<u32>,
+    next_frame: u32,
+}
+
+impl BarePageTable {
+    fn new(batch: &Batch, footprint: u64) -> Self {
+        let first_page = batch.refs.iter().map(|r| r.vaddr >> 12).min().unwrap_or(0);
+        BarePageTable { first_page, frames: vec![u32::MAX; (footprint >> 12) as usize], next_frame: 0 }
+    }
+
+    #[inline(always)]
+    fn walk(&mut self, page: u64) -> u32 {
+        let pte = &mut self.frames[(page - self.first_page) as usize];
+        if *pte == u32::MAX {
+            *pte = self.next_frame;
+            self.next_frame += 1;
+        }
+        *pte
+    }
+}
+
+/// The floors under `machine/single-tlb-1024x4` and `machine/skylake-like`: bare exact-LRU
+/// arrays of tags, frames and stamps (one 1024-entry 4-way array; or Skylake's 64-entry
+/// 4-way L1 in front of its 1536-entry 12-way L2, not inclusive) over a flat page table that
+/// maps on first touch, counting misses, and nothing else (no ASIDs, page sizes, statistics
+/// per level, straddling references, configurable geometry or policy). How far a machine is
+/// from its floor is the cost of xlat's generality; the floor itself is what the host allows.
 fn floor(c: &mut Criterion) {
-    const SETS: usize = 256;
-    const WAYS: usize = 4;
     let mut group = c.benchmark_group("floor");
     group.throughput(Throughput::Elements(REFS as u64));
     for (footprint_name, footprint) in FOOTPRINTS {
         let batch = uniform(footprint);
-        let first_page = batch.refs.iter().map(|r| r.vaddr >> 12).min().unwrap_or(0);
-        let mut page_table = vec![u32::MAX; (footprint >> 12) as usize];
-        let (mut tags, mut frames, mut stamps) = ([u64::MAX; SETS * WAYS], [0u32; SETS * WAYS], [0u64; SETS * WAYS]);
-        let (mut clock, mut next_frame, mut misses) = (0u64, 0u32, 0u64);
+        let mut table = BarePageTable::new(&batch, footprint);
+        let mut tlb = BareLru::<256, 4>::new();
+        let (mut clock, mut misses) = (0u64, 0u64);
         group.bench_function(format!("1024x4-lru/uniform-{footprint_name}"), |b| {
             b.iter(|| {
                 for r in &batch.refs {
                     let tag = r.vaddr >> 12;
-                    let base = (tag as usize % SETS) * WAYS;
                     clock += 1;
-                    if let Some(way) = (0..WAYS).find(|&w| tags[base + w] == tag) {
-                        stamps[base + way] = clock;
+                    if tlb.probe(tag, clock).is_none() {
+                        misses += 1;
+                        tlb.insert(tag, table.walk(tag), clock);
+                    }
+                }
+                black_box((misses, tlb.frames[0][0]))
+            })
+        });
+        let mut table = BarePageTable::new(&batch, footprint);
+        let (mut l1, mut l2) = (BareLru::<16, 4>::new(), BareLru::<128, 12>::new());
+        group.bench_function(format!("skylake-like/uniform-{footprint_name}"), |b| {
+            b.iter(|| {
+                for r in &batch.refs {
+                    let tag = r.vaddr >> 12;
+                    clock += 1;
+                    if l1.probe(tag, clock).is_some() {
                         continue;
                     }
-                    misses += 1;
-                    let pte = &mut page_table[(tag - first_page) as usize];
-                    if *pte == u32::MAX {
-                        *pte = next_frame;
-                        next_frame += 1;
-                    }
-                    let way = (0..WAYS).min_by_key(|&w| stamps[base + w]).unwrap_or(0);
-                    (tags[base + way], frames[base + way], stamps[base + way]) = (tag, *pte, clock);
+                    let frame = match l2.probe(tag, clock) {
+                        Some(frame) => frame,
+                        None => {
+                            misses += 1;
+                            let frame = table.walk(tag);
+                            l2.insert(tag, frame, clock);
+                            frame
+                        }
+                    };
+                    l1.insert(tag, frame, clock);
                 }
-                black_box((misses, frames[0]))
+                black_box((misses, l1.frames[0][0]))
             })
         });
     }
