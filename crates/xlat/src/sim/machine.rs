@@ -45,8 +45,6 @@ pub struct MachineSpec {
 struct MosaicVariant {
     name: String,
     tlb: MosaicTlb,
-    /// Frames of recent hits, so that a repeated hit skips the hash.
-    decoded: DecodedFrames,
 }
 
 /// The express path walks the machine's OS.
@@ -69,6 +67,10 @@ pub struct Machine {
     name: String,
     tlb: Option<TlbHierarchy>,
     mosaic: Vec<MosaicVariant>,
+    /// Frames of recent Mosaic hits, so that a repeated hit skips the hash. One memo serves
+    /// every Mosaic TLB of the machine: they ride one OS, so a page has the same CPFN in all
+    /// of them, and the first TLB's decode serves the others.
+    decoded: DecodedFrames,
     os: Os,
     /// Scratch space for the CPFNs of one Mosaic page.
     toc: Vec<u8>,
@@ -104,13 +106,13 @@ impl Machine {
             .map(|(i, m)| MosaicVariant {
                 name: m.name.clone(),
                 tlb: MosaicTlb::new(&m.geometry, unmapped, spec.seed ^ (i as u64 + 1).wrapping_mul(0x9e37_79b9_7f4a_7c15)),
-                decoded: DecodedFrames::new(),
             })
             .collect();
         Machine {
             name: spec.name.clone(),
             tlb: (!spec.tlb.is_empty()).then(|| TlbHierarchy::new(&spec.tlb, spec.seed)),
             mosaic,
+            decoded: DecodedFrames::new(),
             os,
             toc: Vec::new(),
             counters: RefCounters::default(),
@@ -247,9 +249,9 @@ impl Machine {
         let MosaicLookup::Hit(cpfn) = self.mosaic[i].tlb.lookup(asid, vpn) else {
             return self.mosaic_miss::<TRACK>(i, asid, vaddr);
         };
-        let frame = match self.mosaic[i].decoded.get(asid, vpn, cpfn) {
+        let frame = match self.decoded.get(asid, vpn, cpfn) {
             Some(frame) => frame,
-            None => self.decode(i, asid, vpn, cpfn),
+            None => self.decode(asid, vpn, cpfn),
         };
         debug_assert_eq!(
             Some(frame),
@@ -261,13 +263,12 @@ impl Machine {
         Ok(frame)
     }
 
-    /// Decodes a hit's CPFN through the iceberg hash and keeps the frame in the memo of
-    /// Mosaic TLB `i`.
+    /// Decodes a Mosaic hit's CPFN through the iceberg hash and keeps the frame in the memo.
     #[inline(never)]
-    fn decode(&mut self, i: usize, asid: Asid, vpn: Vpn, cpfn: u8) -> Pfn {
+    fn decode(&mut self, asid: Asid, vpn: Vpn, cpfn: u8) -> Pfn {
         let layout = self.os.iceberg().expect("Mosaic TLBs ride an iceberg memory");
         let frame = Pfn(layout.decode_frame(page_key(asid, vpn), cpfn).expect("a valid sub-entry holds a valid CPFN"));
-        self.mosaic[i].decoded.put(asid, vpn, cpfn, frame);
+        self.decoded.put(asid, vpn, cpfn, frame);
         frame
     }
 

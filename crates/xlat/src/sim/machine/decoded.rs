@@ -2,17 +2,17 @@
 
 use crate::types::{Asid, Pfn, Vpn};
 
-/// Slots of a Mosaic TLB's memo: enough for the pages a workload interleaves, few enough
+/// Slots of a machine's memo: enough for the pages a workload interleaves, few enough
 /// (16 KiB) to stay in the host's L2 cache beside the TLBs. A memo with a slot for every
 /// sub-entry of the TLB made Graph500 BFS faster still, but an experiment sweeping arities up
 /// to 64 slower: its memos outgrew the host's caches.
 const SLOTS: usize = 1024;
 
-/// Recently decoded CPFNs of one Mosaic TLB, by page (its number modulo the slots): the page,
-/// ASID and CPFN of a hit and the frame they decode to. Decoding is a pure function of the
-/// three, so a later hit with the same three may reuse the frame instead of hashing again; a
-/// slot is checked against all three, so the memo needs no invalidation when a page moves or
-/// the TLB refills it.
+/// Recently decoded CPFNs of a machine's Mosaic TLBs, by page (its number modulo the
+/// slots): the page, ASID and CPFN of a hit and the frame they decode to. Decoding is a pure
+/// function of the three, so a later hit with the same three may reuse the frame instead of
+/// hashing again; a slot is checked against all three, so the memo needs no invalidation when
+/// a page moves or a TLB refills it, and TLBs of different arities can share it.
 pub(super) struct DecodedFrames {
     slots: Vec<Slot>,
 }
