@@ -9,8 +9,8 @@ use crate::types::{Asid, Vpn};
 /// they were written: a group of frames none of which was ever occupied reads as free
 /// without touching its memory. Reading an untouched page first would map the host's shared
 /// zero page there, and the first write after it would then cost a copy-on-write fault and,
-/// with the source's thread running on the other core, a TLB-shootdown interrupt to it (a
-/// quarter of the time of an experiment of eleven 16 GiB iceberg machines went there).
+/// with another of xlat's threads running on the other core, a TLB-shootdown interrupt to it
+/// (a seventh of the CPU time of an experiment of eleven 16 GiB iceberg machines).
 #[derive(Clone, Debug)]
 pub struct Frames {
     /// VPN + 1 of the occupying page; 0 when free.
