@@ -212,21 +212,20 @@ impl Machine {
     fn translate<const ONE_LEVEL: bool, const TRACK: bool, const MOSAIC: bool>(&mut self, asid: Asid, vaddr: u64, kind: AccessKind) -> Result<()> {
         let mut pfn = None;
         if let Some(tlb) = &mut self.tlb {
-            match tlb.lookup_shaped::<ONE_LEVEL>(asid, vaddr, kind) {
-                Some(level) => {
-                    // With Mosaic TLBs, their decoded frame serves (it is computed anyway).
-                    if TRACK && !MOSAIC {
-                        pfn = Some(tlb.hit_pfn(level, vaddr, kind));
-                    }
-                }
-                None => {
-                    let t = self.walk(asid, vaddr)?;
-                    let tlb = self.tlb.as_mut().expect("checked above");
-                    tlb.fill_after_walk_shaped::<ONE_LEVEL>(&t, vaddr, kind);
-                    if TRACK {
-                        pfn = Some(t.pfn_of(vaddr));
-                        self.shoot_down();
-                    }
+            // With Mosaic TLBs, their decoded frame serves (it is computed anyway).
+            let hit = if TRACK && !MOSAIC {
+                pfn = tlb.lookup_frame_shaped::<ONE_LEVEL>(asid, vaddr, kind);
+                pfn.is_some()
+            } else {
+                tlb.lookup_shaped::<ONE_LEVEL>(asid, vaddr, kind).is_some()
+            };
+            if !hit {
+                let t = self.walk(asid, vaddr)?;
+                let tlb = self.tlb.as_mut().expect("checked above");
+                tlb.fill_after_walk_shaped::<ONE_LEVEL>(&t, vaddr, kind);
+                if TRACK {
+                    pfn = Some(t.pfn_of(vaddr));
+                    self.shoot_down();
                 }
             }
         }

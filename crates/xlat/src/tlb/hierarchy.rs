@@ -327,10 +327,28 @@ impl TlbHierarchy {
     /// nothing above to fill.
     #[inline(always)]
     pub fn lookup_shaped<const ONE_LEVEL: bool>(&mut self, asid: Asid, vaddr: u64, kind: AccessKind) -> Option<usize> {
+        self.lookup_hit::<ONE_LEVEL, false>(asid, vaddr, kind).map(|(level, _)| level)
+    }
+
+    /// [`TlbHierarchy::lookup_shaped`] returning, on a hit, the base frame of `vaddr` instead
+    /// of the level (for an OS that tracks the use of every frame). Read from the entry while
+    /// the lookup has it at hand, rather than found again after it.
+    #[inline(always)]
+    pub fn lookup_frame_shaped<const ONE_LEVEL: bool>(&mut self, asid: Asid, vaddr: u64, kind: AccessKind) -> Option<Pfn> {
+        self.lookup_hit::<ONE_LEVEL, true>(asid, vaddr, kind).map(|(_, pfn)| pfn)
+    }
+
+    /// Both lookups: the level that hit and, with `FRAME`, the base frame of `vaddr` in the
+    /// entry that hit (without, `Pfn(0)`).
+    #[inline(always)]
+    fn lookup_hit<const ONE_LEVEL: bool, const FRAME: bool>(&mut self, asid: Asid, vaddr: u64, kind: AccessKind) -> Option<(usize, Pfn)> {
         let instr = kind == AccessKind::IFetch;
         if ONE_LEVEL {
             debug_assert_eq!(self.levels.len(), 1);
-            return self.levels[0].side(instr).probe(asid, vaddr).map(|_| 0);
+            let side = self.levels[0].side(instr);
+            let (array, slot) = side.probe(asid, vaddr)?;
+            let pfn = if FRAME { side.arrays[array].translation_at(slot).pfn_of(vaddr) } else { Pfn(0) };
+            return Some((0, pfn));
         }
         for i in 0..self.levels.len() {
             let side = self.levels[i].side(instr);
@@ -339,8 +357,10 @@ impl TlbHierarchy {
                 if i > 0 {
                     let t = side.arrays[array].translation_at(slot);
                     self.fill_above(i, &t, vaddr, instr);
+                    return Some((i, t.pfn_of(vaddr)));
                 }
-                return Some(i);
+                let pfn = if FRAME { side.arrays[array].translation_at(slot).pfn_of(vaddr) } else { Pfn(0) };
+                return Some((0, pfn));
             }
         }
         None
@@ -386,15 +406,6 @@ impl TlbHierarchy {
                 upper.invalidate_inside(victim);
             }
         }
-    }
-
-    /// The base frame of `vaddr` in the entry that `level` hit on in the lookup just made.
-    #[inline]
-    pub fn hit_pfn(&mut self, level: usize, vaddr: u64, kind: AccessKind) -> Pfn {
-        let side = self.levels[level].side(kind == AccessKind::IFetch);
-        debug_assert!(side.last.page != LastHit::NONE.page, "the level just hit");
-        let (array, slot) = (side.last.array as usize, side.last.slot as usize);
-        side.arrays[array].translation_at(slot).pfn_of(vaddr)
     }
 
     /// Removes every entry translating `vaddr` in `asid` from every level (a shootdown of one

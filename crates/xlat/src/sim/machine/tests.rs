@@ -4,6 +4,8 @@ use crate::os::{EvictionSpec, PlacementSpec};
 use crate::tlb::{ArrayGeometry, Policy};
 use crate::types::PageSize;
 use crate::MemRef;
+use rand::{Rng, SeedableRng};
+use rand_xoshiro::Xoshiro256PlusPlus;
 
 fn level(entries: usize, ways: usize) -> LevelGeometry {
     LevelGeometry {
@@ -114,4 +116,55 @@ fn a_refaulted_page_decodes_its_new_cpfn() {
     let s = m.stats();
     assert!(s.os.swap_ins > 1000, "{:?}", s.os);
     assert!(s.mosaic[0].counters.hits > 1000, "{:?}", s.mosaic[0].counters);
+}
+
+/// Faults of exact LRU over `frames` page frames on the pages of `refs`, counted directly
+/// from the page sequence (the reference model: a list in recency order).
+fn lru_faults(refs: &[MemRef], frames: usize) -> u64 {
+    let mut recency: Vec<u64> = Vec::new();
+    let mut faults = 0;
+    for r in refs {
+        let page = r.vaddr >> 12;
+        match recency.iter().position(|&p| p == page) {
+            Some(i) => {
+                recency.remove(i);
+            }
+            None => {
+                faults += 1;
+                if recency.len() == frames {
+                    recency.remove(0);
+                }
+            }
+        }
+        recency.push(page);
+    }
+    faults
+}
+
+/// Under exact LRU on a fully associative memory, a machine's faults are those of LRU over
+/// its reference stream, whichever of its TLB levels translated each reference: the use
+/// of a page is credited to its frame on TLB hits at the first level, hits at the second
+/// and walks alike. Fails if a hit reports another frame's use.
+#[test]
+fn use_is_tracked_through_every_tlb_level() {
+    let mut rng = Xoshiro256PlusPlus::seed_from_u64(5);
+    let mut page = 0u64;
+    let refs: Vec<MemRef> = (0..20_000)
+        .map(|_| {
+            // Runs on one page and jumps among 96 pages: hits at both levels, walks, faults.
+            if rng.random_bool(0.3) {
+                page = rng.random_range(0..96);
+            }
+            MemRef::load(page << 12 | 8, 8)
+        })
+        .collect();
+    let l2 = LevelGeometry { name: "L2".into(), ..level(32, 4) };
+    for tlb in [vec![level(16, 4)], vec![level(8, 2), l2]] {
+        let os = OsSpec { eviction: EvictionSpec::Lru, ..OsSpec::simple(64 << 12, PlacementSpec::Random) };
+        let mut m = Machine::new(&MachineSpec { name: "lru".into(), seed: 2, os, tlb, mosaic: vec![] });
+        m.process(&Batch { refs: refs.clone(), instructions: 0 }).unwrap();
+        let s = m.stats();
+        assert!(s.levels.iter().all(|l| l.counters.hits > 0), "every level hits");
+        assert_eq!(s.os.page_faults, lru_faults(&refs, 64), "{} levels", s.levels.len());
+    }
 }
