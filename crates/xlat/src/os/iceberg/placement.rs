@@ -23,13 +23,10 @@ fn live(frames: &Frames, frame: u64, horizon: Option<u64>) -> bool {
     !frames.is_free(frame) && horizon.is_none_or(|h| frames.stamp(frame) >= h)
 }
 
-/// Among `slots` (slot, frame), a free one (the first), else the oldest ghost.
-fn free_or_oldest_ghost(frames: &Frames, slots: impl Iterator<Item = (Slot, u64)>, horizon: Option<u64>) -> Option<Placed> {
+/// Among `slots` (slot, frame), all occupied, the oldest ghost.
+fn oldest_ghost(frames: &Frames, slots: impl Iterator<Item = (Slot, u64)>, horizon: Option<u64>) -> Option<Placed> {
     let mut ghost: Option<(u64, Slot, u64)> = None;
     for (slot, frame) in slots {
-        if frames.is_free(frame) {
-            return Some(Placed { slot, frame, evicts_ghost: false });
-        }
         if !live(frames, frame, horizon) && ghost.is_none_or(|(stamp, ..)| frames.stamp(frame) < stamp) {
             ghost = Some((frames.stamp(frame), slot, frame));
         }
@@ -37,17 +34,27 @@ fn free_or_oldest_ghost(frames: &Frames, slots: impl Iterator<Item = (Slot, u64)
     ghost.map(|(_, slot, frame)| Placed { slot, frame, evicts_ghost: true })
 }
 
+/// The first frame of the front yard of `key`.
+fn front_base(layout: &Layout, key: u64) -> u64 {
+    layout.bucket(key, 0) * layout.spec().bucket_frames()
+}
+
+/// The first frame of the backyard of choice `choice` of `key`.
+fn back_base(layout: &Layout, key: u64, choice: u32) -> u64 {
+    let spec = layout.spec();
+    layout.bucket(key, choice) * spec.bucket_frames() + u64::from(spec.front)
+}
+
 /// The front-yard slots of `key` with their frames.
 fn front_slots(layout: &Layout, key: u64) -> impl Iterator<Item = (Slot, u64)> + '_ {
-    let base = layout.bucket(key, 0) * layout.spec().bucket_frames();
+    let base = front_base(layout, key);
     (0..layout.spec().front).map(move |s| (Slot::Front(s), base + u64::from(s)))
 }
 
 /// The backyard slots of choice `choice` of `key` with their frames.
 fn back_slots(layout: &Layout, key: u64, choice: u32) -> impl Iterator<Item = (Slot, u64)> + '_ {
-    let spec = layout.spec();
-    let base = layout.bucket(key, choice) * spec.bucket_frames() + u64::from(spec.front);
-    (0..spec.back).map(move |slot| (Slot::Back { choice, slot }, base + u64::from(slot)))
+    let base = back_base(layout, key, choice);
+    (0..layout.spec().back).map(move |slot| (Slot::Back { choice, slot }, base + u64::from(slot)))
 }
 
 /// Every candidate slot of `key` with its frame, front yard first.
@@ -58,10 +65,16 @@ pub fn candidates(layout: &Layout, key: u64) -> impl Iterator<Item = (Slot, u64)
 /// Where the page of `key` goes, or `None` when every candidate slot holds a live page (an
 /// associativity conflict). `horizon` is Horizon LRU's, or `None` without ghosts.
 pub fn place(layout: &Layout, frames: &Frames, key: u64, horizon: Option<u64>) -> Option<Placed> {
-    if let Some(p) = free_or_oldest_ghost(frames, front_slots(layout, key), horizon) {
+    let spec = layout.spec();
+    // The first free slot of a yard is its lowest free frame: the slots are consecutive
+    // frames in slot order.
+    let front = front_base(layout, key);
+    if let Some(frame) = frames.first_free(front, u64::from(spec.front)) {
+        return Some(Placed { slot: Slot::Front((frame - front) as u32), frame, evicts_ghost: false });
+    }
+    if let Some(p) = oldest_ghost(frames, front_slots(layout, key), horizon) {
         return Some(p);
     }
-    let spec = layout.spec();
     let mut best: Option<(u32, u32)> = None;
     for choice in 1..=spec.choices {
         let load = back_slots(layout, key, choice).filter(|&(_, f)| live(frames, f, horizon)).count() as u32;
@@ -70,7 +83,11 @@ pub fn place(layout: &Layout, frames: &Frames, key: u64, horizon: Option<u64>) -
         }
     }
     let (choice, _) = best?;
-    free_or_oldest_ghost(frames, back_slots(layout, key, choice), horizon)
+    let back = back_base(layout, key, choice);
+    if let Some(frame) = frames.first_free(back, u64::from(spec.back)) {
+        return Some(Placed { slot: Slot::Back { choice, slot: (frame - back) as u32 }, frame, evicts_ghost: false });
+    }
+    oldest_ghost(frames, back_slots(layout, key, choice), horizon)
 }
 
 /// The least recently used of `key`'s candidate pages (all occupied).
