@@ -23,15 +23,20 @@ fn live(frames: &Frames, frame: u64, horizon: Option<u64>) -> bool {
     !frames.is_free(frame) && horizon.is_none_or(|h| frames.stamp(frame) >= h)
 }
 
-/// Among `slots` (slot, frame), all occupied, the oldest ghost.
-fn oldest_ghost(frames: &Frames, slots: impl Iterator<Item = (Slot, u64)>, horizon: Option<u64>) -> Option<Placed> {
-    let mut ghost: Option<(u64, Slot, u64)> = None;
-    for (slot, frame) in slots {
-        if !live(frames, frame, horizon) && ghost.is_none_or(|(stamp, ..)| frames.stamp(frame) < stamp) {
-            ghost = Some((frames.stamp(frame), slot, frame));
+/// The first free slot of a yard of `count` consecutive frames from `base` (its lowest free
+/// frame: slots are frames in slot order), else its oldest ghost; `slot(i)` names slot `i`.
+fn free_or_oldest_ghost(frames: &Frames, base: u64, count: u32, slot: impl Fn(u32) -> Slot, horizon: Option<u64>) -> Option<Placed> {
+    if let Some(frame) = frames.first_free(base, u64::from(count)) {
+        return Some(Placed { slot: slot((frame - base) as u32), frame, evicts_ghost: false });
+    }
+    let mut ghost: Option<(u64, u32)> = None;
+    for i in 0..count {
+        let frame = base + u64::from(i);
+        if !live(frames, frame, horizon) && ghost.is_none_or(|(stamp, _)| frames.stamp(frame) < stamp) {
+            ghost = Some((frames.stamp(frame), i));
         }
     }
-    ghost.map(|(_, slot, frame)| Placed { slot, frame, evicts_ghost: true })
+    ghost.map(|(_, i)| Placed { slot: slot(i), frame: base + u64::from(i), evicts_ghost: true })
 }
 
 /// The first frame of the front yard of `key`.
@@ -66,13 +71,7 @@ pub fn candidates(layout: &Layout, key: u64) -> impl Iterator<Item = (Slot, u64)
 /// associativity conflict). `horizon` is Horizon LRU's, or `None` without ghosts.
 pub fn place(layout: &Layout, frames: &Frames, key: u64, horizon: Option<u64>) -> Option<Placed> {
     let spec = layout.spec();
-    // The first free slot of a yard is its lowest free frame: the slots are consecutive
-    // frames in slot order.
-    let front = front_base(layout, key);
-    if let Some(frame) = frames.first_free(front, u64::from(spec.front)) {
-        return Some(Placed { slot: Slot::Front((frame - front) as u32), frame, evicts_ghost: false });
-    }
-    if let Some(p) = oldest_ghost(frames, front_slots(layout, key), horizon) {
+    if let Some(p) = free_or_oldest_ghost(frames, front_base(layout, key), spec.front, Slot::Front, horizon) {
         return Some(p);
     }
     let mut best: Option<(u32, u32)> = None;
@@ -83,11 +82,7 @@ pub fn place(layout: &Layout, frames: &Frames, key: u64, horizon: Option<u64>) -
         }
     }
     let (choice, _) = best?;
-    let back = back_base(layout, key, choice);
-    if let Some(frame) = frames.first_free(back, u64::from(spec.back)) {
-        return Some(Placed { slot: Slot::Back { choice, slot: (frame - back) as u32 }, frame, evicts_ghost: false });
-    }
-    oldest_ghost(frames, back_slots(layout, key, choice), horizon)
+    free_or_oldest_ghost(frames, back_base(layout, key, choice), spec.back, |slot| Slot::Back { choice, slot }, horizon)
 }
 
 /// The least recently used of `key`'s candidate pages (all occupied).
