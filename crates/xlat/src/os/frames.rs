@@ -14,7 +14,7 @@ use crate::types::{Asid, Vpn};
 /// (a seventh of the CPU time of an experiment of eleven 16 GiB iceberg machines).
 #[derive(Clone, Debug)]
 pub struct Frames {
-    /// VPN + 1 of the occupying page; 0 when free.
+    /// VPN of the occupying page (meaningful while the frame is occupied, see `occupied`).
     owner: Vec<u64>,
     asid: Vec<u16>,
     /// Last-use time of the occupying page (its recency; larger is more recent).
@@ -116,7 +116,7 @@ impl Frames {
     /// The page in `frame`, if any.
     #[inline]
     pub fn owner(&self, frame: u64) -> Option<(Asid, Vpn)> {
-        (!self.is_free(frame)).then(|| (self.asid[frame as usize], Vpn(self.owner[frame as usize] - 1)))
+        (!self.is_free(frame)).then(|| (self.asid[frame as usize], Vpn(self.owner[frame as usize])))
     }
 
     /// Last-use time of the page in `frame` (0 for a frame never occupied; callers ask about
@@ -145,7 +145,7 @@ impl Frames {
         debug_assert!(self.is_free(frame), "frame {frame} is occupied");
         self.write_group(frame);
         self.occupied[f / 64] |= 1 << (f % 64);
-        self.owner[f] = vpn.0 + 1;
+        self.owner[f] = vpn.0;
         self.asid[f] = asid;
         self.stamp[f] = now;
         self.generation[f] = self.generation[f].wrapping_add(1);
@@ -155,7 +155,6 @@ impl Frames {
     /// Empties `frame`, returning the page it held.
     pub fn release(&mut self, frame: u64) -> (Asid, Vpn) {
         let owner = self.owner(frame).expect("released frame is occupied");
-        self.owner[frame as usize] = 0;
         self.occupied[frame as usize / 64] &= !(1 << (frame % 64));
         self.used -= 1;
         owner

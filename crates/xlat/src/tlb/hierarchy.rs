@@ -171,6 +171,17 @@ impl SideArrays {
         None
     }
 
+    /// With `FRAME`, the base frame of `vaddr` in the entry in `slot` of `array` (a hit just
+    /// found); without, `Pfn(0)`, and nothing is read.
+    #[inline(always)]
+    fn hit_frame<const FRAME: bool>(&self, array: usize, slot: usize, vaddr: u64) -> Pfn {
+        if FRAME {
+            self.arrays[array].translation_at(slot).pfn_of(vaddr)
+        } else {
+            Pfn(0)
+        }
+    }
+
     /// Fills `t` after this side missed on `vaddr` (so the entry is absent). With `REPORT`,
     /// returns the entry evicted; without, always `None` (a level that is not inclusive).
     #[inline(always)]
@@ -347,8 +358,7 @@ impl TlbHierarchy {
             debug_assert_eq!(self.levels.len(), 1);
             let side = self.levels[0].side(instr);
             let (array, slot) = side.probe(asid, vaddr)?;
-            let pfn = if FRAME { side.arrays[array].translation_at(slot).pfn_of(vaddr) } else { Pfn(0) };
-            return Some((0, pfn));
+            return Some((0, side.hit_frame::<FRAME>(array, slot, vaddr)));
         }
         for i in 0..self.levels.len() {
             let side = self.levels[i].side(instr);
@@ -359,8 +369,7 @@ impl TlbHierarchy {
                     self.fill_above(i, &t, vaddr, instr);
                     return Some((i, t.pfn_of(vaddr)));
                 }
-                let pfn = if FRAME { side.arrays[array].translation_at(slot).pfn_of(vaddr) } else { Pfn(0) };
-                return Some((0, pfn));
+                return Some((0, side.hit_frame::<FRAME>(array, slot, vaddr)));
             }
         }
         None
