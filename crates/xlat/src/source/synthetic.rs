@@ -138,9 +138,11 @@ impl Synthetic {
                     _ => u64::from(self.spec.size),
                 };
                 let offset = self.cursor;
-                // Wrap so that the whole access stays inside the footprint.
-                let limit = self.spec.footprint - u64::from(self.spec.size) + 1;
-                self.cursor = (self.cursor + step) % limit;
+                // Start over from the beginning when the next access would not fit in the
+                // footprint, as a loop over an array does.
+                let last_start = self.spec.footprint - u64::from(self.spec.size);
+                let next = self.cursor.saturating_add(step);
+                self.cursor = if next > last_start { 0 } else { next };
                 let draw = if self.store_below == 0 { u64::MAX } else { self.rng.random() };
                 (offset, draw)
             }
@@ -282,10 +284,18 @@ mod tests {
     }
 
     #[test]
-    fn sequential_wraps() {
-        let refs = run(Pattern::Sequential);
-        assert_eq!(refs[1].vaddr - refs[0].vaddr, 8);
-        assert_eq!(refs[(1 << 17) % 20_000].vaddr, refs[0].vaddr + ((1u64 << 17) % 20_000) * 8);
+    fn sequential_and_strided_streams_start_over_at_the_footprint_end() {
+        // 1 KiB of 8-byte accesses: 128 per pass, every pass at the same addresses.
+        let small = |pattern| SyntheticSpec { footprint: 1024, ..spec(pattern) };
+        let refs = collect(&mut Synthetic::new(small(Pattern::Sequential)).unwrap()).unwrap().0;
+        for (i, r) in refs.iter().enumerate() {
+            assert_eq!(r.vaddr, 0x1000_0000 + (i as u64 % 128) * 8, "reference {i}");
+        }
+        // A stride of 96 bytes fits 11 accesses (the last at 960) before starting over.
+        let refs = collect(&mut Synthetic::new(small(Pattern::Strided { stride: 96 })).unwrap()).unwrap().0;
+        for (i, r) in refs.iter().enumerate() {
+            assert_eq!(r.vaddr, 0x1000_0000 + (i as u64 % 11) * 96, "reference {i}");
+        }
     }
 
     #[test]
