@@ -192,6 +192,9 @@ fn mosaic_configuration_errors_name_the_field() {
         (MOSAIC.replace("eviction = \"horizon-lru\"", "eviction = \"linux\""), "machine[0].os.eviction", "needs fully associative"),
         (MOSAIC.replace("eviction = \"horizon-lru\"", "eviction = \"horizon-lru\", delta = 0.1"), "machine[0].os.delta", "iceberg-lru"),
         (MOSAIC.replace("name = \"seq\"", "name = \"seq\"\nmachines = [\"x*\"]"), "workload[0].machines[0]", "names no machine"),
+        (MOSAIC.replace("back = 8 }", "back = 8, hash = { kind = \"xxhash64\", seed = 5 } }"), "", "unknown field `seed`"),
+        (MOSAIC.replace("eviction = \"horizon-lru\"", "eviction = \"horizon-lru\", recency = \"scan\", scan_history = 9"), "machine[0].os.scan_history", "1 to 8 scans"),
+        (MOSAIC.replace("eviction = \"horizon-lru\"", "eviction = \"horizon-lru\", scan_history = 4"), "machine[0].os.scan_history", "applies to `recency = \"scan\"` only"),
     ];
     for (text, path, message) in cases {
         let e = config_error(&text);

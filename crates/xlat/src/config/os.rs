@@ -20,6 +20,8 @@ pub const DEFAULT_DELTA: f64 = 0.13;
 pub const DEFAULT_SCAN_PERIOD: u64 = 1_000_000;
 /// Default fraction of hot pages read per scan (the prototype's 20%).
 pub const DEFAULT_HOT_SAMPLE: f64 = 0.2;
+/// Default scans of history per page (the prototype's 8).
+pub const DEFAULT_SCAN_HISTORY: u32 = 8;
 /// Default ways of set-associative placement.
 pub const DEFAULT_SET_WAYS: u64 = 16;
 
@@ -38,6 +40,7 @@ pub fn merge(base: RawOs, over: Option<&RawOs>) -> RawOs {
         recency: o.recency.or(base.recency),
         scan_period: o.scan_period.or(base.scan_period),
         hot_sample: o.hot_sample.or(base.hot_sample),
+        scan_history: o.scan_history.or(base.scan_history),
         age_window: o.age_window.or(base.age_window),
     }
 }
@@ -150,8 +153,9 @@ fn eviction(raw: &RawOs, path: &str, placement: &PlacementSpec) -> Result<Evicti
 
 fn recency(raw: &RawOs, path: &str, eviction: EvictionSpec) -> Result<Recency> {
     let kind = raw.recency.unwrap_or(RecencyKind::Access);
-    if (raw.scan_period.is_some() || raw.hot_sample.is_some()) && kind != RecencyKind::Scan {
-        return err(format!("{path}.scan_period"), "`scan_period` and `hot_sample` apply to `recency = \"scan\"` only");
+    let scan_fields = [("scan_period", raw.scan_period.is_some()), ("hot_sample", raw.hot_sample.is_some()), ("scan_history", raw.scan_history.is_some())];
+    if let Some((field, _)) = scan_fields.iter().find(|(_, given)| *given).filter(|_| kind != RecencyKind::Scan) {
+        return err(format!("{path}.{field}"), format!("`{field}` applies to `recency = \"scan\"` only"));
     }
     Ok(match kind {
         RecencyKind::Access => Recency::Access,
@@ -168,7 +172,11 @@ fn recency(raw: &RawOs, path: &str, eviction: EvictionSpec) -> Result<Recency> {
             if !(0.0..=1.0).contains(&hot_sample) {
                 return err(format!("{path}.hot_sample"), format!("hot_sample must be in [0, 1], not {hot_sample}"));
             }
-            Recency::Scan { period, hot_sample }
+            let history = raw.scan_history.unwrap_or(DEFAULT_SCAN_HISTORY);
+            if !(1..=8).contains(&history) {
+                return err(format!("{path}.scan_history"), format!("the history keeps 1 to 8 scans, not {history}"));
+            }
+            Recency::Scan { period, hot_sample, history }
         }
     })
 }

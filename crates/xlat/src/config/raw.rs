@@ -254,6 +254,8 @@ pub struct RawOs {
     pub scan_period: Option<u64>,
     /// Fraction of hot pages read at each scan.
     pub hot_sample: Option<f64>,
+    /// Scans of history that decide whether a page is hot.
+    pub scan_history: Option<u32>,
     /// Evictions per window of the eviction-age metric (tracked only when given).
     pub age_window: Option<u64>,
 }

@@ -44,8 +44,10 @@ pub enum HashSpec {
         #[serde(default = "default_table_seed")]
         seed: u64,
     },
-    /// xxHash64 with the seeds of the authors' Linux prototype ([`XXHASH_SEEDS`]).
-    Xxhash64,
+    /// xxHash64 with the seeds of the authors' Linux prototype ([`XXHASH_SEEDS`]). A struct
+    /// variant without fields, so that a configuration giving it any (a `seed`) is an error
+    /// rather than silently ignored: the prototype's seeds are fixed.
+    Xxhash64 {},
 }
 
 fn default_table_seed() -> u64 {
@@ -63,7 +65,7 @@ impl HashSpec {
     pub fn max_functions(self) -> usize {
         match self {
             HashSpec::Tabulation { .. } => 256,
-            HashSpec::Xxhash64 => XXHASH_SEEDS.len(),
+            HashSpec::Xxhash64 {} => XXHASH_SEEDS.len(),
         }
     }
 
@@ -71,7 +73,7 @@ impl HashSpec {
     pub fn build(self) -> HashFamily {
         match self {
             HashSpec::Tabulation { seed } => HashFamily::Tabulation(Box::new(Tabulation::new(seed))),
-            HashSpec::Xxhash64 => HashFamily::Xxhash64,
+            HashSpec::Xxhash64 {} => HashFamily::Xxhash64,
         }
     }
 }
@@ -113,7 +115,7 @@ mod tests {
 
     #[test]
     fn index_stays_in_range_and_spreads() {
-        for spec in [HashSpec::default(), HashSpec::Xxhash64] {
+        for spec in [HashSpec::default(), HashSpec::Xxhash64 {}] {
             let family = spec.build();
             let mut seen = [0u32; 10];
             for key in 0..10_000u64 {
@@ -146,7 +148,7 @@ mod tests {
         // xxHash64 of the empty input with seed 0 is a published constant; a key hashes its
         // eight little-endian bytes.
         assert_eq!(xxh64(b"", 0), 0xef46_db37_51d8_e999);
-        let family = HashSpec::Xxhash64.build();
+        let family = HashSpec::Xxhash64 {}.build();
         let h = xxh64(&0x42u64.to_le_bytes(), XXHASH_SEEDS[2]);
         assert_eq!(family.index(2, 0x42, 1 << 20), h >> 44);
     }

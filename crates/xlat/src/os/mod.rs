@@ -4,7 +4,8 @@
 //! A walk that finds no mapping faults: the page gets a frame its placement allows
 //! ([`placement`]), evicting a page when none is free if an eviction policy is configured
 //! ([`eviction`]). Evicted pages are unmapped, counted as swapped out, and reported to the
-//! machine for a TLB shootdown; touching one again is a major fault (a swap-in).
+//! machine for a TLB shootdown; touching one again is a major fault (a swap-in). Accessed-bit
+//! scans ([`eviction::scan`]) report the pages whose bit they clear for a shootdown too.
 
 pub mod eviction;
 pub mod frames;
@@ -23,11 +24,10 @@ pub use stats::OsStats;
 use eviction::age::AgeTracker;
 use eviction::linux::LinuxLists;
 use eviction::lru_heap::LruHeap;
+use eviction::scan::Scanner;
 use frames::Frames;
 use iceberg::placement as iceberg_placement;
 use placement::Placer;
-use rand::{Rng, SeedableRng};
-use rand_xoshiro::Xoshiro256PlusPlus;
 use stats::Utilization;
 
 use crate::hash::page_key;
@@ -80,16 +80,6 @@ pub struct OutOfMemory {
     pub reason: NoFrame,
 }
 
-/// The periodic accessed-bit scan of [`Recency::Scan`].
-struct Scanner {
-    period: u64,
-    hot_sample: f64,
-    next: u64,
-    referenced: Vec<u8>,
-    history: Vec<u8>,
-    rng: Xoshiro256PlusPlus,
-}
-
 /// Demand-paging OS over one placement policy, with optional eviction.
 pub struct Os {
     spec: OsSpec,
@@ -107,8 +97,9 @@ pub struct Os {
     resident_limit: u64,
     /// Uses so far: the timestamp of the next use.
     clock: u64,
-    /// Pages unmapped since the machine last took them, for TLB shootdowns.
-    unmapped: Vec<(Asid, Vpn)>,
+    /// Pages whose TLB entries must go, since the machine last took them: evicted pages,
+    /// and pages whose accessed bit a scan cleared.
+    shootdowns: Vec<(Asid, Vpn)>,
     utilization: Utilization,
     stats: OsStats,
 }
@@ -127,17 +118,6 @@ impl Os {
             EvictionSpec::IcebergLru { delta } => delta,
             _ => 0.0,
         };
-        let scanner = match spec.recency {
-            Recency::Scan { period, hot_sample } => Some(Scanner {
-                period,
-                hot_sample,
-                next: period,
-                referenced: vec![0; frames as usize],
-                history: vec![0; frames as usize],
-                rng: Xoshiro256PlusPlus::seed_from_u64(seed ^ 0x5ca7),
-            }),
-            _ => None,
-        };
         Os {
             spec: spec.clone(),
             table: PageTable::new(spec.page_size),
@@ -145,12 +125,12 @@ impl Os {
             placer: spec.placement.build(frames, seed),
             lru: global_lru.then(LruHeap::default),
             linux: matches!(spec.eviction, EvictionSpec::Linux { .. }).then(|| LinuxLists::new(frames)),
-            scanner,
+            scanner: Scanner::new(spec.recency, frames, seed ^ 0x5ca7),
             age: spec.age_window.map(AgeTracker::new),
             horizon: 0,
             resident_limit: frames - (frames as f64 * kept_free).floor() as u64,
             clock: 0,
-            unmapped: Vec::new(),
+            shootdowns: Vec::new(),
             utilization: Utilization::default(),
             stats: OsStats::default(),
         }
@@ -167,9 +147,24 @@ impl Os {
     /// [`Os::describe`] turns it into a message.
     #[inline(always)]
     pub fn translate(&mut self, asid: Asid, vaddr: u64) -> std::result::Result<Translation, OutOfMemory> {
+        self.walk(asid, vaddr, true)
+    }
+
+    /// [`Os::translate`] for the walk of a TLB whose fills do not drive `recency = "fill"`:
+    /// when several TLBs observe one OS, only the first one's fills count as uses, so that
+    /// what the OS evicts does not depend on how many TLBs are compared over it.
+    #[inline(always)]
+    pub fn translate_unrecorded(&mut self, asid: Asid, vaddr: u64) -> std::result::Result<Translation, OutOfMemory> {
+        self.walk(asid, vaddr, false)
+    }
+
+    /// Both walks; `fill` says whether a walk that finds the page records a use under
+    /// `recency = "fill"`.
+    #[inline(always)]
+    fn walk(&mut self, asid: Asid, vaddr: u64, fill: bool) -> std::result::Result<Translation, OutOfMemory> {
         self.stats.walks += 1;
         if let Some(t) = self.table.lookup(asid, vaddr) {
-            if self.spec.recency == Recency::Fill && self.tracks_use() {
+            if fill && self.spec.recency == Recency::Fill && self.tracks_use() {
                 self.filled(t.pfn);
             }
             return Ok(t);
@@ -212,9 +207,11 @@ impl Os {
     }
 
     /// Records one use of the page mapped at base frame `pfn` (every translated reference,
-    /// when [`Os::tracks_use`]).
+    /// when [`Os::tracks_use`]). True when an accessed-bit scan ran, which may have left
+    /// pages for a shootdown ([`Os::take_shootdowns`]).
     #[inline(always)]
-    pub fn access(&mut self, pfn: Pfn) {
+    #[must_use]
+    pub fn access(&mut self, pfn: Pfn) -> bool {
         self.clock += 1;
         let frame = self.frame_of(pfn);
         match self.spec.recency {
@@ -223,9 +220,16 @@ impl Os {
                 if let Some(linux) = &mut self.linux {
                     linux.reference(frame);
                 }
+                false
             }
-            Recency::Fill => {}
-            Recency::Scan { .. } => self.scan_reference(frame),
+            Recency::Fill => false,
+            Recency::Scan { .. } => {
+                let due = self.scanner.as_mut().expect("scan recency has a scanner").reference(frame, self.clock);
+                if due {
+                    self.scan();
+                }
+                due
+            }
         }
     }
 
@@ -252,33 +256,20 @@ impl Os {
         self.frames.touch(frame, self.clock);
     }
 
-    fn scan_reference(&mut self, frame: u64) {
-        let scanner = self.scanner.as_mut().expect("scan recency has a scanner");
-        scanner.referenced[frame as usize] = 1;
-        if self.clock >= scanner.next {
-            scanner.next += scanner.period;
-            self.scan();
-        }
-    }
-
-    /// One accessed-bit scan: pages seen used get the current time.
+    /// One accessed-bit scan: pages seen used get the current time, and pages whose bit it
+    /// cleared are shot down.
     #[cold]
     fn scan(&mut self) {
         let mut scanner = self.scanner.take().expect("scan recency has a scanner");
         for frame in 0..self.frames.capacity() {
-            if self.frames.is_free(frame) {
-                continue;
-            }
-            let f = frame as usize;
-            let hot = scanner.history[f] == u8::MAX;
-            let used = if hot && scanner.rng.random::<f64>() >= scanner.hot_sample {
-                true
-            } else {
-                std::mem::take(&mut scanner.referenced[f]) != 0
-            };
-            scanner.history[f] = scanner.history[f] >> 1 | u8::from(used) << 7;
-            if used {
+            let Some(page) = self.frames.owner(frame) else { continue };
+            let visit = scanner.visit(frame);
+            if visit.used {
                 self.retime(frame);
+            }
+            if visit.cleared {
+                self.stats.scan_shootdowns += 1;
+                self.shootdowns.push(page);
             }
         }
         self.scanner = Some(scanner);
@@ -292,6 +283,9 @@ impl Os {
         let (frame, cpfn) = self.choose_frame(asid, vpn).map_err(|reason| OutOfMemory { asid, vaddr, reason })?;
         self.utilization.change(self.clock, self.frames.used());
         self.frames.occupy(frame, asid, vpn, self.clock);
+        if let Some(scanner) = &mut self.scanner {
+            scanner.forget(frame);
+        }
         if let Some(lru) = &mut self.lru {
             lru.insert(&self.frames, frame);
         }
@@ -412,19 +406,20 @@ impl Os {
         self.stats.evictions += 1;
         self.stats.swap_outs += 1;
         self.stats.mapped_pages = self.table.len() as u64;
-        self.unmapped.push((asid, vpn));
+        self.shootdowns.push((asid, vpn));
     }
 
-    /// True if pages were unmapped since [`Os::take_unmapped`] last took them.
+    /// True if pages need a TLB shootdown since [`Os::take_shootdowns`] last took them.
     #[inline(always)]
-    pub fn has_unmapped(&self) -> bool {
-        !self.unmapped.is_empty()
+    pub fn has_shootdowns(&self) -> bool {
+        !self.shootdowns.is_empty()
     }
 
-    /// Pages unmapped since the last call, each needing a TLB shootdown.
+    /// Pages needing a TLB shootdown since the last call: evicted pages, and pages whose
+    /// accessed bit a scan cleared.
     #[inline]
-    pub fn take_unmapped(&mut self) -> Option<std::vec::Drain<'_, (Asid, Vpn)>> {
-        self.has_unmapped().then(|| self.unmapped.drain(..))
+    pub fn take_shootdowns(&mut self) -> Option<std::vec::Drain<'_, (Asid, Vpn)>> {
+        self.has_shootdowns().then(|| self.shootdowns.drain(..))
     }
 
     /// The mapping of `vaddr`, if any, without counting a walk or faulting (for checks).

@@ -16,6 +16,8 @@ pub struct OsStats {
     pub swap_outs: u64,
     /// Evictions (equal to `swap_outs`: every evicted page is written to swap).
     pub evictions: u64,
+    /// Pages shot down because an accessed-bit scan cleared their bit (`recency = "scan"`).
+    pub scan_shootdowns: u64,
     /// Evictions of Horizon LRU ghosts (pages older than the horizon).
     pub ghost_evictions: u64,
     /// Faults whose candidate frames were all in use by live pages (associativity conflicts).

@@ -3,6 +3,8 @@
 
 use super::*;
 use crate::os::iceberg::{IcebergSpec, Slot};
+use rand::{Rng, SeedableRng};
+use rand_xoshiro::Xoshiro256PlusPlus;
 use std::collections::{HashMap, VecDeque};
 
 fn spec(memory: u64, page_size: PageSize, placement: PlacementSpec) -> OsSpec {
@@ -13,7 +15,7 @@ fn spec(memory: u64, page_size: PageSize, placement: PlacementSpec) -> OsSpec {
 fn touch(os: &mut Os, vpn: u64) -> Translation {
     let t = os.translate(0, vpn << 12).unwrap();
     if os.tracks_use() {
-        os.access(t.pfn);
+        let _scanned = os.access(t.pfn);
     }
     t
 }
@@ -92,7 +94,7 @@ fn exact_lru_matches_a_brute_force_lru() {
             }
         }
         model.push_front(vpn);
-        os.take_unmapped().map(|d| d.count());
+        os.take_shootdowns().map(|d| d.count());
     }
     let s = os.stats();
     assert_eq!((s.swap_outs, s.swap_ins), (model_outs, model_ins));
@@ -119,7 +121,7 @@ fn check_placement_invariants(eviction: EvictionSpec) {
     let mut home: HashMap<u64, u64> = HashMap::new();
     for vpn in stream(30_000, 800, 2) {
         let t = touch(&mut os, vpn);
-        if let Some(unmapped) = os.take_unmapped() {
+        if let Some(unmapped) = os.take_shootdowns() {
             for (_, v) in unmapped {
                 home.remove(&v.0);
             }
@@ -156,7 +158,7 @@ fn horizon_lru_evicts_a_live_page_only_when_no_candidate_is_free_or_a_ghost() {
         let before = os.stats();
         touch(&mut os, vpn);
         let after = os.stats();
-        os.take_unmapped();
+        os.take_shootdowns();
         let live_evictions = (after.evictions - before.evictions) - (after.ghost_evictions - before.ghost_evictions);
         if resident {
             assert_eq!(after.evictions, before.evictions);
@@ -175,7 +177,7 @@ fn iceberg_lru_evicts_the_oldest_page_and_keeps_delta_free() {
     let mut os = iceberg_os(16, EvictionSpec::IcebergLru { delta: 0.13 }, Some(100));
     for vpn in 0..20_000 {
         touch(&mut os, vpn);
-        os.take_unmapped();
+        os.take_shootdowns();
     }
     let s = os.stats();
     let limit = 1024 - (1024.0 * 0.13f64).floor() as u64;
@@ -190,7 +192,7 @@ fn horizon_lru_on_a_unique_stream_evicts_young_pages_sometimes() {
     let mut os = iceberg_os(16, EvictionSpec::HorizonLru, Some(100));
     for vpn in 0..20_000 {
         touch(&mut os, vpn);
-        os.take_unmapped();
+        os.take_shootdowns();
     }
     let s = os.stats();
     let age = s.eviction_age.unwrap();
@@ -206,7 +208,7 @@ fn linux_reclaim_keeps_its_reserve_and_counts_swap() {
     let mut os = Os::new(&spec, 1);
     for vpn in stream(50_000, 2000, 4) {
         touch(&mut os, vpn);
-        os.take_unmapped();
+        os.take_shootdowns();
     }
     let s = os.stats();
     assert_eq!(os.frames().used(), 992);
@@ -222,12 +224,12 @@ fn scan_recency_approximates_lru() {
         let mut os = Os::new(&spec, 1);
         for vpn in stream(100_000, 600, 6) {
             touch(&mut os, vpn);
-            os.take_unmapped();
+            os.take_shootdowns();
         }
         os.stats().swap_outs
     };
     let exact = lru(Recency::Access);
-    let scanned = lru(Recency::Scan { period: 500, hot_sample: 0.2 });
+    let scanned = lru(Recency::Scan { period: 500, hot_sample: 0.2, history: 8 });
     let fill = lru(Recency::Fill);
     // Coarser recency evicts worse than exact LRU, but not wildly (the stream has a hot set).
     assert!(scanned >= exact * 95 / 100 && scanned < exact * 2, "exact {exact} scan {scanned}");
@@ -240,10 +242,25 @@ fn swapped_out_pages_fault_back_in_elsewhere() {
     touch(&mut os, 10);
     touch(&mut os, 11);
     touch(&mut os, 12);
-    assert_eq!(os.take_unmapped().unwrap().collect::<Vec<_>>(), vec![(0, Vpn(10))]);
-    assert!(os.take_unmapped().is_none());
+    assert_eq!(os.take_shootdowns().unwrap().collect::<Vec<_>>(), vec![(0, Vpn(10))]);
+    assert!(os.take_shootdowns().is_none());
     touch(&mut os, 10);
     let s = os.stats();
     assert_eq!((s.swap_outs, s.swap_ins, s.page_faults, s.footprint_bytes), (2, 1, 4, 3 << 12));
     let _ = Slot::Front(0);
+}
+
+#[test]
+fn a_page_placed_in_a_scanned_frame_starts_cold() {
+    // One frame, a scan after every use, hot after one used scan, hot pages never read.
+    let recency = Recency::Scan { period: 1, hot_sample: 0.0, history: 1 };
+    let spec = OsSpec { eviction: EvictionSpec::Lru, recency, ..OsSpec::simple(1 << 12, PlacementSpec::Sequential) };
+    let mut os = Os::new(&spec, 1);
+    touch(&mut os, 10);
+    touch(&mut os, 10);
+    // Page 10 is hot now: the second scan counted it used without clearing its bit.
+    assert_eq!(os.stats().scan_shootdowns, 1);
+    // Page 11 evicts it and takes its frame, but not its history: the scan reads its bit.
+    touch(&mut os, 11);
+    assert_eq!((os.stats().swap_outs, os.stats().scan_shootdowns), (1, 2));
 }

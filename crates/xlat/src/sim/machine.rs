@@ -220,7 +220,7 @@ impl Machine {
                 tlb.lookup_shaped::<ONE_LEVEL>(asid, vaddr, kind).is_some()
             };
             if !hit {
-                let t = self.walk(asid, vaddr)?;
+                let t = self.walk(asid, vaddr, true)?;
                 let tlb = self.tlb.as_mut().expect("checked above");
                 tlb.fill_after_walk_shaped::<ONE_LEVEL>(&t, vaddr, kind);
                 if TRACK {
@@ -235,8 +235,8 @@ impl Machine {
                 pfn.get_or_insert(frame);
             }
         }
-        if TRACK {
-            self.os.access(pfn.expect("a machine has at least one TLB"));
+        if TRACK && self.os.access(pfn.expect("a machine has at least one TLB")) {
+            self.shoot_down();
         }
         Ok(())
     }
@@ -272,9 +272,11 @@ impl Machine {
     }
 
     /// A miss or sub-miss of Mosaic TLB `i`: walks, fills the ToC and returns the frame.
+    /// Only the machine's first TLB records its fills as uses (see [`Os::translate_unrecorded`]).
     #[inline(never)]
     fn mosaic_miss<const TRACK: bool>(&mut self, i: usize, asid: Asid, vaddr: u64) -> Result<Pfn> {
-        let t = self.walk(asid, vaddr)?;
+        let first = self.tlb.is_none() && i == 0;
+        let t = self.walk(asid, vaddr, first)?;
         self.fill_toc(i, asid, Vpn(vaddr >> BASE_PAGE_SHIFT));
         if TRACK {
             self.shoot_down();
@@ -293,27 +295,30 @@ impl Machine {
         self.mosaic[i].tlb.fill(asid, vpn, &self.toc);
     }
 
-    /// A page-table walk, with the error naming this machine. Inlined into the simulation
-    /// loop: as a call, its translation came back through memory.
+    /// A page-table walk, with the error naming this machine; `first` when it is the walk
+    /// of the machine's first TLB. Inlined into the simulation loop: as a call, its
+    /// translation came back through memory.
     #[inline(always)]
-    fn walk(&mut self, asid: Asid, vaddr: u64) -> Result<Translation> {
-        self.os.translate(asid, vaddr).map_err(|oom| self.out_of_memory(oom))
+    fn walk(&mut self, asid: Asid, vaddr: u64, first: bool) -> Result<Translation> {
+        let walked = if first { self.os.translate(asid, vaddr) } else { self.os.translate_unrecorded(asid, vaddr) };
+        walked.map_err(|oom| self.out_of_memory(oom))
     }
 
-    /// Invalidates the pages the OS just evicted in every TLB. Only an OS that tracks use
-    /// (`TRACK`) has an eviction policy, so only then can a walk have unmapped pages. Most
-    /// walks evict nothing: the test is inlined, the shootdown is not.
+    /// Invalidates in every TLB the pages the OS just evicted (or, after an accessed-bit
+    /// scan, whose bit it cleared). Only an OS that tracks use (`TRACK`) evicts or scans, so
+    /// only then can there be any. Most walks evict nothing: the test is inlined, the
+    /// shootdown is not.
     #[inline(always)]
     fn shoot_down(&mut self) {
-        if self.os.has_unmapped() {
-            self.shoot_down_unmapped();
+        if self.os.has_shootdowns() {
+            self.shoot_down_pending();
         }
     }
 
-    /// [`Machine::shoot_down`] once the OS has unmapped pages.
+    /// [`Machine::shoot_down`] once the OS has pages for it.
     #[inline(never)]
-    fn shoot_down_unmapped(&mut self) {
-        let Some(pages) = self.os.take_unmapped() else { return };
+    fn shoot_down_pending(&mut self) {
+        let Some(pages) = self.os.take_shootdowns() else { return };
         for (asid, vpn) in pages {
             if let Some(tlb) = &mut self.tlb {
                 tlb.invalidate(asid, vpn.addr().0);

@@ -11,6 +11,7 @@
 pub mod age;
 pub mod linux;
 pub mod lru_heap;
+pub mod scan;
 
 use serde::{Deserialize, Serialize};
 
@@ -45,14 +46,18 @@ pub enum Recency {
     Access,
     /// Only a TLB fill (a page-table walk) does, like the accessed bit a walk sets.
     Fill,
-    /// A scan every `period` references reads and clears referenced bits, keeping an 8-bit
-    /// history per page; pages whose history is all ones are hot, and only `hot_sample` of
-    /// them are read, the rest assumed used (the authors' prototype: 1 s scans, 20%).
+    /// A scan every `period` references reads and clears accessed bits (shooting down the
+    /// pages whose bit it clears), keeping a history of the last `history` scans per page;
+    /// pages used in all of them are hot, and only `hot_sample` of them are read, the rest
+    /// assumed used (the authors' prototype: 1 s scans, 8 scans of history, 20%). See
+    /// [`scan`].
     Scan {
         /// References between scans.
         period: u64,
         /// Fraction of hot pages whose bit is read at each scan.
         hot_sample: f64,
+        /// Scans of history that decide whether a page is hot (1 to 8).
+        history: u32,
     },
 }
 

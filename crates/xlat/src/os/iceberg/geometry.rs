@@ -281,7 +281,7 @@ mod tests {
         assert!(d.check(63).unwrap_err().contains("smaller than one bucket"));
         assert!(d.check(64 * 5).unwrap_err().contains("disjoint"));
         assert!(d.check(64 * 10 + 1).unwrap_err().contains("whole number"));
-        assert!(IcebergSpec { hash: HashSpec::Xxhash64, choices: 7, cpfn_bits: 8, ..d }.check(1 << 20).unwrap_err().contains("functions"));
+        assert!(IcebergSpec { hash: HashSpec::Xxhash64 {}, choices: 7, cpfn_bits: 8, ..d }.check(1 << 20).unwrap_err().contains("functions"));
     }
 
     proptest! {

@@ -168,3 +168,68 @@ fn use_is_tracked_through_every_tlb_level() {
         assert_eq!(s.os.page_faults, lru_faults(&refs, 64), "{} levels", s.levels.len());
     }
 }
+
+/// A Zipf-like stream over 512 pages (skewed by squaring a uniform draw), so that recency
+/// decides what Horizon LRU evicts.
+fn skewed_refs(n: u64) -> Batch {
+    let mut x = 0x2545_f491_4f6c_dd1du64;
+    let refs = (0..n)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let u = (x >> 40) as f64 / (1u64 << 24) as f64;
+            MemRef::load(((u * u * 512.0) as u64) << 12, 8)
+        })
+        .collect();
+    Batch { refs, instructions: 0 }
+}
+
+#[test]
+fn fill_recency_follows_the_first_tlb_only() {
+    // Under `recency = "fill"`, the OS's evictions must not depend on which other TLBs ride
+    // it: adding a second Mosaic TLB (tiny, so it walks on pages the first one hits) changes
+    // nothing the OS does, with or without a conventional TLB in front.
+    for conventional in [true, false] {
+        let mut spec = mosaic_spec(2 * 64 * 4096 * 3, EvictionSpec::HorizonLru, 4);
+        spec.os.recency = crate::os::Recency::Fill;
+        if !conventional {
+            spec.tlb.clear();
+        }
+        let mut extra = spec.clone();
+        let geometry = MosaicGeometry { entries: 4, ways: 4, policy: Policy::Lru, arity: 2 };
+        extra.mosaic.push(MosaicSpec { name: "tiny".into(), geometry });
+        let batch = skewed_refs(30_000);
+        let [one, two] = [spec, extra].map(|spec| {
+            let mut m = Machine::new(&spec);
+            m.process(&batch).unwrap();
+            m.stats()
+        });
+        assert!(one.os.swap_outs > 1000, "{:?}", one.os);
+        assert_eq!(one.os.swap_outs, two.os.swap_outs, "conventional TLB: {conventional}");
+        assert_eq!(one.os.page_faults, two.os.page_faults);
+        assert_eq!(one.mosaic[0].counters, two.mosaic[0].counters);
+        assert!(two.os.walks > one.os.walks);
+    }
+}
+
+#[test]
+fn a_scan_shoots_down_the_pages_whose_accessed_bit_it_clears() {
+    // Four pages in turn, 2000 references, a scan every 100 (20 scans, the last one after
+    // the last reference): a scan that clears a page's bit invalidates its TLB entry, so the
+    // page misses once more. Pages used in all of the last `history` scans turn hot and, with
+    // no sampling, are not read (nor shot down) again.
+    let misses = |recency| {
+        let os = OsSpec { eviction: EvictionSpec::Lru, recency, ..OsSpec::simple(16 << 12, PlacementSpec::Random) };
+        let mut m = Machine::new(&MachineSpec { os, tlb: vec![level(64, 4)], ..spec() });
+        let refs = (0..2000u64).map(|i| MemRef::load((i % 4) << 12, 8)).collect();
+        m.process(&Batch { refs, instructions: 0 }).unwrap();
+        let s = m.stats();
+        (s.levels[0].counters.misses, s.os.scan_shootdowns)
+    };
+    let scan = |hot_sample, history| crate::os::Recency::Scan { period: 100, hot_sample, history };
+    assert_eq!(misses(crate::os::Recency::Access), (4, 0));
+    assert_eq!(misses(scan(1.0, 8)), (4 + 19 * 4, 20 * 4));
+    assert_eq!(misses(scan(0.0, 8)), (4 + 8 * 4, 8 * 4));
+    assert_eq!(misses(scan(0.0, 2)), (4 + 2 * 4, 2 * 4));
+}
