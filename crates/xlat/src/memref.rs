@@ -82,6 +82,17 @@ impl MemRef {
         let last = self.vaddr.wrapping_add(u64::from(self.size.max(1)) - 1);
         Vpn(last >> BASE_PAGE_SHIFT)
     }
+
+    /// The base pages the reference touches after its first, in address order: none unless
+    /// it crosses a page boundary, several when it is larger than a page.
+    #[inline]
+    pub fn later_pages(&self) -> impl Iterator<Item = Vpn> {
+        // Page numbers have 64 - 12 bits, so the count and the pages wrap with the addresses.
+        const VPN_MASK: u64 = u64::MAX >> BASE_PAGE_SHIFT;
+        let first = self.first_vpn().0;
+        let count = self.last_vpn().0.wrapping_sub(first) & VPN_MASK;
+        (1..=count).map(move |i| Vpn(first.wrapping_add(i) & VPN_MASK))
+    }
 }
 
 /// A batch of references with the number of instructions they span.
@@ -137,5 +148,15 @@ mod tests {
         assert_eq!(inside.first_vpn(), inside.last_vpn());
         let zero = MemRef::load(0x1fff, 0);
         assert_eq!(zero.first_vpn(), zero.last_vpn());
+    }
+
+    #[test]
+    fn a_reference_larger_than_a_page_touches_every_page_it_covers() {
+        let later = |r: MemRef| r.later_pages().map(|v| v.0).collect::<Vec<_>>();
+        assert_eq!(later(MemRef::load(0x1ff8, 8)), Vec::<u64>::new());
+        assert_eq!(later(MemRef::load(0x1ffc, 8)), [2]);
+        assert_eq!(later(MemRef::load(0x1000, 16384)), [2, 3, 4]);
+        assert_eq!(later(MemRef::load(0x1ffc, 8192)), [2, 3]);
+        assert_eq!(later(MemRef::load(0xffff_ffff_ffff_fffc, 8)), [0]);
     }
 }

@@ -824,7 +824,7 @@ fn check_express(ways: usize, sets: usize, sizes: &[PageSize], refs: &[MemRef], 
         for r in chunk {
             let (first, last) = (r.first_vpn().0, r.last_vpn().0);
             straddles += u64::from(first != last);
-            for page in if first == last { vec![first] } else { vec![first, last] } {
+            for page in first..=last {
                 let va = page << 12;
                 let walk = || table.walk(r.asid, va);
                 reference.access(r.asid, va, r.kind, walk);
@@ -853,7 +853,9 @@ fn express_stream(pages: u64, n: usize, seed: u64) -> Vec<MemRef> {
             let straddle = rng.random_bool(0.1);
             let offset = if straddle { 4096 - rng.random_range(1..8) } else { rng.random_range(0..4088) };
             let kind = AccessKind::ALL[rng.random_range(0..3)];
-            MemRef { vaddr: page << 12 | offset, asid: rng.random_range(0..3), size: 8, kind }
+            // Now and then a reference larger than a page, covering three or four pages.
+            let size = if rng.random_bool(0.02) { 12288 } else { 8 };
+            MemRef { vaddr: page << 12 | offset, asid: rng.random_range(0..3), size, kind }
         })
         .collect()
 }

@@ -10,7 +10,7 @@
 use super::stats::{MachineStats, MosaicStats, RefCounters};
 use decoded::DecodedFrames;
 use crate::hash::page_key;
-use crate::memref::{AccessKind, Batch};
+use crate::memref::{AccessKind, Batch, MemRef};
 use crate::os::{Os, OsSpec};
 use crate::tlb::mosaic::{MosaicGeometry, MosaicLookup, MosaicTlb};
 use crate::tlb::{LevelGeometry, TlbHierarchy, Walker};
@@ -121,7 +121,7 @@ impl Machine {
     }
 
     /// Simulates every reference of `batch` in order. A reference that straddles a page
-    /// boundary translates both pages (two TLB accesses).
+    /// boundary translates every page it covers (one TLB access each).
     pub fn process(&mut self, batch: &Batch) -> Result<()> {
         // The machine's shape is fixed, so choosing a specialized loop once per batch costs
         // nothing per reference, and the common case (one conventional TLB, no eviction)
@@ -159,11 +159,18 @@ impl Machine {
             self.translate::<ONE_LEVEL, TRACK, MOSAIC>(r.asid, r.vaddr, r.kind)?;
             if last != first {
                 self.counters.straddles += 1;
-                self.translate::<ONE_LEVEL, TRACK, MOSAIC>(r.asid, last << BASE_PAGE_SHIFT, r.kind)?;
+                self.translate_later_pages::<ONE_LEVEL, TRACK, MOSAIC>(r)?;
             }
         }
         self.finish_batch(batch, walks);
         Ok(())
+    }
+
+    /// Translates the pages of `r` after its first: rare, so kept out of the loop.
+    #[cold]
+    #[inline(never)]
+    fn translate_later_pages<const ONE_LEVEL: bool, const TRACK: bool, const MOSAIC: bool>(&mut self, r: &MemRef) -> Result<()> {
+        r.later_pages().try_for_each(|page| self.translate::<ONE_LEVEL, TRACK, MOSAIC>(r.asid, page.addr().0, r.kind))
     }
 
     /// Counts a simulated batch, during which the OS had walked `walks` times before it, and

@@ -68,10 +68,9 @@ impl TlbHierarchy {
             }
             let first = r.vaddr >> BASE_PAGE_SHIFT;
             run.page::<W, _>(r.asid, first, walker)?;
-            let last = r.last_vpn().0;
-            if last != first {
+            if r.last_vpn().0 != first {
                 straddles += 1;
-                run.page::<W, _>(r.asid, last, walker)?;
+                run.later_pages::<W, _>(r, walker)?;
             }
             Ok(())
         });
@@ -96,6 +95,13 @@ struct Run<'a> {
 }
 
 impl Run<'_> {
+    /// The accesses to the pages of `r` after its first: rare, so kept out of the loop.
+    #[cold]
+    #[inline(never)]
+    fn later_pages<const W: usize, K: Walker>(&mut self, r: &MemRef, walker: &mut K) -> Result<(), K::Error> {
+        r.later_pages().try_for_each(|page| self.page::<W, _>(r.asid, page.0, walker))
+    }
+
     /// One access to base page `page` of `asid`.
     #[inline(always)]
     fn page<const W: usize, K: Walker>(&mut self, asid: Asid, page: u64, walker: &mut K) -> Result<(), K::Error> {

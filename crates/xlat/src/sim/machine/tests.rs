@@ -40,6 +40,22 @@ fn straddle_touches_both_pages() {
     assert_eq!(s.counters.instructions, 2);
 }
 
+#[test]
+fn a_reference_larger_than_a_page_touches_every_page_on_every_path() {
+    // 16 KiB from 0x1ffc covers pages 1 to 5; 8 KiB at 0x3000 then hits pages 3 and 4. The
+    // 4-entry TLB takes the express path; with an eviction policy, the general one.
+    for eviction in [EvictionSpec::None, EvictionSpec::Lru] {
+        let os = OsSpec { eviction, ..OsSpec::simple(1 << 30, PlacementSpec::Random) };
+        let mut m = Machine::new(&MachineSpec { os, tlb: vec![level(8, 8)], ..spec() });
+        let batch = Batch { refs: vec![MemRef::load(0x1ffc, 16384), MemRef::store(0x3000, 8192)], instructions: 2 };
+        m.process(&batch).unwrap();
+        let s = m.stats();
+        assert_eq!((s.counters.straddles, s.os.page_faults, s.os.footprint_bytes), (2, 5, 5 << 12), "{eviction:?}");
+        let c = &s.levels[0].counters;
+        assert_eq!((c.accesses, c.misses), (7, 5), "{eviction:?}");
+    }
+}
+
 /// A sequential sweep over 64 pages, twice: a spatial-locality stream.
 fn sweep() -> Batch {
     let refs = (0..2).flat_map(|_| (0..64u64).flat_map(|p| [MemRef::load(p << 12, 8), MemRef::store((p << 12) + 64, 8)])).collect();
