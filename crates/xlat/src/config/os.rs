@@ -124,8 +124,8 @@ fn eviction(raw: &RawOs, path: &str, placement: &PlacementSpec) -> Result<Evicti
     if raw.reserve.is_some() && kind != EvictionKind::Linux {
         return err(format!("{path}.reserve"), "`reserve` applies to `eviction = \"linux\"` only");
     }
-    if raw.delta.is_some() && kind != EvictionKind::IcebergLru {
-        return err(format!("{path}.delta"), "`delta` applies to `eviction = \"iceberg-lru\"` only");
+    if raw.delta.is_some() && !matches!(kind, EvictionKind::IcebergLru | EvictionKind::LazyIcebergLru) {
+        return err(format!("{path}.delta"), "`delta` applies to `eviction = \"iceberg-lru\"` and `\"lazy-iceberg-lru\"` only");
     }
     let iceberg = matches!(placement, PlacementSpec::Iceberg(_));
     let needs = |ok: bool, what: &str| if ok { Ok(()) } else { err(format!("{path}.eviction"), format!("{kind:?} eviction needs {what} placement")) };
@@ -140,13 +140,17 @@ fn eviction(raw: &RawOs, path: &str, placement: &PlacementSpec) -> Result<Evicti
             needs(iceberg, "iceberg")?;
             EvictionSpec::HorizonLru
         }
-        EvictionKind::IcebergLru => {
+        EvictionKind::IcebergLru | EvictionKind::LazyIcebergLru => {
             needs(iceberg, "iceberg")?;
             let delta = fraction(raw.delta.unwrap_or(DEFAULT_DELTA), format!("{path}.delta"), "delta")?;
             if delta == 0.0 {
                 return err(format!("{path}.delta"), "delta must be above 0 (use `lru` for no slack)");
             }
-            EvictionSpec::IcebergLru { delta }
+            if kind == EvictionKind::IcebergLru {
+                EvictionSpec::IcebergLru { delta }
+            } else {
+                EvictionSpec::LazyIcebergLru { delta }
+            }
         }
     })
 }

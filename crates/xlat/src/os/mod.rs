@@ -22,6 +22,7 @@ pub use placement::{Placement, PlacementSpec};
 pub use stats::OsStats;
 
 use eviction::age::AgeTracker;
+use eviction::evictable::Evictable;
 use eviction::linux::LinuxLists;
 use eviction::lru_heap::LruHeap;
 use eviction::scan::Scanner;
@@ -89,11 +90,14 @@ pub struct Os {
     /// Global LRU order (exact LRU on a fully associative memory, and Iceberg LRU).
     lru: Option<LruHeap>,
     linux: Option<LinuxLists>,
+    /// Lazy Iceberg LRU's pages marked evictable.
+    evictable: Option<Evictable>,
     scanner: Option<Scanner>,
     age: Option<AgeTracker>,
     /// Horizon LRU's horizon: pages last used before it are ghosts.
     horizon: u64,
-    /// Pages at most this many may be resident (reserve or δ of memory kept free).
+    /// Pages at most this many may be resident (reserve or δ of memory kept free); under lazy
+    /// Iceberg LRU, pages not marked evictable.
     resident_limit: u64,
     /// Uses so far: the timestamp of the next use.
     clock: u64,
@@ -110,12 +114,12 @@ impl Os {
         let frames = spec.memory / spec.page_size.bytes();
         let global_lru = match spec.eviction {
             EvictionSpec::Lru => spec.placement.is_fully_associative(),
-            EvictionSpec::IcebergLru { .. } => true,
+            EvictionSpec::IcebergLru { .. } | EvictionSpec::LazyIcebergLru { .. } => true,
             _ => false,
         };
         let kept_free = match spec.eviction {
             EvictionSpec::Linux { reserve } => reserve,
-            EvictionSpec::IcebergLru { delta } => delta,
+            EvictionSpec::IcebergLru { delta } | EvictionSpec::LazyIcebergLru { delta } => delta,
             _ => 0.0,
         };
         Os {
@@ -125,6 +129,7 @@ impl Os {
             placer: spec.placement.build(frames, seed),
             lru: global_lru.then(LruHeap::default),
             linux: matches!(spec.eviction, EvictionSpec::Linux { .. }).then(|| LinuxLists::new(frames)),
+            evictable: matches!(spec.eviction, EvictionSpec::LazyIcebergLru { .. }).then(|| Evictable::new(frames)),
             scanner: Scanner::new(spec.recency, frames, seed ^ 0x5ca7),
             age: spec.age_window.map(AgeTracker::new),
             horizon: 0,
@@ -254,6 +259,12 @@ impl Os {
             age.retime(self.frames.stamp(frame), self.clock);
         }
         self.frames.touch(frame, self.clock);
+        if let Some(evictable) = &mut self.evictable {
+            // A marked page used again is kept after all: back into the LRU order.
+            if evictable.unmark(frame) {
+                self.lru.as_mut().expect("lazy Iceberg LRU keeps the LRU order").insert(&self.frames, frame);
+            }
+        }
     }
 
     /// One accessed-bit scan: pages seen used get the current time, and pages whose bit it
@@ -333,8 +344,10 @@ impl Os {
         self.evict_down_to_limit()?;
         let key = page_key(asid, vpn);
         let horizon = (self.spec.eviction == EvictionSpec::HorizonLru).then_some(self.horizon);
+        let (frames, evictable) = (&self.frames, self.evictable.as_ref());
+        let ghost = |frame| horizon.is_some_and(|h| frames.stamp(frame) < h) || evictable.is_some_and(|e| e.is_marked(frame));
         let Placer::Iceberg(layout) = &self.placer else { unreachable!("iceberg placement") };
-        let placed = match iceberg_placement::place(layout, &self.frames, key, horizon) {
+        let placed = match iceberg_placement::place(layout, &self.frames, key, ghost) {
             Some(p) => p,
             None => {
                 let oldest = iceberg_placement::oldest_candidate(layout, &self.frames, key);
@@ -368,6 +381,10 @@ impl Os {
     /// Evicts globally until fewer pages than the resident limit remain (policies that keep
     /// part of memory free, and exact LRU on a fully associative memory).
     fn evict_down_to_limit(&mut self) -> std::result::Result<(), NoFrame> {
+        if self.evictable.is_some() {
+            self.mark_down_to_limit();
+            return Ok(());
+        }
         while self.frames.used() >= self.resident_limit {
             let victim = if let Some(lru) = &mut self.lru {
                 lru.oldest(&self.frames)
@@ -387,6 +404,18 @@ impl Os {
         Ok(())
     }
 
+    /// Lazy Iceberg LRU: marks the oldest unmarked pages evictable until fewer than the
+    /// resident limit remain unmarked (Iceberg LRU would evict them).
+    fn mark_down_to_limit(&mut self) {
+        let (Some(lru), Some(evictable)) = (&mut self.lru, &mut self.evictable) else { return };
+        while self.frames.used() - evictable.count() >= self.resident_limit {
+            match lru.oldest(&self.frames) {
+                Some(frame) => evictable.mark(frame),
+                None => return,
+            }
+        }
+    }
+
     /// Swaps out the page in `frame`, leaving the frame free.
     fn evict(&mut self, frame: u64) {
         let stamp = self.frames.stamp(frame);
@@ -394,6 +423,9 @@ impl Os {
             self.utilization.start(self.clock);
         }
         self.utilization.change(self.clock, self.frames.used());
+        if let Some(evictable) = &mut self.evictable {
+            evictable.unmark(frame);
+        }
         let (asid, vpn) = self.frames.release(frame);
         self.table.swap_out(asid, vpn.addr().0);
         if let Placer::Fully(alloc) = &mut self.placer {

@@ -18,7 +18,8 @@ pub struct OsStats {
     pub evictions: u64,
     /// Pages shot down because an accessed-bit scan cleared their bit (`recency = "scan"`).
     pub scan_shootdowns: u64,
-    /// Evictions of Horizon LRU ghosts (pages older than the horizon).
+    /// Evictions of ghosts: Horizon LRU's pages older than the horizon, lazy Iceberg LRU's
+    /// pages marked evictable.
     pub ghost_evictions: u64,
     /// Faults whose candidate frames were all in use by live pages (associativity conflicts).
     pub conflicts: u64,

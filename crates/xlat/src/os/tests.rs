@@ -142,6 +142,43 @@ fn iceberg_placement_is_stable_and_within_candidates() {
     check_placement_invariants(EvictionSpec::HorizonLru);
     check_placement_invariants(EvictionSpec::Lru);
     check_placement_invariants(EvictionSpec::IcebergLru { delta: 0.13 });
+    check_placement_invariants(EvictionSpec::LazyIcebergLru { delta: 0.13 });
+}
+
+#[test]
+fn lazy_iceberg_lru_marks_the_oldest_pages_and_evicts_only_for_room() {
+    // After every fault: the marked pages are the oldest resident pages, those beyond the
+    // `1 - δ` limit (brute force over all frames); a fault evicts at most one page, a
+    // marked one unless every candidate is live; and memory fills up, as Iceberg LRU's
+    // eager evictions would not let it.
+    let mut os = iceberg_os(8, EvictionSpec::LazyIcebergLru { delta: 0.13 }, None);
+    let limit = 512 - (512.0 * 0.13f64).floor() as u64;
+    let layout = os.iceberg().unwrap().clone();
+    for vpn in stream(30_000, 800, 5) {
+        let key = page_key(0, Vpn(vpn));
+        let resident = os.cpfn(0, vpn << 12).is_some();
+        let marked = |os: &Os, f: u64| os.evictable.as_ref().unwrap().is_marked(f);
+        let before = os.stats();
+        touch(&mut os, vpn);
+        os.take_shootdowns();
+        let after = os.stats();
+        let live_evictions = (after.evictions - before.evictions) - (after.ghost_evictions - before.ghost_evictions);
+        if resident {
+            assert_eq!(after.evictions, before.evictions);
+            continue;
+        }
+        assert!(after.evictions - before.evictions <= 1);
+        let any_free_or_marked = iceberg_placement::candidates(&layout, key).any(|(_, f)| os.frames().is_free(f) || marked(&os, f));
+        assert!(live_evictions == 0 || !any_free_or_marked, "page {vpn}: a live page went while a slot was free or marked");
+        let occupied: Vec<u64> = (0..512).filter(|&f| !os.frames().is_free(f)).collect();
+        let (old, young): (Vec<u64>, Vec<u64>) = occupied.iter().partition(|&&f| marked(&os, f));
+        assert!(young.len() as u64 <= limit, "{} unmarked pages", young.len());
+        let newest_marked = old.iter().map(|&f| os.frames().stamp(f)).max();
+        let oldest_unmarked = young.iter().map(|&f| os.frames().stamp(f)).min();
+        assert!(newest_marked.is_none() || newest_marked < oldest_unmarked, "a marked page is younger than an unmarked one");
+    }
+    let s = os.stats();
+    assert!(s.ghost_evictions > 1000 && os.frames().used() > limit, "{s:?}");
 }
 
 #[test]

@@ -6,9 +6,12 @@
 //!   frames for a fully associative memory, so the ideal global LRU);
 //! - Linux-like reclaim ([`linux`]): active and inactive lists with referenced bits;
 //! - Horizon LRU (Mosaic pages): ghosts below a horizon, see `os::iceberg`;
-//! - Iceberg LRU: global LRU over `(1 - δ)` of memory, so that the oldest page is evicted.
+//! - Iceberg LRU: global LRU over `(1 - δ)` of memory, so that the oldest page is evicted;
+//!   its lazy variant marks those pages evictable and evicts one when its slot is needed
+//!   ([`evictable`]).
 
 pub mod age;
+pub mod evictable;
 pub mod linux;
 pub mod lru_heap;
 pub mod scan;
@@ -34,6 +37,12 @@ pub enum EvictionSpec {
     /// Iceberg LRU (iceberg memory only): global LRU over `(1 - delta)` of memory.
     IcebergLru {
         /// Fraction of memory left unused.
+        delta: f64,
+    },
+    /// Lazy Iceberg LRU (iceberg memory only): the pages Iceberg LRU would evict are marked
+    /// evictable and evicted when a new page needs one of their slots.
+    LazyIcebergLru {
+        /// Fraction of memory whose oldest pages are kept evictable.
         delta: f64,
     },
 }
@@ -75,6 +84,8 @@ pub enum EvictionKind {
     HorizonLru,
     /// [`EvictionSpec::IcebergLru`].
     IcebergLru,
+    /// [`EvictionSpec::LazyIcebergLru`].
+    LazyIcebergLru,
 }
 
 /// The names of the recency modes in configurations.

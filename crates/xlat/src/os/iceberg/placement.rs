@@ -1,7 +1,8 @@
 //! Where the iceberg memory puts a page: the front yard of its bucket if it has room, else
-//! the least-loaded of its backyard choices (power of d choices). With Horizon LRU, ghost
-//! pages (last used before the horizon) count as free: a ghost's slot is taken by evicting
-//! it, and ghosts do not count towards a backyard's load.
+//! the least-loaded of its backyard choices (power of d choices). Ghost pages (Horizon LRU's
+//! pages last used before the horizon, lazy Iceberg LRU's pages marked evictable) count as
+//! free: a ghost's slot is taken by evicting it, and ghosts do not count towards a backyard's
+//! load.
 
 use super::geometry::{Layout, Slot};
 use crate::os::frames::Frames;
@@ -17,26 +18,26 @@ pub struct Placed {
     pub evicts_ghost: bool,
 }
 
-/// Whether the page in `frame` is live: present and, under Horizon LRU, not a ghost.
+/// Whether the page in `frame` is live: present and not a ghost.
 #[inline]
-fn live(frames: &Frames, frame: u64, horizon: Option<u64>) -> bool {
-    !frames.is_free(frame) && horizon.is_none_or(|h| frames.stamp(frame) >= h)
+fn live(frames: &Frames, frame: u64, ghost: impl Fn(u64) -> bool) -> bool {
+    !frames.is_free(frame) && !ghost(frame)
 }
 
 /// The first free slot of a yard of `count` consecutive frames from `base` (its lowest free
 /// frame: slots are frames in slot order), else its oldest ghost; `slot(i)` names slot `i`.
-fn free_or_oldest_ghost(frames: &Frames, base: u64, count: u32, slot: impl Fn(u32) -> Slot, horizon: Option<u64>) -> Option<Placed> {
+fn free_or_oldest_ghost(frames: &Frames, base: u64, count: u32, slot: impl Fn(u32) -> Slot, ghost: impl Fn(u64) -> bool) -> Option<Placed> {
     if let Some(frame) = frames.first_free(base, u64::from(count)) {
         return Some(Placed { slot: slot((frame - base) as u32), frame, evicts_ghost: false });
     }
-    let mut ghost: Option<(u64, u32)> = None;
+    let mut oldest: Option<(u64, u32)> = None;
     for i in 0..count {
         let frame = base + u64::from(i);
-        if !live(frames, frame, horizon) && ghost.is_none_or(|(stamp, _)| frames.stamp(frame) < stamp) {
-            ghost = Some((frames.stamp(frame), i));
+        if !live(frames, frame, &ghost) && oldest.is_none_or(|(stamp, _)| frames.stamp(frame) < stamp) {
+            oldest = Some((frames.stamp(frame), i));
         }
     }
-    ghost.map(|(_, i)| Placed { slot: slot(i), frame: base + u64::from(i), evicts_ghost: true })
+    oldest.map(|(_, i)| Placed { slot: slot(i), frame: base + u64::from(i), evicts_ghost: true })
 }
 
 /// The first frame of the front yard of `key`.
@@ -68,21 +69,21 @@ pub fn candidates(layout: &Layout, key: u64) -> impl Iterator<Item = (Slot, u64)
 }
 
 /// Where the page of `key` goes, or `None` when every candidate slot holds a live page (an
-/// associativity conflict). `horizon` is Horizon LRU's, or `None` without ghosts.
-pub fn place(layout: &Layout, frames: &Frames, key: u64, horizon: Option<u64>) -> Option<Placed> {
+/// associativity conflict). `ghost(frame)` says whether the (occupied) frame holds a ghost.
+pub fn place(layout: &Layout, frames: &Frames, key: u64, ghost: impl Fn(u64) -> bool) -> Option<Placed> {
     let spec = layout.spec();
-    if let Some(p) = free_or_oldest_ghost(frames, front_base(layout, key), spec.front, Slot::Front, horizon) {
+    if let Some(p) = free_or_oldest_ghost(frames, front_base(layout, key), spec.front, Slot::Front, &ghost) {
         return Some(p);
     }
     let mut best: Option<(u32, u32)> = None;
     for choice in 1..=spec.choices {
-        let load = back_slots(layout, key, choice).filter(|&(_, f)| live(frames, f, horizon)).count() as u32;
+        let load = back_slots(layout, key, choice).filter(|&(_, f)| live(frames, f, &ghost)).count() as u32;
         if load < spec.back && best.is_none_or(|(_, l)| load < l) {
             best = Some((choice, load));
         }
     }
     let (choice, _) = best?;
-    free_or_oldest_ghost(frames, back_base(layout, key, choice), spec.back, |slot| Slot::Back { choice, slot }, horizon)
+    free_or_oldest_ghost(frames, back_base(layout, key, choice), spec.back, |slot| Slot::Back { choice, slot }, ghost)
 }
 
 /// The least recently used of `key`'s candidate pages (all occupied).
@@ -112,14 +113,14 @@ mod tests {
         let mut frames = Frames::new(64 * 60);
         let key = 12345;
         for i in 0..56 {
-            let p = place(&layout, &frames, key, None).unwrap();
+            let p = place(&layout, &frames, key, |_| false).unwrap();
             assert_eq!(p.slot, Slot::Front(i));
             frames.occupy(p.frame, 0, Vpn(i.into()), 1);
         }
         // Load choice 1's backyard with one page: the next page goes to choice 2.
         let c1 = layout.frame(key, Slot::Back { choice: 1, slot: 0 });
         frames.occupy(c1, 1, Vpn(0), 1);
-        let p = place(&layout, &frames, key, None).unwrap();
+        let p = place(&layout, &frames, key, |_| false).unwrap();
         assert_eq!(p.slot, Slot::Back { choice: 2, slot: 0 });
     }
 
@@ -135,9 +136,11 @@ mod tests {
             };
             frames.occupy(frame, 0, Vpn(frame), stamp);
         }
-        assert_eq!(place(&layout, &frames, key, None), None, "all live: conflict");
-        assert_eq!(place(&layout, &frames, key, Some(100)), None, "nothing below the horizon");
-        let p = place(&layout, &frames, key, Some(103)).unwrap();
+        let stamps = &frames;
+        let below = |horizon: u64| move |f: u64| stamps.stamp(f) < horizon;
+        assert_eq!(place(&layout, &frames, key, |_| false), None, "all live: conflict");
+        assert_eq!(place(&layout, &frames, key, below(100)), None, "nothing below the horizon");
+        let p = place(&layout, &frames, key, below(103)).unwrap();
         assert_eq!((p.slot, p.evicts_ghost), (Slot::Front(0), true));
         assert_eq!(oldest_candidate(&layout, &frames, key).slot, Slot::Front(0));
     }
