@@ -267,3 +267,60 @@ fn native_identity_reports_totals_and_metadata() {
     assert_eq!(id["metadata"]["program"], "t");
     assert_eq!(src.len_hint(), Some(300));
 }
+
+/// A native trace written by hand, for contents the writer refuses: one block per
+/// `(records, body, instructions)`, the body being the block's encoded records.
+fn handmade_native(dir: &Path, name: &str, blocks: &[(u32, Vec<u8>, u64)]) -> PathBuf {
+    let mut f = b"XLATTRC\0\x01\0\0\0\x02\0\0\0{}".to_vec();
+    let (mut index, mut first, mut total) = (Vec::new(), 0u64, 0u64);
+    for (records, body, instructions) in blocks {
+        let frame = zstd::bulk::compress(body, 1).unwrap();
+        for v in [f.len() as u64, first, u64::from(*records), *instructions] {
+            index.extend_from_slice(&v.to_le_bytes());
+        }
+        for v in [*records, body.len() as u32, frame.len() as u32] {
+            f.extend_from_slice(&v.to_le_bytes());
+        }
+        f.extend_from_slice(&instructions.to_le_bytes());
+        f.extend_from_slice(&frame);
+        first += u64::from(*records);
+        total = total.wrapping_add(*instructions);
+    }
+    let index_offset = f.len() as u64;
+    f.extend_from_slice(b"XLATIDX\0");
+    for v in [blocks.len() as u64, first, total] {
+        f.extend_from_slice(&v.to_le_bytes());
+    }
+    f.extend_from_slice(&index);
+    f.extend_from_slice(&index_offset.to_le_bytes());
+    f.extend_from_slice(b"XLATEND\0");
+    write(dir, name, &f)
+}
+
+/// `n` loads of 8 bytes, each 8 bytes after the previous (tag: size code 3, load, +0).
+fn loads(n: usize) -> Vec<u8> {
+    [0x60, 16].repeat(n)
+}
+
+#[test]
+fn references_past_the_top_of_the_address_space_are_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    // Lackey: the last byte of ` L fffffffffffffffc,8` would wrap around to page 0.
+    let p = write(dir.path(), "top.lackey", b"I  0400000,4\n L fffffffffffffff8,8\nI  0400004,4\n L fffffffffffffffc,8\n");
+    let err = read_all(&mut LackeyReader::open(&p).unwrap()).unwrap_err().to_string();
+    assert!(err.contains("top.lackey:4:") && err.contains("past the top"), "{err}");
+    // Native: the same load after three good ones (at 8, 16, 24: delta -28, zigzag 55).
+    let mut body = loads(3);
+    body.extend([0x60, 55]);
+    let p = handmade_native(dir.path(), "top.xlat", &[(4, body, 0)]);
+    let err = read_all(&mut NativeReader::open(&p).unwrap()).unwrap_err().to_string();
+    assert!(err.contains("top.xlat") && err.contains("record 3: the reference runs past the top"), "{err}");
+    // ... which the writer refuses to write.
+    let mut w = NativeWriter::create(dir.path().join("w.xlat"), &serde_json::json!({})).unwrap();
+    w.write(&MemRef::load(u64::MAX - 7, 8), 0).unwrap();
+    let err = w.write(&MemRef::load(u64::MAX - 3, 8), 0).unwrap_err().to_string();
+    assert!(err.contains("reference 1") && err.contains("past the top"), "{err}");
+    // ChampSim references have size 1, so they cannot run past the top.
+    let p = write(dir.path(), "top.champsim", &champsim_record(u64::MAX, &[u64::MAX], &[]));
+    assert_eq!(read_all(&mut ChampSimReader::open(&p).unwrap()).unwrap()[1], MemRef::load(u64::MAX, 1));
+}

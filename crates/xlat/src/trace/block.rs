@@ -3,7 +3,7 @@
 //! Each record is a tag byte followed by optional varints. Decoder state (previous addresses,
 //! current ASID) starts from zero at every block, so blocks decode independently.
 
-use super::varint;
+use super::{past_top, varint};
 use crate::memref::{AccessKind, MemRef};
 
 /// Sizes encodable directly in the 3-bit size code; code 7 escapes to a varint.
@@ -37,17 +37,21 @@ impl DeltaState {
         }
     }
 
-    /// Applies the zigzag delta `d` to `kind`'s stream and returns the address. Selects
-    /// rather than branches or indexes, so the decoder keeps both predecessors in registers
-    /// (conditional moves) on streams that alternate kinds unpredictably.
+    /// The address the zigzag delta `d` leads to in `kind`'s stream. Selects rather than
+    /// branches or indexes, so the decoder keeps both predecessors in registers (conditional
+    /// moves) on streams that alternate kinds unpredictably.
     #[inline(always)]
-    fn advance(&mut self, kind: AccessKind, d: u64) -> u64 {
+    fn target(&self, kind: AccessKind, d: u64) -> u64 {
+        let prev = if kind == AccessKind::IFetch { self.prev_fetch } else { self.prev_data };
+        prev.wrapping_add(varint::unzigzag(d) as u64)
+    }
+
+    /// Makes `vaddr` the predecessor of `kind`'s stream (selects, as in [`DeltaState::target`]).
+    #[inline(always)]
+    fn set(&mut self, kind: AccessKind, vaddr: u64) {
         let fetch = kind == AccessKind::IFetch;
-        let prev = if fetch { self.prev_fetch } else { self.prev_data };
-        let vaddr = prev.wrapping_add(varint::unzigzag(d) as u64);
         self.prev_data = if fetch { self.prev_data } else { vaddr };
         self.prev_fetch = if fetch { vaddr } else { self.prev_fetch };
-        vaddr
     }
 }
 
@@ -174,8 +178,9 @@ impl BlockCursor {
 const EXTRA_BITS: u8 = 0b0001_1000;
 
 /// The common record (valid kind, +0/+1 instructions, same ASID, size code below 7, delta of
-/// at most 8 bytes) with few instructions and no unpredictable branch; `None` (consuming
-/// nothing) for any other record. At least [`PADDING`] bytes must be readable at `*pos`.
+/// at most 8 bytes, not past the top of the address space) with few instructions and no
+/// unpredictable branch; `None` (consuming nothing) for any other record. At least
+/// [`PADDING`] bytes must be readable at `*pos`.
 #[inline(always)]
 fn decode_common(data: &[u8], pos: &mut usize, st: &mut DeltaState, instr: &mut u64) -> Option<MemRef> {
     let p = *pos;
@@ -187,12 +192,17 @@ fn decode_common(data: &[u8], pos: &mut usize, st: &mut DeltaState, instr: &mut 
         return None;
     }
     let len = (stops.trailing_zeros() / 8 + 1) as usize;
-    let d = squeeze(w, len);
-    *instr = instr.wrapping_add(u64::from((tag >> 2) & 1));
     let kind = KINDS[(tag & 3) as usize];
-    let vaddr = st.advance(kind, d);
+    let size = SIZE_CODES[(tag >> 5) as usize];
+    let vaddr = st.target(kind, squeeze(w, len));
+    // Never taken on real traces, so the branch predicts perfectly; the checked path reports it.
+    if past_top(vaddr, size) {
+        return None;
+    }
+    st.set(kind, vaddr);
+    *instr = instr.wrapping_add(u64::from((tag >> 2) & 1));
     *pos = p + 1 + len;
-    Some(MemRef { vaddr, asid: st.asid, size: SIZE_CODES[(tag >> 5) as usize], kind })
+    Some(MemRef { vaddr, asid: st.asid, size, kind })
 }
 
 /// The value of a varint of `len` (1..=8) bytes whose bytes are the low bytes of `w`:
@@ -275,7 +285,11 @@ fn decode_one<const FAST: bool>(
         SIZE_CODES[code as usize]
     };
     let d = read_varint::<FAST>(data, pos).ok_or("bad address-delta varint")?;
-    let vaddr = st.advance(kind, d);
+    let vaddr = st.target(kind, d);
+    if past_top(vaddr, size) {
+        return Err("the reference runs past the top of the 64-bit address space");
+    }
+    st.set(kind, vaddr);
     Ok(MemRef { vaddr, asid: st.asid, size, kind })
 }
 
@@ -288,7 +302,7 @@ mod tests {
         let refs = [
             (MemRef::ifetch(0x40_0000, 4), 1),
             (MemRef::load(0x7fff_0000, 8), 0),
-            (MemRef { vaddr: u64::MAX, asid: 7, size: 3, kind: AccessKind::Store }, 1000),
+            (MemRef { vaddr: u64::MAX - 2, asid: 7, size: 3, kind: AccessKind::Store }, 1000),
             (MemRef { vaddr: 0, asid: 7, size: 65535, kind: AccessKind::IFetch }, 2),
             (MemRef::load(0x10, 0), 0),
         ];
@@ -324,5 +338,35 @@ mod tests {
         // Padding must not be decoded as records.
         let err = BlockCursor::default().decode(&[0u8; 2 + PADDING], 2, &mut Vec::new(), 2).unwrap_err();
         assert_eq!(err.message, "records run past the end of the block");
+    }
+
+    /// Encodes `refs`, then appends `tail` (a damaged record) and padding; returns the data and
+    /// the body length.
+    fn block(refs: &[(MemRef, u64)], tail: &[u8]) -> (Vec<u8>, usize) {
+        let mut enc = BlockEncoder::default();
+        for (r, d) in refs {
+            enc.push(r, *d);
+        }
+        let mut data = enc.buf;
+        data.extend_from_slice(tail);
+        let end = data.len();
+        data.resize(end + PADDING, 0);
+        (data, end)
+    }
+
+    #[test]
+    fn references_past_the_top_of_the_address_space_are_errors() {
+        let top = MemRef::load(u64::MAX - 7, 8);
+        let (data, end) = block(&[(top, 0)], &[]);
+        assert!(BlockCursor::default().decode(&data, end, &mut Vec::new(), 1).is_ok());
+        for (size, at) in [(16, 3), (1000, 0)] {
+            // Size 16 takes the fast path, 1000 (a size varint) the checked one.
+            let mut refs = vec![(MemRef::ifetch(0x1000, 4), 1); at];
+            refs.push((MemRef { size, ..top }, 0));
+            let (data, end) = block(&refs, &[]);
+            let err = BlockCursor::default().decode(&data, end, &mut Vec::new(), at + 1).unwrap_err();
+            assert_eq!(err.record, at as u64);
+            assert_eq!(err.message, "the reference runs past the top of the 64-bit address space");
+        }
     }
 }

@@ -11,7 +11,7 @@
 //! any other line is a record and must parse exactly, else the error names the file and line.
 
 use super::io::{display_path, file_identity, open_input, AtomicOutput, Compression, Input};
-use super::TraceWriter;
+use super::{past_top, TraceWriter};
 use crate::memref::{AccessKind, Batch, MemRef};
 use crate::source::RefSource;
 use crate::{Error, Result};
@@ -64,6 +64,9 @@ pub(crate) fn parse_line(line: &[u8]) -> std::result::Result<Option<Record>, Str
     let size = parse_size(&rest[..digits]).ok_or("bad size (expected a decimal number from 1 to 65535)")?;
     if !rest[digits..].iter().all(|&b| is_space(b)) {
         return Err("unexpected text after the size".into());
+    }
+    if past_top(addr, size) {
+        return Err("the reference runs past the top of the 64-bit address space".into());
     }
     Ok(Some(Record { letter, addr, size }))
 }
@@ -186,8 +189,9 @@ impl RefSource for LackeyReader {
 
 /// Writes references as Lackey lines, one per reference (`I` for fetches; loads and stores
 /// are never merged into `M`). Lackey has no address spaces, no instruction counts other than
-/// one per `I`, and no zero sizes: a nonzero ASID or a zero size is an error naming the
-/// reference's index. Output is compressed when the path ends in `.xz`, `.gz` or `.zst`.
+/// one per `I`, and no zero sizes: a nonzero ASID, a zero size or a reference running past
+/// the top of the address space (which the reader rejects) is an error naming the reference's
+/// index. Output is compressed when the path ends in `.xz`, `.gz` or `.zst`.
 pub struct LackeyWriter {
     out: AtomicOutput,
     buf: Vec<u8>,
@@ -214,6 +218,9 @@ impl LackeyWriter {
         }
         if r.size == 0 {
             return Err(self.reject("size 0"));
+        }
+        if past_top(r.vaddr, r.size) {
+            return Err(self.reject("bytes past the top of the 64-bit address space"));
         }
         self.buf.extend_from_slice(match r.kind {
             AccessKind::IFetch => b"I  ",
@@ -265,6 +272,7 @@ mod tests {
         assert_eq!(parse_line(b"I  0400d7d4,8"), Ok(rec(b'I', 0x400d7d4, 8)));
         assert_eq!(parse_line(b" L 04222cac,8\r"), Ok(rec(b'L', 0x4222cac, 8)));
         assert_eq!(parse_line(b" M 0x7ff000398,4  "), Ok(rec(b'M', 0x7ff000398, 4)));
+        assert_eq!(parse_line(b" S fffffffffffffff8,8"), Ok(rec(b'S', u64::MAX - 7, 8)));
         assert_eq!(parse_line(b"==12345== Lackey, an example Valgrind tool"), Ok(None));
         assert_eq!(parse_line(b"   "), Ok(None));
         assert_eq!(parse_line(b""), Ok(None));
@@ -286,6 +294,7 @@ mod tests {
             b" L 1000,65536",
             b"I 1000,4x",
             b" L 11112222333344445,4",
+            b" L fffffffffffffffc,8",
             b"I",
             b"  Load 1000,4",
         ] {

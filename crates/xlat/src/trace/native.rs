@@ -2,6 +2,7 @@
 //! `docs/trace-format.md`; the reader is in [`super::native_reader`].
 
 use super::block::BlockEncoder;
+use super::past_top;
 use crate::atomic::{persist, temp_for};
 use crate::memref::{AccessKind, Batch, MemRef};
 use crate::{Error, Result};
@@ -116,8 +117,14 @@ impl NativeWriter {
     }
 
     /// Appends one reference, `instr_delta` being the instructions retired since the previous
-    /// reference (1 on the instruction fetch of each instruction, by convention).
+    /// reference (1 on the instruction fetch of each instruction, by convention). A reference
+    /// whose last byte lies past 2^64 - 1 is an error: readers reject it.
     pub fn write(&mut self, r: &MemRef, instr_delta: u64) -> Result<()> {
+        if past_top(r.vaddr, r.size) {
+            let index = self.records + u64::from(self.enc.records);
+            let why = format!("reference {index}: runs past the top of the 64-bit address space (readers reject it)");
+            return Err(Error::config(self.path.display().to_string(), why));
+        }
         let delta = instr_delta + std::mem::take(&mut self.carry);
         self.enc.push(r, delta);
         if self.enc.records >= self.block_records {
