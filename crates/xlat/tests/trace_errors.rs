@@ -268,6 +268,14 @@ fn native_identity_reports_totals_and_metadata() {
     assert_eq!(src.len_hint(), Some(300));
 }
 
+fn varint(mut v: u64, out: &mut Vec<u8>) {
+    while v >= 0x80 {
+        out.push(v as u8 | 0x80);
+        v >>= 7;
+    }
+    out.push(v as u8);
+}
+
 /// A native trace written by hand, for contents the writer refuses: one block per
 /// `(records, body, instructions)`, the body being the block's encoded records.
 fn handmade_native(dir: &Path, name: &str, blocks: &[(u32, Vec<u8>, u64)]) -> PathBuf {
@@ -323,4 +331,43 @@ fn references_past_the_top_of_the_address_space_are_errors() {
     // ChampSim references have size 1, so they cannot run past the top.
     let p = write(dir.path(), "top.champsim", &champsim_record(u64::MAX, &[u64::MAX], &[]));
     assert_eq!(read_all(&mut ChampSimReader::open(&p).unwrap()).unwrap()[1], MemRef::load(u64::MAX, 1));
+}
+
+#[test]
+fn native_instruction_counts_past_2_pow_64_are_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    // Two loads of 2^63 + 2 instructions each (instruction varint): the sum wraps to 4, which
+    // the block header and index claim.
+    let mut body = Vec::new();
+    for _ in 0..2 {
+        body.push(0x68);
+        varint((1 << 63) + 2, &mut body);
+        body.push(16);
+    }
+    let p = handmade_native(dir.path(), "instr.xlat", &[(2, body, 4)]);
+    let err = read_all(&mut NativeReader::open(&p).unwrap()).unwrap_err().to_string();
+    assert!(err.contains("instr.xlat") && err.contains("record 1") && err.contains("instruction count"), "{err}");
+    // Two blocks whose counts fit alone but not together: the index is rejected on opening.
+    let mut most = vec![0x68];
+    varint(u64::MAX, &mut most);
+    most.push(16);
+    let p = handmade_native(dir.path(), "index.xlat", &[(1, most, u64::MAX), (1, vec![0x64, 16], 1)]);
+    let err = NativeReader::open(&p).err().unwrap().to_string();
+    assert!(err.contains("index.xlat") && err.contains("instruction count"), "{err}");
+    // The writer refuses to make such a file.
+    let mut w = NativeWriter::create(dir.path().join("w.xlat"), &serde_json::json!({})).unwrap().with_block_records(1);
+    w.write(&MemRef::load(8, 8), u64::MAX).unwrap();
+    let err = w.write(&MemRef::load(8, 8), 1).unwrap_err().to_string();
+    assert!(err.contains("reference 1") && err.contains("instruction count"), "{err}");
+}
+
+#[test]
+fn native_record_cut_at_the_block_end_is_named() {
+    let dir = tempfile::tempdir().unwrap();
+    // The second block's last record has a continuation bit and no next byte.
+    let mut cut = loads(6000);
+    cut.extend([0x60, 0x80]);
+    let p = handmade_native(dir.path(), "cut.xlat", &[(10, loads(10), 0), (6001, cut, 0)]);
+    let err = read_all(&mut NativeReader::open(&p).unwrap()).unwrap_err().to_string();
+    assert!(err.contains("block 1: record 6010: records run past the end of the block (byte 12000"), "{err}");
 }

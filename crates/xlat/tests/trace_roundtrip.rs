@@ -90,7 +90,7 @@ proptest! {
         stream in prop::collection::vec((any_ref(), prop_oneof![Just(0u64), Just(1), any::<u64>()]), 0..500),
         block in 1u32..200,
     ) {
-        // Keep the instruction total from overflowing u64 (the format wraps, the test compares sums).
+        // Keep the instruction total within u64 (the writer refuses more).
         let stream: Vec<_> = stream.into_iter().map(|(r, d)| (r, d >> 16)).collect();
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("a.xlat");

@@ -118,14 +118,23 @@ impl NativeWriter {
 
     /// Appends one reference, `instr_delta` being the instructions retired since the previous
     /// reference (1 on the instruction fetch of each instruction, by convention). A reference
-    /// whose last byte lies past 2^64 - 1 is an error: readers reject it.
+    /// whose last byte lies past 2^64 - 1, or an instruction count past 2^64 - 1, is an error:
+    /// readers reject both.
     pub fn write(&mut self, r: &MemRef, instr_delta: u64) -> Result<()> {
-        if past_top(r.vaddr, r.size) {
+        let reject = |why: &str| {
             let index = self.records + u64::from(self.enc.records);
-            let why = format!("reference {index}: runs past the top of the 64-bit address space (readers reject it)");
-            return Err(Error::config(self.path.display().to_string(), why));
+            Error::config(self.path.display().to_string(), format!("reference {index}: {why} (readers reject it)"))
+        };
+        if past_top(r.vaddr, r.size) {
+            return Err(reject("runs past the top of the 64-bit address space"));
         }
-        let delta = instr_delta + std::mem::take(&mut self.carry);
+        // With the trace's total checked here, the block's sum cannot wrap either.
+        let delta = instr_delta.checked_add(self.carry);
+        let total = delta.and_then(|d| self.instructions.checked_add(self.enc.instructions)?.checked_add(d));
+        let (Some(delta), Some(_)) = (delta, total) else {
+            return Err(reject("the instruction count passes 2^64 - 1"));
+        };
+        self.carry = 0;
         self.enc.push(r, delta);
         if self.enc.records >= self.block_records {
             self.flush_block()?;
@@ -181,7 +190,7 @@ impl NativeWriter {
         });
         self.offset += (BLOCK_HEADER + self.zbuf.len()) as u64;
         self.records += u64::from(self.enc.records);
-        self.instructions = self.instructions.wrapping_add(self.enc.instructions);
+        self.instructions += self.enc.instructions;
         self.enc.reset();
         Ok(())
     }
