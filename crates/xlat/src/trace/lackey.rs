@@ -57,8 +57,12 @@ pub(crate) fn parse_line(line: &[u8]) -> std::result::Result<Option<Record>, Str
     }
     let mut rest = &line[start + 1..];
     rest = &rest[rest.iter().position(|&b| !is_space(b)).unwrap_or(rest.len())..];
-    let (addr, used) = parse_hex(rest).ok_or("bad or missing hex address")?;
-    rest = &rest[used..];
+    let addr_len = rest.iter().position(|&b| b == b',' || is_space(b)).unwrap_or(rest.len());
+    if addr_len == 0 {
+        return Err("missing address".into());
+    }
+    let addr = parse_hex(&rest[..addr_len]).ok_or("the address is not valid hex (1 to 16 hex digits, optionally after 0x)")?;
+    rest = &rest[addr_len..];
     rest = rest.strip_prefix(b",").ok_or("expected ',' and a size after the address")?;
     let digits = rest.iter().take_while(|b| b.is_ascii_digit()).count();
     let size = parse_size(&rest[..digits]).ok_or("bad size (expected a decimal number from 1 to 65535)")?;
@@ -71,25 +75,14 @@ pub(crate) fn parse_line(line: &[u8]) -> std::result::Result<Option<Record>, Str
     Ok(Some(Record { letter, addr, size }))
 }
 
-/// Parses 1 to 16 hex digits (after an optional `0x`); returns the value and bytes used.
-fn parse_hex(s: &[u8]) -> Option<(u64, usize)> {
-    let skip = if s.starts_with(b"0x") || s.starts_with(b"0X") { 2 } else { 0 };
-    let mut v: u64 = 0;
-    let mut n = 0;
-    for &b in &s[skip..] {
-        let d = match b {
-            b'0'..=b'9' => b - b'0',
-            b'a'..=b'f' => b - b'a' + 10,
-            b'A'..=b'F' => b - b'A' + 10,
-            _ => break,
-        };
-        if n == 16 {
-            return None; // Would overflow 64 bits.
-        }
-        v = (v << 4) | u64::from(d);
-        n += 1;
+/// Parses `s` as 1 to 16 hex digits (after an optional `0x`), all of it.
+fn parse_hex(s: &[u8]) -> Option<u64> {
+    let digits = s.strip_prefix(b"0x").or_else(|| s.strip_prefix(b"0X")).unwrap_or(s);
+    // More than 16 digits would overflow 64 bits.
+    if digits.is_empty() || digits.len() > 16 {
+        return None;
     }
-    (n > 0).then_some((v, skip + n))
+    digits.iter().try_fold(0u64, |v, &b| Some(v << 4 | u64::from((b as char).to_digit(16)?)))
 }
 
 fn parse_size(digits: &[u8]) -> Option<u16> {
@@ -299,6 +292,21 @@ mod tests {
             b"  Load 1000,4",
         ] {
             assert!(parse_line(bad).is_err(), "{}", String::from_utf8_lossy(bad));
+        }
+    }
+
+    #[test]
+    fn errors_say_what_is_wrong() {
+        let hex = "the address is not valid hex (1 to 16 hex digits, optionally after 0x)";
+        for (bad, why) in [
+            (&b" L 0422zcac,8"[..], hex),
+            (b" L 0x,8", hex),
+            (b" L 11112222333344445,4", hex),
+            (b" L ,8", "missing address"),
+            (b" L 1000 8", "expected ',' and a size after the address"),
+            (b" L fffffffffffffffc,8", "the reference runs past the top of the 64-bit address space"),
+        ] {
+            assert_eq!(parse_line(bad), Err(why.to_string()), "{}", String::from_utf8_lossy(bad));
         }
     }
 
