@@ -371,3 +371,30 @@ fn native_record_cut_at_the_block_end_is_named() {
     let err = read_all(&mut NativeReader::open(&p).unwrap()).unwrap_err().to_string();
     assert!(err.contains("block 1: record 6010: records run past the end of the block (byte 12000"), "{err}");
 }
+
+#[test]
+fn compressed_champsim_read_errors_give_the_offset_reached() {
+    let dir = tempfile::tempdir().unwrap();
+    let data: Vec<u8> = (0..1000u64).flat_map(|i| champsim_record(0x400000 + 4 * i, &[0x1000 + i], &[])).collect();
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    std::io::Write::write_all(&mut gz, &data).unwrap();
+    let mut gz = gz.finish().unwrap();
+    // Damage the CRC in the gzip trailer: the error comes once all the data is decompressed.
+    let crc = gz.len() - 8;
+    gz[crc] ^= 1;
+    let p = write(dir.path(), "crc.champsim.gz", &gz);
+    let err = read_all(&mut ChampSimReader::open(&p).unwrap()).unwrap_err();
+    assert!(matches!(err, Error::AtOffset { offset: 64000, .. }), "{err}");
+    // Cut the xz stream in the middle: the offset is how far it decompressed.
+    let mut xz = liblzma::write::XzEncoder::new(Vec::new(), 0);
+    std::io::Write::write_all(&mut xz, &data).unwrap();
+    let xz = xz.finish().unwrap();
+    let p = write(dir.path(), "cut.champsim.xz", &xz[..xz.len() / 2]);
+    match read_all(&mut ChampSimReader::open(&p).unwrap()).unwrap_err() {
+        Error::AtOffset { offset, message, .. } => {
+            assert!(offset > 0 && offset < 64000, "{offset}: {message}");
+            assert!(message.contains("decompressed"), "{message}");
+        }
+        other => panic!("expected AtOffset, got {other:?}"),
+    }
+}

@@ -122,15 +122,21 @@ pub(crate) fn file_identity(format: &str, path: &Path, file_size: Option<u64>, c
 /// name the size of a trailing partial record.
 pub(crate) fn read_full(r: &mut impl Read, buf: &mut [u8]) -> io::Result<usize> {
     let mut got = 0;
-    while got < buf.len() {
-        match r.read(&mut buf[got..]) {
+    read_full_counted(r, buf, &mut got).map(|()| got)
+}
+
+/// [`read_full`] counting the bytes read in `*got`, which stays meaningful when an error ends
+/// the read: it tells how far into the input the error came.
+pub(crate) fn read_full_counted(r: &mut impl Read, buf: &mut [u8], got: &mut usize) -> io::Result<()> {
+    while *got < buf.len() {
+        match r.read(&mut buf[*got..]) {
             Ok(0) => break,
-            Ok(n) => got += n,
+            Ok(n) => *got += n,
             Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
             Err(e) => return Err(e),
         }
     }
-    Ok(got)
+    Ok(())
 }
 
 enum Sink {
