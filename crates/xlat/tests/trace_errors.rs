@@ -398,3 +398,16 @@ fn compressed_champsim_read_errors_give_the_offset_reached() {
         other => panic!("expected AtOffset, got {other:?}"),
     }
 }
+
+#[test]
+fn text_is_not_read_as_champsim() {
+    let dir = tempfile::tempdir().unwrap();
+    // A Lackey trace of exactly two 64-byte "records", named as a ChampSim trace.
+    let text = "I  0400000,4\n L 7ff000398,8\n".repeat(4);
+    let text = format!("{text}{}\n", " ".repeat(127 - text.len()));
+    assert_eq!(text.len(), 128);
+    let p = write(dir.path(), "text.champsim", text.as_bytes());
+    assert_eq!(trace::detect(&p).unwrap(), TraceFormat::ChampSim);
+    let err = read_all(&mut trace::open(&p, None).unwrap()).unwrap_err();
+    assert!(matches!(&err, Error::AtOffset { offset: 0, message, .. } if message.contains("not a ChampSim trace")), "{err}");
+}

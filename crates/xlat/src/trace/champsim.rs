@@ -90,6 +90,19 @@ impl ChampSimReader {
             offset: self.chunk_offset + got as u64,
             message: format!("read failed: {e}{}", self.offset_note()),
         })?;
+        // A text file (say a Lackey trace named `.champsim`) would decode as garbage records.
+        // A real record always holds zero bytes: the high bytes of user-space addresses, unused
+        // memory and register slots, the branch flags. Text has none, so a first record
+        // without a zero byte is rejected rather than read.
+        if self.chunk_offset == 0 && got >= RECORD_BYTES && !self.chunk[..RECORD_BYTES].contains(&0) {
+            return Err(Error::AtOffset {
+                path: self.path.clone(),
+                offset: 0,
+                message: "not a ChampSim trace: the first 64-byte record has no zero byte, as a real one \
+                          always has (is it text, such as a Lackey trace?)"
+                    .into(),
+            });
+        }
         // The read only comes back short at the end of input, so a remainder is a truncated
         // last record.
         self.len = got - got % RECORD_BYTES;
