@@ -411,3 +411,22 @@ fn text_is_not_read_as_champsim() {
     let err = read_all(&mut trace::open(&p, None).unwrap()).unwrap_err();
     assert!(matches!(&err, Error::AtOffset { offset: 0, message, .. } if message.contains("not a ChampSim trace")), "{err}");
 }
+
+#[test]
+fn compressed_native_names_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let lackey = write(dir.path(), "in.lackey", b"I  0400000,4\n L 7ff000398,8\n");
+    for ext in ["zst", "gz", "xz"] {
+        let out = dir.path().join(format!("out.xlat.{ext}"));
+        assert_eq!(TraceFormat::from_extension(&out), Some(TraceFormat::Native));
+        let err = trace::convert(&lackey, &out).unwrap_err().to_string();
+        assert!(err.contains(&format!("out.xlat.{ext}")) && err.contains(&format!("without .{ext}")), "{err}");
+        assert!(!out.exists());
+    }
+    // A native trace compressed whole cannot be read as a stream: say so, rather than
+    // reading it as ChampSim.
+    let (_, _, bytes) = sample_native(dir.path());
+    let p = write(dir.path(), "sample.xlat.zst", &zstd::encode_all(&bytes[..], 1).unwrap());
+    let err = trace::open(&p, None).err().unwrap().to_string();
+    assert!(err.contains("sample.xlat.zst") && err.contains("compressed native trace"), "{err}");
+}

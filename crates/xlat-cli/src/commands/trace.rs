@@ -33,7 +33,8 @@ pub enum TraceCommand {
         #[arg(long)]
         from: Option<String>,
         /// Output format; taken from the output's extension when omitted (`.xlat` native,
-        /// `.lackey` Lackey, `.champsim`/`.champsim.xz`/`.champsim.gz` ChampSim).
+        /// `.lackey` Lackey, `.champsim`/`.champsim.xz`/`.champsim.gz` ChampSim). Native
+        /// traces are compressed inside: `.xlat.zst`, `.xlat.gz` and `.xlat.xz` are refused.
         #[arg(long)]
         to: Option<String>,
         /// Write ChampSim even where it cannot hold the stream exactly: sizes are dropped (each

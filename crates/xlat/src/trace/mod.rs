@@ -56,13 +56,15 @@ impl TraceFormat {
     }
 
     /// The format a file name suggests, ignoring a compression suffix: `.xlat` is native;
-    /// `.champsim`, `.champsimtrace`, or a bare `.xz`/`.gz` is ChampSim; `.lackey`, `.txt`
-    /// and `.log` are Lackey.
+    /// `.champsim`, `.champsimtrace`, or a bare `.xz`/`.gz`/`.zst` is ChampSim; `.lackey`,
+    /// `.txt` and `.log` are Lackey. A compressed `.xlat` name still says native, so that
+    /// writing one fails with a clear message (see [`NativeWriter::create`]) rather than
+    /// making a ChampSim file.
     pub fn from_extension(path: &Path) -> Option<TraceFormat> {
         let compressed = Compression::from_extension(path) != Compression::None;
         let base = if compressed { Path::new(path.file_stem()?) } else { path };
         match base.extension().and_then(|e| e.to_str()) {
-            Some("xlat") if !compressed => Some(TraceFormat::Native),
+            Some("xlat") => Some(TraceFormat::Native),
             Some("champsim" | "champsimtrace") => Some(TraceFormat::ChampSim),
             Some("lackey" | "txt" | "log") => Some(TraceFormat::Lackey),
             _ if compressed => Some(TraceFormat::ChampSim),
@@ -108,6 +110,13 @@ pub fn detect(path: &Path) -> Result<TraceFormat> {
     let (mut input, _, _) = io::open_input(path)?;
     let mut sample = vec![0u8; 4096];
     let got = io::read_full(&mut input, &mut sample).map_err(|e| Error::io(path, e))?;
+    if compressed && sample.starts_with(native::MAGIC) {
+        // Read as ChampSim it would be garbage; the native reader needs the file itself.
+        return Err(Error::config(
+            path.display().to_string(),
+            "a compressed native trace: decompress it first (native traces are already compressed inside)",
+        ));
+    }
     Ok(if got == 0 && compressed || sample[..got].contains(&0) { TraceFormat::ChampSim } else { TraceFormat::Lackey })
 }
 

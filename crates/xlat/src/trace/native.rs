@@ -2,6 +2,7 @@
 //! `docs/trace-format.md`; the reader is in [`super::native_reader`].
 
 use super::block::BlockEncoder;
+use super::io::Compression;
 use super::past_top;
 use crate::atomic::{persist, temp_for};
 use crate::memref::{AccessKind, Batch, MemRef};
@@ -79,8 +80,16 @@ impl NativeWriter {
     /// [`NativeWriter::create`] with `room` spare bytes after the metadata (JSON allows
     /// trailing spaces), so that [`NativeWriter::finish_with_metadata`] can store facts
     /// known only at the end, such as how a recording stopped.
+    ///
+    /// A path ending in `.xz`, `.gz` or `.zst` is refused: the blocks are already
+    /// zstd-compressed, and the reader needs the file itself, not a compressed stream of it.
     pub fn create_with_room(path: impl AsRef<Path>, metadata: &serde_json::Value, room: usize) -> Result<NativeWriter> {
         let path = path.as_ref().to_path_buf();
+        if Compression::from_extension(&path) != Compression::None {
+            let ext = path.extension().unwrap_or_default().to_string_lossy();
+            let why = format!("native traces are already compressed inside; name the file without .{ext}");
+            return Err(Error::config(path.display().to_string(), why));
+        }
         let io_err = |e| Error::io(&path, e);
         let mut meta = serde_json::to_vec(metadata).map_err(|e| Error::io(&path, e.into()))?;
         meta.resize(meta.len() + room, b' ');
