@@ -247,6 +247,13 @@ fn trace_convert_refuses_outputs_it_cannot_write() {
         assert!(text(&got.stderr).contains(&want), "{}", text(&got.stderr));
         assert!(!dir.path().join(out).exists());
     }
+    // `-` is not standard output, and must not become a file named `-`.
+    for args in [&["trace", "convert", "in.lackey", "-", "--to", "lackey"][..], &["trace", "convert", "in.lackey", "-"]] {
+        let got = xlat(args, dir.path());
+        assert_eq!(got.status.code(), Some(1), "{args:?}");
+        assert!(text(&got.stderr).contains("cannot be written to standard output"), "{}", text(&got.stderr));
+        assert!(!dir.path().join("-").exists(), "{args:?}");
+    }
 }
 
 #[test]

@@ -430,3 +430,14 @@ fn compressed_native_names_are_refused() {
     let err = trace::open(&p, None).err().unwrap().to_string();
     assert!(err.contains("sample.xlat.zst") && err.contains("compressed native trace"), "{err}");
 }
+
+#[test]
+fn standard_output_is_not_a_trace_output() {
+    let dir = tempfile::tempdir().unwrap();
+    let lackey = write(dir.path(), "in.lackey", b"I  0400000,4\n");
+    for format in [TraceFormat::Lackey, TraceFormat::ChampSim, TraceFormat::Native] {
+        let err = trace::create_writer("-", format, &serde_json::Value::Null).err().unwrap().to_string();
+        assert!(err.contains("standard output"), "{format}: {err}");
+    }
+    assert!(trace::convert(&lackey, "-").unwrap_err().to_string().contains("standard output"));
+}
