@@ -235,6 +235,28 @@ fn trace_errors_name_file_and_line() {
 }
 
 #[test]
+fn trace_convert_refuses_outputs_it_cannot_write() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("in.lackey"), "I  0400000,4\n L 7ff000398,8\n").unwrap();
+    // A native trace is compressed inside: `.xlat.zst` must not silently become ChampSim.
+    for args in [&["trace", "convert", "in.lackey", "out.xlat.zst", "--lossy"][..], &["trace", "convert", "in.lackey", "out.xlat.gz"]] {
+        let (out, ext) = (args[3], &args[3][9..]);
+        let got = xlat(args, dir.path());
+        assert_eq!(got.status.code(), Some(1), "{args:?}");
+        let want = format!("{out}: native traces are already compressed inside; name the file without .{ext}");
+        assert!(text(&got.stderr).contains(&want), "{}", text(&got.stderr));
+        assert!(!dir.path().join(out).exists());
+    }
+    // `-` is not standard output, and must not become a file named `-`.
+    for args in [&["trace", "convert", "in.lackey", "-", "--to", "lackey"][..], &["trace", "convert", "in.lackey", "-"]] {
+        let got = xlat(args, dir.path());
+        assert_eq!(got.status.code(), Some(1), "{args:?}");
+        assert!(text(&got.stderr).contains("cannot be written to standard output"), "{}", text(&got.stderr));
+        assert!(!dir.path().join("-").exists(), "{args:?}");
+    }
+}
+
+#[test]
 fn ctrl_c_stops_a_trace_command() {
     use std::io::Write;
     let dir = tempfile::tempdir().unwrap();

@@ -267,3 +267,177 @@ fn native_identity_reports_totals_and_metadata() {
     assert_eq!(id["metadata"]["program"], "t");
     assert_eq!(src.len_hint(), Some(300));
 }
+
+fn varint(mut v: u64, out: &mut Vec<u8>) {
+    while v >= 0x80 {
+        out.push(v as u8 | 0x80);
+        v >>= 7;
+    }
+    out.push(v as u8);
+}
+
+/// A native trace written by hand, for contents the writer refuses: one block per
+/// `(records, body, instructions)`, the body being the block's encoded records.
+fn handmade_native(dir: &Path, name: &str, blocks: &[(u32, Vec<u8>, u64)]) -> PathBuf {
+    let mut f = b"XLATTRC\0\x01\0\0\0\x02\0\0\0{}".to_vec();
+    let (mut index, mut first, mut total) = (Vec::new(), 0u64, 0u64);
+    for (records, body, instructions) in blocks {
+        let frame = zstd::bulk::compress(body, 1).unwrap();
+        for v in [f.len() as u64, first, u64::from(*records), *instructions] {
+            index.extend_from_slice(&v.to_le_bytes());
+        }
+        for v in [*records, body.len() as u32, frame.len() as u32] {
+            f.extend_from_slice(&v.to_le_bytes());
+        }
+        f.extend_from_slice(&instructions.to_le_bytes());
+        f.extend_from_slice(&frame);
+        first += u64::from(*records);
+        total = total.wrapping_add(*instructions);
+    }
+    let index_offset = f.len() as u64;
+    f.extend_from_slice(b"XLATIDX\0");
+    for v in [blocks.len() as u64, first, total] {
+        f.extend_from_slice(&v.to_le_bytes());
+    }
+    f.extend_from_slice(&index);
+    f.extend_from_slice(&index_offset.to_le_bytes());
+    f.extend_from_slice(b"XLATEND\0");
+    write(dir, name, &f)
+}
+
+/// `n` loads of 8 bytes, each 8 bytes after the previous (tag: size code 3, load, +0).
+fn loads(n: usize) -> Vec<u8> {
+    [0x60, 16].repeat(n)
+}
+
+#[test]
+fn references_past_the_top_of_the_address_space_are_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    // Lackey: the last byte of ` L fffffffffffffffc,8` would wrap around to page 0.
+    let p = write(dir.path(), "top.lackey", b"I  0400000,4\n L fffffffffffffff8,8\nI  0400004,4\n L fffffffffffffffc,8\n");
+    let err = read_all(&mut LackeyReader::open(&p).unwrap()).unwrap_err().to_string();
+    assert!(err.contains("top.lackey:4:") && err.contains("past the top"), "{err}");
+    // Native: the same load after three good ones (at 8, 16, 24: delta -28, zigzag 55).
+    let mut body = loads(3);
+    body.extend([0x60, 55]);
+    let p = handmade_native(dir.path(), "top.xlat", &[(4, body, 0)]);
+    let err = read_all(&mut NativeReader::open(&p).unwrap()).unwrap_err().to_string();
+    assert!(err.contains("top.xlat") && err.contains("record 3: the reference runs past the top"), "{err}");
+    // ... which the writer refuses to write.
+    let mut w = NativeWriter::create(dir.path().join("w.xlat"), &serde_json::json!({})).unwrap();
+    w.write(&MemRef::load(u64::MAX - 7, 8), 0).unwrap();
+    let err = w.write(&MemRef::load(u64::MAX - 3, 8), 0).unwrap_err().to_string();
+    assert!(err.contains("reference 1") && err.contains("past the top"), "{err}");
+    // ChampSim references have size 1, so they cannot run past the top.
+    let p = write(dir.path(), "top.champsim", &champsim_record(u64::MAX, &[u64::MAX], &[]));
+    assert_eq!(read_all(&mut ChampSimReader::open(&p).unwrap()).unwrap()[1], MemRef::load(u64::MAX, 1));
+}
+
+#[test]
+fn native_instruction_counts_past_2_pow_64_are_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    // Two loads of 2^63 + 2 instructions each (instruction varint): the sum wraps to 4, which
+    // the block header and index claim.
+    let mut body = Vec::new();
+    for _ in 0..2 {
+        body.push(0x68);
+        varint((1 << 63) + 2, &mut body);
+        body.push(16);
+    }
+    let p = handmade_native(dir.path(), "instr.xlat", &[(2, body, 4)]);
+    let err = read_all(&mut NativeReader::open(&p).unwrap()).unwrap_err().to_string();
+    assert!(err.contains("instr.xlat") && err.contains("record 1") && err.contains("instruction count"), "{err}");
+    // Two blocks whose counts fit alone but not together: the index is rejected on opening.
+    let mut most = vec![0x68];
+    varint(u64::MAX, &mut most);
+    most.push(16);
+    let p = handmade_native(dir.path(), "index.xlat", &[(1, most, u64::MAX), (1, vec![0x64, 16], 1)]);
+    let err = NativeReader::open(&p).err().unwrap().to_string();
+    assert!(err.contains("index.xlat") && err.contains("instruction count"), "{err}");
+    // The writer refuses to make such a file.
+    let mut w = NativeWriter::create(dir.path().join("w.xlat"), &serde_json::json!({})).unwrap().with_block_records(1);
+    w.write(&MemRef::load(8, 8), u64::MAX).unwrap();
+    let err = w.write(&MemRef::load(8, 8), 1).unwrap_err().to_string();
+    assert!(err.contains("reference 1") && err.contains("instruction count"), "{err}");
+}
+
+#[test]
+fn native_record_cut_at_the_block_end_is_named() {
+    let dir = tempfile::tempdir().unwrap();
+    // The second block's last record has a continuation bit and no next byte.
+    let mut cut = loads(6000);
+    cut.extend([0x60, 0x80]);
+    let p = handmade_native(dir.path(), "cut.xlat", &[(10, loads(10), 0), (6001, cut, 0)]);
+    let err = read_all(&mut NativeReader::open(&p).unwrap()).unwrap_err().to_string();
+    assert!(err.contains("block 1: record 6010: records run past the end of the block (byte 12000"), "{err}");
+}
+
+#[test]
+fn compressed_champsim_read_errors_give_the_offset_reached() {
+    let dir = tempfile::tempdir().unwrap();
+    let data: Vec<u8> = (0..1000u64).flat_map(|i| champsim_record(0x400000 + 4 * i, &[0x1000 + i], &[])).collect();
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    std::io::Write::write_all(&mut gz, &data).unwrap();
+    let mut gz = gz.finish().unwrap();
+    // Damage the CRC in the gzip trailer: the error comes once all the data is decompressed.
+    let crc = gz.len() - 8;
+    gz[crc] ^= 1;
+    let p = write(dir.path(), "crc.champsim.gz", &gz);
+    let err = read_all(&mut ChampSimReader::open(&p).unwrap()).unwrap_err();
+    assert!(matches!(err, Error::AtOffset { offset: 64000, .. }), "{err}");
+    // Cut the xz stream in the middle: the offset is how far it decompressed.
+    let mut xz = liblzma::write::XzEncoder::new(Vec::new(), 0);
+    std::io::Write::write_all(&mut xz, &data).unwrap();
+    let xz = xz.finish().unwrap();
+    let p = write(dir.path(), "cut.champsim.xz", &xz[..xz.len() / 2]);
+    match read_all(&mut ChampSimReader::open(&p).unwrap()).unwrap_err() {
+        Error::AtOffset { offset, message, .. } => {
+            assert!(offset > 0 && offset < 64000, "{offset}: {message}");
+            assert!(message.contains("decompressed"), "{message}");
+        }
+        other => panic!("expected AtOffset, got {other:?}"),
+    }
+}
+
+#[test]
+fn text_is_not_read_as_champsim() {
+    let dir = tempfile::tempdir().unwrap();
+    // A Lackey trace of exactly two 64-byte "records", named as a ChampSim trace.
+    let text = "I  0400000,4\n L 7ff000398,8\n".repeat(4);
+    let text = format!("{text}{}\n", " ".repeat(127 - text.len()));
+    assert_eq!(text.len(), 128);
+    let p = write(dir.path(), "text.champsim", text.as_bytes());
+    assert_eq!(trace::detect(&p).unwrap(), TraceFormat::ChampSim);
+    let err = read_all(&mut trace::open(&p, None).unwrap()).unwrap_err();
+    assert!(matches!(&err, Error::AtOffset { offset: 0, message, .. } if message.contains("not a ChampSim trace")), "{err}");
+}
+
+#[test]
+fn compressed_native_names_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let lackey = write(dir.path(), "in.lackey", b"I  0400000,4\n L 7ff000398,8\n");
+    for ext in ["zst", "gz", "xz"] {
+        let out = dir.path().join(format!("out.xlat.{ext}"));
+        assert_eq!(TraceFormat::from_extension(&out), Some(TraceFormat::Native));
+        let err = trace::convert(&lackey, &out).unwrap_err().to_string();
+        assert!(err.contains(&format!("out.xlat.{ext}")) && err.contains(&format!("without .{ext}")), "{err}");
+        assert!(!out.exists());
+    }
+    // A native trace compressed whole cannot be read as a stream: say so, rather than
+    // reading it as ChampSim.
+    let (_, _, bytes) = sample_native(dir.path());
+    let p = write(dir.path(), "sample.xlat.zst", &zstd::encode_all(&bytes[..], 1).unwrap());
+    let err = trace::open(&p, None).err().unwrap().to_string();
+    assert!(err.contains("sample.xlat.zst") && err.contains("compressed native trace"), "{err}");
+}
+
+#[test]
+fn standard_output_is_not_a_trace_output() {
+    let dir = tempfile::tempdir().unwrap();
+    let lackey = write(dir.path(), "in.lackey", b"I  0400000,4\n");
+    for format in [TraceFormat::Lackey, TraceFormat::ChampSim, TraceFormat::Native] {
+        let err = trace::create_writer("-", format, &serde_json::Value::Null).err().unwrap().to_string();
+        assert!(err.contains("standard output"), "{format}: {err}");
+    }
+    assert!(trace::convert(&lackey, "-").unwrap_err().to_string().contains("standard output"));
+}

@@ -27,13 +27,14 @@ pub enum TraceCommand {
     Convert {
         /// The input trace (`-` reads Lackey text from stdin).
         input: PathBuf,
-        /// The output file, written atomically (complete or not at all).
+        /// The output file, written atomically (complete or not at all), so not `-` (stdout).
         output: PathBuf,
         /// Input format; detected when omitted.
         #[arg(long)]
         from: Option<String>,
         /// Output format; taken from the output's extension when omitted (`.xlat` native,
-        /// `.lackey` Lackey, `.champsim`/`.champsim.xz`/`.champsim.gz` ChampSim).
+        /// `.lackey` Lackey, `.champsim`/`.champsim.xz`/`.champsim.gz` ChampSim). Native
+        /// traces are compressed inside: `.xlat.zst`, `.xlat.gz` and `.xlat.xz` are refused.
         #[arg(long)]
         to: Option<String>,
         /// Write ChampSim even where it cannot hold the stream exactly: sizes are dropped (each
@@ -77,6 +78,7 @@ pub fn run(cmd: &TraceCommand, interrupt: &AtomicBool) -> Result<Outcome> {
         }
         TraceCommand::Convert { input, output, from, to, lossy } => {
             let in_format = format_arg(from.as_ref(), "from")?;
+            trace::check_output(output)?;
             let out_format = match format_arg(to.as_ref(), "to")? {
                 Some(f) => f,
                 None => TraceFormat::from_extension(output).ok_or_else(|| {

@@ -3,7 +3,7 @@
 //! Each record is a tag byte followed by optional varints. Decoder state (previous addresses,
 //! current ASID) starts from zero at every block, so blocks decode independently.
 
-use super::varint;
+use super::{past_top, varint};
 use crate::memref::{AccessKind, MemRef};
 
 /// Sizes encodable directly in the 3-bit size code; code 7 escapes to a varint.
@@ -37,17 +37,21 @@ impl DeltaState {
         }
     }
 
-    /// Applies the zigzag delta `d` to `kind`'s stream and returns the address. Selects
-    /// rather than branches or indexes, so the decoder keeps both predecessors in registers
-    /// (conditional moves) on streams that alternate kinds unpredictably.
+    /// The address the zigzag delta `d` leads to in `kind`'s stream. Selects rather than
+    /// branches or indexes, so the decoder keeps both predecessors in registers (conditional
+    /// moves) on streams that alternate kinds unpredictably.
     #[inline(always)]
-    fn advance(&mut self, kind: AccessKind, d: u64) -> u64 {
+    fn target(&self, kind: AccessKind, d: u64) -> u64 {
+        let prev = if kind == AccessKind::IFetch { self.prev_fetch } else { self.prev_data };
+        prev.wrapping_add(varint::unzigzag(d) as u64)
+    }
+
+    /// Makes `vaddr` the predecessor of `kind`'s stream (selects, as in [`DeltaState::target`]).
+    #[inline(always)]
+    fn set(&mut self, kind: AccessKind, vaddr: u64) {
         let fetch = kind == AccessKind::IFetch;
-        let prev = if fetch { self.prev_fetch } else { self.prev_data };
-        let vaddr = prev.wrapping_add(varint::unzigzag(d) as u64);
         self.prev_data = if fetch { self.prev_data } else { vaddr };
         self.prev_fetch = if fetch { vaddr } else { self.prev_fetch };
-        vaddr
     }
 }
 
@@ -123,49 +127,83 @@ pub(crate) struct BlockCursor {
 impl BlockCursor {
     /// Decodes exactly `n` records into `out`, returning the instructions they retired.
     /// `data[..end]` is the block body; bytes after `end` are padding (see [`PADDING`]) that
-    /// lets the fast path read 8 bytes at a time, and no record may run into them.
+    /// lets the fast path read 8 bytes at a time, and no record may run into them. `n` is at
+    /// most a block's record count, below 2^32.
     pub fn decode(&mut self, data: &[u8], end: usize, out: &mut Vec<MemRef>, n: usize) -> Result<u64, DecodeError> {
         // Work on locals so the loop keeps its state in registers.
         let mut pos = self.pos;
         let mut st = self.state;
         let mut instr: u64 = 0;
-        let mut error = None;
+        let mut failed = false;
+        // Set by a record adding 2^32 instructions or more: the fast path adds at most 1 per
+        // record, so without such a record the sum of fewer than 2^32 records cannot wrap.
+        let mut big = false;
         let old_len = out.len();
         // `extend` over a counted range writes straight into the vector without a capacity
         // check per record (unlike `push`), and touches each slot once (unlike `resize`).
         // A closure cannot return early: after an error it fills placeholders, discarded below.
-        out.extend((0..n).map(|i| {
-            if error.is_some() {
+        out.extend((0..n).map(|_| {
+            if failed {
                 return MemRef::load(0, 0);
             }
-            let start = pos;
             let decoded = if pos + PADDING <= data.len() {
                 match decode_common(data, &mut pos, &mut st, &mut instr) {
                     Some(r) => Ok(r),
-                    None => decode_one::<true>(data, &mut pos, &mut st, &mut instr),
+                    None => decode_one::<true>(data, &mut pos, &mut st, &mut instr, &mut big),
                 }
             } else {
-                decode_one::<false>(data, &mut pos, &mut st, &mut instr)
+                decode_one::<false>(data, &mut pos, &mut st, &mut instr, &mut big)
             };
-            decoded.unwrap_or_else(|message| {
-                error = Some(DecodeError { pos: start, record: self.decoded + i as u64, message });
+            decoded.unwrap_or_else(|_| {
+                failed = true;
                 MemRef::load(0, 0)
             })
         }));
         // Checked once per call rather than per record: the padding decodes harmlessly, and
-        // on error everything decoded by this call is discarded.
-        if error.is_none() && pos > end {
-            error =
-                Some(DecodeError { pos: end, record: self.decoded, message: "records run past the end of the block" });
-        }
-        if let Some(e) = error {
+        // anything amiss sends the whole call to the exact path, which names the record at
+        // fault (or, for valid but huge instruction counts, gives the exact result).
+        let total = self.instructions.checked_add(instr);
+        let result = match total {
+            Some(total) if !failed && !big && pos <= end => {
+                self.pos = pos;
+                self.state = st;
+                self.decoded += n as u64;
+                self.instructions = total;
+                Ok(instr)
+            }
+            _ => {
+                out.truncate(old_len);
+                self.decode_exact(data, end, out, n)
+            }
+        };
+        if result.is_err() {
             out.truncate(old_len);
-            return Err(e);
         }
+        result
+    }
+
+    /// [`BlockCursor::decode`] one record at a time, checking after each that it ends within
+    /// the body and that the instruction count still fits in 64 bits: slow, for damaged blocks.
+    fn decode_exact(&mut self, data: &[u8], end: usize, out: &mut Vec<MemRef>, n: usize) -> Result<u64, DecodeError> {
+        let (mut pos, mut st, mut total) = (self.pos, self.state, self.instructions);
+        for i in 0..n {
+            let start = pos;
+            let (mut instr, mut big) = (0, false);
+            let r = decode_one::<false>(data, &mut pos, &mut st, &mut instr, &mut big);
+            // A record crossing the end reads zero padding, which ends any varint: past the end,
+            // whatever `decode_one` made of it, the record is cut short.
+            let r = if pos > end { Err("records run past the end of the block") } else { r };
+            let r = r.and_then(|r| {
+                total = total.checked_add(instr).ok_or("the block's instruction count passes 2^64 - 1")?;
+                Ok(r)
+            });
+            out.push(r.map_err(|message| DecodeError { pos: start, record: self.decoded + i as u64, message })?);
+        }
+        let instr = total - self.instructions;
         self.pos = pos;
         self.state = st;
         self.decoded += n as u64;
-        self.instructions = self.instructions.wrapping_add(instr);
+        self.instructions = total;
         Ok(instr)
     }
 }
@@ -174,8 +212,9 @@ impl BlockCursor {
 const EXTRA_BITS: u8 = 0b0001_1000;
 
 /// The common record (valid kind, +0/+1 instructions, same ASID, size code below 7, delta of
-/// at most 8 bytes) with few instructions and no unpredictable branch; `None` (consuming
-/// nothing) for any other record. At least [`PADDING`] bytes must be readable at `*pos`.
+/// at most 8 bytes, not past the top of the address space) with few instructions and no
+/// unpredictable branch; `None` (consuming nothing) for any other record. At least
+/// [`PADDING`] bytes must be readable at `*pos`.
 #[inline(always)]
 fn decode_common(data: &[u8], pos: &mut usize, st: &mut DeltaState, instr: &mut u64) -> Option<MemRef> {
     let p = *pos;
@@ -187,12 +226,17 @@ fn decode_common(data: &[u8], pos: &mut usize, st: &mut DeltaState, instr: &mut 
         return None;
     }
     let len = (stops.trailing_zeros() / 8 + 1) as usize;
-    let d = squeeze(w, len);
-    *instr = instr.wrapping_add(u64::from((tag >> 2) & 1));
     let kind = KINDS[(tag & 3) as usize];
-    let vaddr = st.advance(kind, d);
+    let size = SIZE_CODES[(tag >> 5) as usize];
+    let vaddr = st.target(kind, squeeze(w, len));
+    // Never taken on real traces, so the branch predicts perfectly; the checked path reports it.
+    if past_top(vaddr, size) {
+        return None;
+    }
+    st.set(kind, vaddr);
+    *instr = instr.wrapping_add(u64::from((tag >> 2) & 1));
     *pos = p + 1 + len;
-    Some(MemRef { vaddr, asid: st.asid, size: SIZE_CODES[(tag >> 5) as usize], kind })
+    Some(MemRef { vaddr, asid: st.asid, size, kind })
 }
 
 /// The value of a varint of `len` (1..=8) bytes whose bytes are the low bytes of `w`:
@@ -240,13 +284,15 @@ fn read_varint<const FAST: bool>(data: &[u8], pos: &mut usize) -> Option<u64> {
     Some(squeeze(w, len))
 }
 
-/// Decodes any record at `*pos`, validating every field.
+/// Decodes any record at `*pos`, validating every field. Adds its instructions to `*instr`
+/// (wrapping) and sets `*big` if they are 2^32 or more.
 #[inline(always)]
 fn decode_one<const FAST: bool>(
     data: &[u8],
     pos: &mut usize,
     st: &mut DeltaState,
     instr: &mut u64,
+    big: &mut bool,
 ) -> Result<MemRef, &'static str> {
     let Some(&tag) = data.get(*pos) else { return Err("block ends inside a record") };
     *pos += 1;
@@ -262,6 +308,7 @@ fn decode_one<const FAST: bool>(
         }
         let d = read_varint::<FAST>(data, pos).ok_or("bad instruction-count varint")?;
         *instr = instr.wrapping_add(d);
+        *big |= d > u64::from(u32::MAX);
     }
     if tag & ASID_CHANGED != 0 {
         let a = read_varint::<FAST>(data, pos).ok_or("bad ASID varint")?;
@@ -275,7 +322,11 @@ fn decode_one<const FAST: bool>(
         SIZE_CODES[code as usize]
     };
     let d = read_varint::<FAST>(data, pos).ok_or("bad address-delta varint")?;
-    let vaddr = st.advance(kind, d);
+    let vaddr = st.target(kind, d);
+    if past_top(vaddr, size) {
+        return Err("the reference runs past the top of the 64-bit address space");
+    }
+    st.set(kind, vaddr);
     Ok(MemRef { vaddr, asid: st.asid, size, kind })
 }
 
@@ -288,7 +339,7 @@ mod tests {
         let refs = [
             (MemRef::ifetch(0x40_0000, 4), 1),
             (MemRef::load(0x7fff_0000, 8), 0),
-            (MemRef { vaddr: u64::MAX, asid: 7, size: 3, kind: AccessKind::Store }, 1000),
+            (MemRef { vaddr: u64::MAX - 2, asid: 7, size: 3, kind: AccessKind::Store }, 1000),
             (MemRef { vaddr: 0, asid: 7, size: 65535, kind: AccessKind::IFetch }, 2),
             (MemRef::load(0x10, 0), 0),
         ];
@@ -324,5 +375,73 @@ mod tests {
         // Padding must not be decoded as records.
         let err = BlockCursor::default().decode(&[0u8; 2 + PADDING], 2, &mut Vec::new(), 2).unwrap_err();
         assert_eq!(err.message, "records run past the end of the block");
+    }
+
+    /// Encodes `refs`, then appends `tail` (a damaged record) and padding; returns the data and
+    /// the body length.
+    fn block(refs: &[(MemRef, u64)], tail: &[u8]) -> (Vec<u8>, usize) {
+        let mut enc = BlockEncoder::default();
+        for (r, d) in refs {
+            enc.push(r, *d);
+        }
+        let mut data = enc.buf;
+        data.extend_from_slice(tail);
+        let end = data.len();
+        data.resize(end + PADDING, 0);
+        (data, end)
+    }
+
+    #[test]
+    fn a_record_cut_at_the_end_is_named() {
+        let refs: Vec<_> = (0..100u64).map(|i| (MemRef::load(i * 64, 8), 0)).collect();
+        // A load whose address delta has its continuation bit set and nothing after it.
+        let (data, end) = block(&refs, &[0x00, 0x80]);
+        let mut out = vec![MemRef::ifetch(4, 4)];
+        let mut cur = BlockCursor::default();
+        assert_eq!(cur.decode(&data, end, &mut out, 60).unwrap(), 0);
+        let err = cur.decode(&data, end, &mut out, 41).unwrap_err();
+        assert_eq!((err.record, err.message), (100, "records run past the end of the block"));
+        assert_eq!(err.pos, end - 2);
+        assert_eq!(out.len(), 61, "a failed call adds nothing");
+        // A block whose records end early and the next record's tag is padding.
+        let (data, end) = block(&refs, &[]);
+        let err = BlockCursor::default().decode(&data, end, &mut Vec::new(), 101).unwrap_err();
+        assert_eq!((err.record, err.pos), (100, end));
+    }
+
+    #[test]
+    fn references_past_the_top_of_the_address_space_are_errors() {
+        let top = MemRef::load(u64::MAX - 7, 8);
+        let (data, end) = block(&[(top, 0)], &[]);
+        assert!(BlockCursor::default().decode(&data, end, &mut Vec::new(), 1).is_ok());
+        for (size, at) in [(16, 3), (1000, 0)] {
+            // Size 16 takes the fast path, 1000 (a size varint) the checked one.
+            let mut refs = vec![(MemRef::ifetch(0x1000, 4), 1); at];
+            refs.push((MemRef { size, ..top }, 0));
+            let (data, end) = block(&refs, &[]);
+            let err = BlockCursor::default().decode(&data, end, &mut Vec::new(), at + 1).unwrap_err();
+            assert_eq!(err.record, at as u64);
+            assert_eq!(err.message, "the reference runs past the top of the 64-bit address space");
+        }
+    }
+
+    #[test]
+    fn instruction_counts_past_2_pow_64_are_errors() {
+        let r = MemRef::load(8, 8);
+        let half = (1 << 63) + 2;
+        // Two varint counts whose sum wraps to 4; a count of 2^64 - 1 then a fast +1.
+        for deltas in [[half, half], [u64::MAX, 1]] {
+            let (data, end) = block(&[(r, 0), (r, deltas[0]), (r, deltas[1]), (r, 0)], &[]);
+            let err = BlockCursor::default().decode(&data, end, &mut Vec::new(), 4).unwrap_err();
+            assert_eq!(err.record, 2, "{deltas:?}");
+            assert!(err.message.contains("instruction count"), "{}", err.message);
+        }
+        // Across calls, and a huge but valid total.
+        let (data, end) = block(&[(r, u64::MAX - 1), (r, 1), (r, 1)], &[]);
+        let mut cur = BlockCursor::default();
+        assert_eq!(cur.decode(&data, end, &mut Vec::new(), 1).unwrap(), u64::MAX - 1);
+        assert_eq!(cur.decode(&data, end, &mut Vec::new(), 1).unwrap(), 1);
+        assert_eq!(cur.instructions, u64::MAX);
+        assert_eq!(cur.decode(&data, end, &mut Vec::new(), 1).unwrap_err().record, 2);
     }
 }

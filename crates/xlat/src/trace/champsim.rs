@@ -12,7 +12,7 @@
 //! what ChampSim itself simulates: it translates exactly one page per address, so an access
 //! never straddles pages there either. An empty file is an empty stream (zero records).
 
-use super::io::{display_path, file_identity, open_input, read_full, u64_at, AtomicOutput, Compression, Input};
+use super::io::{display_path, file_identity, open_input, read_full_counted, u64_at, AtomicOutput, Compression, Input};
 use super::TraceWriter;
 use crate::memref::{AccessKind, Batch, MemRef};
 use crate::source::RefSource;
@@ -82,13 +82,29 @@ impl ChampSimReader {
                 ),
             });
         }
-        let got = read_full(&mut self.input, &mut self.chunk).map_err(|e| Error::AtOffset {
+        // On an error, the offset is as far as the input could be read (for compressed input,
+        // how much decompressed before the damage).
+        let mut got = 0;
+        read_full_counted(&mut self.input, &mut self.chunk, &mut got).map_err(|e| Error::AtOffset {
             path: self.path.clone(),
-            offset: self.chunk_offset,
+            offset: self.chunk_offset + got as u64,
             message: format!("read failed: {e}{}", self.offset_note()),
         })?;
-        // `read_full` only comes back short at the end of input, so a remainder is a
-        // truncated last record.
+        // A text file (say a Lackey trace named `.champsim`) would decode as garbage records.
+        // A real record always holds zero bytes: the high bytes of user-space addresses, unused
+        // memory and register slots, the branch flags. Text has none, so a first record
+        // without a zero byte is rejected rather than read.
+        if self.chunk_offset == 0 && got >= RECORD_BYTES && !self.chunk[..RECORD_BYTES].contains(&0) {
+            return Err(Error::AtOffset {
+                path: self.path.clone(),
+                offset: 0,
+                message: "not a ChampSim trace: the first 64-byte record has no zero byte, as a real one \
+                          always has (is it text, such as a Lackey trace?)"
+                    .into(),
+            });
+        }
+        // The read only comes back short at the end of input, so a remainder is a truncated
+        // last record.
         self.len = got - got % RECORD_BYTES;
         if got % RECORD_BYTES != 0 {
             self.partial = Some((self.chunk_offset + self.len as u64, got % RECORD_BYTES));

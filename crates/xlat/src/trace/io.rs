@@ -1,6 +1,7 @@
 //! Files in and out for the trace formats: atomic output (temp file + rename) with optional
 //! compression chosen by extension, and input that is decompressed according to its magic bytes.
 
+use super::check_output;
 use crate::{Error, Result};
 use std::fs::File;
 use std::io::{self, BufRead, BufReader, BufWriter, Read, Seek, Write};
@@ -122,15 +123,21 @@ pub(crate) fn file_identity(format: &str, path: &Path, file_size: Option<u64>, c
 /// name the size of a trailing partial record.
 pub(crate) fn read_full(r: &mut impl Read, buf: &mut [u8]) -> io::Result<usize> {
     let mut got = 0;
-    while got < buf.len() {
-        match r.read(&mut buf[got..]) {
+    read_full_counted(r, buf, &mut got).map(|()| got)
+}
+
+/// [`read_full`] counting the bytes read in `*got`, which stays meaningful when an error ends
+/// the read: it tells how far into the input the error came.
+pub(crate) fn read_full_counted(r: &mut impl Read, buf: &mut [u8], got: &mut usize) -> io::Result<()> {
+    while *got < buf.len() {
+        match r.read(&mut buf[*got..]) {
             Ok(0) => break,
-            Ok(n) => got += n,
+            Ok(n) => *got += n,
             Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
             Err(e) => return Err(e),
         }
     }
-    Ok(got)
+    Ok(())
 }
 
 enum Sink {
@@ -151,6 +158,7 @@ pub(crate) struct AtomicOutput {
 impl AtomicOutput {
     /// Starts writing `path`, compressed as its extension says.
     pub fn create(path: &Path) -> Result<AtomicOutput> {
+        check_output(path)?;
         let buf = BufWriter::with_capacity(1 << 16, temp_for(path)?);
         let sink = match Compression::from_extension(path) {
             Compression::None => Sink::Plain(buf),

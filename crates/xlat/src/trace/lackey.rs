@@ -11,7 +11,7 @@
 //! any other line is a record and must parse exactly, else the error names the file and line.
 
 use super::io::{display_path, file_identity, open_input, AtomicOutput, Compression, Input};
-use super::TraceWriter;
+use super::{past_top, TraceWriter};
 use crate::memref::{AccessKind, Batch, MemRef};
 use crate::source::RefSource;
 use crate::{Error, Result};
@@ -57,36 +57,32 @@ pub(crate) fn parse_line(line: &[u8]) -> std::result::Result<Option<Record>, Str
     }
     let mut rest = &line[start + 1..];
     rest = &rest[rest.iter().position(|&b| !is_space(b)).unwrap_or(rest.len())..];
-    let (addr, used) = parse_hex(rest).ok_or("bad or missing hex address")?;
-    rest = &rest[used..];
+    let addr_len = rest.iter().position(|&b| b == b',' || is_space(b)).unwrap_or(rest.len());
+    if addr_len == 0 {
+        return Err("missing address".into());
+    }
+    let addr = parse_hex(&rest[..addr_len]).ok_or("the address is not valid hex (1 to 16 hex digits, optionally after 0x)")?;
+    rest = &rest[addr_len..];
     rest = rest.strip_prefix(b",").ok_or("expected ',' and a size after the address")?;
     let digits = rest.iter().take_while(|b| b.is_ascii_digit()).count();
     let size = parse_size(&rest[..digits]).ok_or("bad size (expected a decimal number from 1 to 65535)")?;
     if !rest[digits..].iter().all(|&b| is_space(b)) {
         return Err("unexpected text after the size".into());
     }
+    if past_top(addr, size) {
+        return Err("the reference runs past the top of the 64-bit address space".into());
+    }
     Ok(Some(Record { letter, addr, size }))
 }
 
-/// Parses 1 to 16 hex digits (after an optional `0x`); returns the value and bytes used.
-fn parse_hex(s: &[u8]) -> Option<(u64, usize)> {
-    let skip = if s.starts_with(b"0x") || s.starts_with(b"0X") { 2 } else { 0 };
-    let mut v: u64 = 0;
-    let mut n = 0;
-    for &b in &s[skip..] {
-        let d = match b {
-            b'0'..=b'9' => b - b'0',
-            b'a'..=b'f' => b - b'a' + 10,
-            b'A'..=b'F' => b - b'A' + 10,
-            _ => break,
-        };
-        if n == 16 {
-            return None; // Would overflow 64 bits.
-        }
-        v = (v << 4) | u64::from(d);
-        n += 1;
+/// Parses `s` as 1 to 16 hex digits (after an optional `0x`), all of it.
+fn parse_hex(s: &[u8]) -> Option<u64> {
+    let digits = s.strip_prefix(b"0x").or_else(|| s.strip_prefix(b"0X")).unwrap_or(s);
+    // More than 16 digits would overflow 64 bits.
+    if digits.is_empty() || digits.len() > 16 {
+        return None;
     }
-    (n > 0).then_some((v, skip + n))
+    digits.iter().try_fold(0u64, |v, &b| Some(v << 4 | u64::from((b as char).to_digit(16)?)))
 }
 
 fn parse_size(digits: &[u8]) -> Option<u16> {
@@ -186,8 +182,9 @@ impl RefSource for LackeyReader {
 
 /// Writes references as Lackey lines, one per reference (`I` for fetches; loads and stores
 /// are never merged into `M`). Lackey has no address spaces, no instruction counts other than
-/// one per `I`, and no zero sizes: a nonzero ASID or a zero size is an error naming the
-/// reference's index. Output is compressed when the path ends in `.xz`, `.gz` or `.zst`.
+/// one per `I`, and no zero sizes: a nonzero ASID, a zero size or a reference running past
+/// the top of the address space (which the reader rejects) is an error naming the reference's
+/// index. Output is compressed when the path ends in `.xz`, `.gz` or `.zst`.
 pub struct LackeyWriter {
     out: AtomicOutput,
     buf: Vec<u8>,
@@ -214,6 +211,9 @@ impl LackeyWriter {
         }
         if r.size == 0 {
             return Err(self.reject("size 0"));
+        }
+        if past_top(r.vaddr, r.size) {
+            return Err(self.reject("bytes past the top of the 64-bit address space"));
         }
         self.buf.extend_from_slice(match r.kind {
             AccessKind::IFetch => b"I  ",
@@ -265,6 +265,7 @@ mod tests {
         assert_eq!(parse_line(b"I  0400d7d4,8"), Ok(rec(b'I', 0x400d7d4, 8)));
         assert_eq!(parse_line(b" L 04222cac,8\r"), Ok(rec(b'L', 0x4222cac, 8)));
         assert_eq!(parse_line(b" M 0x7ff000398,4  "), Ok(rec(b'M', 0x7ff000398, 4)));
+        assert_eq!(parse_line(b" S fffffffffffffff8,8"), Ok(rec(b'S', u64::MAX - 7, 8)));
         assert_eq!(parse_line(b"==12345== Lackey, an example Valgrind tool"), Ok(None));
         assert_eq!(parse_line(b"   "), Ok(None));
         assert_eq!(parse_line(b""), Ok(None));
@@ -286,10 +287,26 @@ mod tests {
             b" L 1000,65536",
             b"I 1000,4x",
             b" L 11112222333344445,4",
+            b" L fffffffffffffffc,8",
             b"I",
             b"  Load 1000,4",
         ] {
             assert!(parse_line(bad).is_err(), "{}", String::from_utf8_lossy(bad));
+        }
+    }
+
+    #[test]
+    fn errors_say_what_is_wrong() {
+        let hex = "the address is not valid hex (1 to 16 hex digits, optionally after 0x)";
+        for (bad, why) in [
+            (&b" L 0422zcac,8"[..], hex),
+            (b" L 0x,8", hex),
+            (b" L 11112222333344445,4", hex),
+            (b" L ,8", "missing address"),
+            (b" L 1000 8", "expected ',' and a size after the address"),
+            (b" L fffffffffffffffc,8", "the reference runs past the top of the 64-bit address space"),
+        ] {
+            assert_eq!(parse_line(bad), Err(why.to_string()), "{}", String::from_utf8_lossy(bad));
         }
     }
 

@@ -56,13 +56,15 @@ impl TraceFormat {
     }
 
     /// The format a file name suggests, ignoring a compression suffix: `.xlat` is native;
-    /// `.champsim`, `.champsimtrace`, or a bare `.xz`/`.gz` is ChampSim; `.lackey`, `.txt`
-    /// and `.log` are Lackey.
+    /// `.champsim`, `.champsimtrace`, or a bare `.xz`/`.gz`/`.zst` is ChampSim; `.lackey`,
+    /// `.txt` and `.log` are Lackey. A compressed `.xlat` name still says native, so that
+    /// writing one fails with a clear message (see [`NativeWriter::create`]) rather than
+    /// making a ChampSim file.
     pub fn from_extension(path: &Path) -> Option<TraceFormat> {
         let compressed = Compression::from_extension(path) != Compression::None;
         let base = if compressed { Path::new(path.file_stem()?) } else { path };
         match base.extension().and_then(|e| e.to_str()) {
-            Some("xlat") if !compressed => Some(TraceFormat::Native),
+            Some("xlat") => Some(TraceFormat::Native),
             Some("champsim" | "champsimtrace") => Some(TraceFormat::ChampSim),
             Some("lackey" | "txt" | "log") => Some(TraceFormat::Lackey),
             _ if compressed => Some(TraceFormat::ChampSim),
@@ -108,7 +110,22 @@ pub fn detect(path: &Path) -> Result<TraceFormat> {
     let (mut input, _, _) = io::open_input(path)?;
     let mut sample = vec![0u8; 4096];
     let got = io::read_full(&mut input, &mut sample).map_err(|e| Error::io(path, e))?;
+    if compressed && sample.starts_with(native::MAGIC) {
+        // Read as ChampSim it would be garbage; the native reader needs the file itself.
+        return Err(Error::config(
+            path.display().to_string(),
+            "a compressed native trace: decompress it first (native traces are already compressed inside)",
+        ));
+    }
     Ok(if got == 0 && compressed || sample[..got].contains(&0) { TraceFormat::ChampSim } else { TraceFormat::Lackey })
+}
+
+/// True when the last byte of `size` bytes at `vaddr` (size 0 counting as 1, as in
+/// [`MemRef::last_vpn`]) lies past 2^64 - 1. The simulator would wrap such a reference around
+/// to page 0, so readers reject it as malformed and writers refuse it.
+#[inline(always)]
+pub(crate) fn past_top(vaddr: u64, size: u16) -> bool {
+    vaddr.checked_add(u64::from(size.max(1)) - 1).is_none()
 }
 
 /// Opens a trace for reading, detecting its format unless `format` is given.
@@ -155,6 +172,16 @@ impl TraceWriter for NativeWriter {
     }
 }
 
+/// Refuses `-` as an output path: a trace is written under a temporary name and renamed into
+/// place, so that it is complete or absent, which standard output cannot offer. Without this
+/// check `-` would silently become a file of that name. Every writer applies it.
+pub fn check_output(path: &Path) -> Result<()> {
+    if path == Path::new("-") {
+        return Err(Error::config("-", "traces cannot be written to standard output; name an output file"));
+    }
+    Ok(())
+}
+
 /// Creates a writer of `format` at `path`. Only the native format stores `metadata`.
 pub fn create_writer(
     path: impl AsRef<Path>,
@@ -174,6 +201,7 @@ pub fn create_writer(
 /// number of references copied.
 pub fn convert(input: impl AsRef<Path>, output: impl AsRef<Path>) -> Result<u64> {
     let output = output.as_ref();
+    check_output(output)?;
     let out_format = TraceFormat::from_extension(output).ok_or_else(|| {
         Error::config(
             output.display().to_string(),

@@ -2,6 +2,8 @@
 //! `docs/trace-format.md`; the reader is in [`super::native_reader`].
 
 use super::block::BlockEncoder;
+use super::io::Compression;
+use super::{check_output, past_top};
 use crate::atomic::{persist, temp_for};
 use crate::memref::{AccessKind, Batch, MemRef};
 use crate::{Error, Result};
@@ -78,8 +80,18 @@ impl NativeWriter {
     /// [`NativeWriter::create`] with `room` spare bytes after the metadata (JSON allows
     /// trailing spaces), so that [`NativeWriter::finish_with_metadata`] can store facts
     /// known only at the end, such as how a recording stopped.
+    ///
+    /// A path ending in `.xz`, `.gz` or `.zst` is refused: the blocks are already
+    /// zstd-compressed, and the reader needs the file itself, not a compressed stream of it.
+    /// So is `-`: the trace is written to a temporary file renamed into place at the end.
     pub fn create_with_room(path: impl AsRef<Path>, metadata: &serde_json::Value, room: usize) -> Result<NativeWriter> {
         let path = path.as_ref().to_path_buf();
+        check_output(&path)?;
+        if Compression::from_extension(&path) != Compression::None {
+            let ext = path.extension().unwrap_or_default().to_string_lossy();
+            let why = format!("native traces are already compressed inside; name the file without .{ext}");
+            return Err(Error::config(path.display().to_string(), why));
+        }
         let io_err = |e| Error::io(&path, e);
         let mut meta = serde_json::to_vec(metadata).map_err(|e| Error::io(&path, e.into()))?;
         meta.resize(meta.len() + room, b' ');
@@ -116,9 +128,24 @@ impl NativeWriter {
     }
 
     /// Appends one reference, `instr_delta` being the instructions retired since the previous
-    /// reference (1 on the instruction fetch of each instruction, by convention).
+    /// reference (1 on the instruction fetch of each instruction, by convention). A reference
+    /// whose last byte lies past 2^64 - 1, or an instruction count past 2^64 - 1, is an error:
+    /// readers reject both.
     pub fn write(&mut self, r: &MemRef, instr_delta: u64) -> Result<()> {
-        let delta = instr_delta + std::mem::take(&mut self.carry);
+        let reject = |why: &str| {
+            let index = self.records + u64::from(self.enc.records);
+            Error::config(self.path.display().to_string(), format!("reference {index}: {why} (readers reject it)"))
+        };
+        if past_top(r.vaddr, r.size) {
+            return Err(reject("runs past the top of the 64-bit address space"));
+        }
+        // With the trace's total checked here, the block's sum cannot wrap either.
+        let delta = instr_delta.checked_add(self.carry);
+        let total = delta.and_then(|d| self.instructions.checked_add(self.enc.instructions)?.checked_add(d));
+        let (Some(delta), Some(_)) = (delta, total) else {
+            return Err(reject("the instruction count passes 2^64 - 1"));
+        };
+        self.carry = 0;
         self.enc.push(r, delta);
         if self.enc.records >= self.block_records {
             self.flush_block()?;
@@ -174,7 +201,7 @@ impl NativeWriter {
         });
         self.offset += (BLOCK_HEADER + self.zbuf.len()) as u64;
         self.records += u64::from(self.enc.records);
-        self.instructions = self.instructions.wrapping_add(self.enc.instructions);
+        self.instructions += self.enc.instructions;
         self.enc.reset();
         Ok(())
     }

@@ -164,7 +164,9 @@ impl NativeReader {
                 return Err(bad(format!("index entry {i}: inconsistent record numbers")));
             }
             records += entry.records;
-            instructions = instructions.wrapping_add(entry.instructions);
+            instructions = instructions
+                .checked_add(entry.instructions)
+                .ok_or_else(|| bad(format!("index entry {i}: the instruction count passes 2^64 - 1")))?;
             next_offset = entry.offset + BLOCK_HEADER as u64 + 1;
             self.index.push(entry);
         }
