@@ -149,6 +149,15 @@ fn configuration_errors_name_the_field() {
         (SMALL.replace("schema = 1", "schema = 2"), "schema", "not supported"),
         (SMALL.replace("placement = \"sequential\"", "placement = \"sequential\"\ncolour = 1"), "", "unknown field `colour`"),
         (SMALL.replace("footprint = \"1MiB\"", "footprint = \"1MiB\"\nsize = 12"), "workload[0].size", "power of two"),
+        // Preset parameters next to levels that replace the preset's would be ignored.
+        (SMALL.replace("name = \"tiny\"", "name = \"tiny\"\npreset = \"single-tlb\"\nreplacement = \"fifo\""), "machine[1].replacement", "levels replace"),
+        (SMALL.replace("name = \"tiny\"", "name = \"tiny\"\nentries = 512"), "machine[1].entries", "preset parameters"),
+        // Settings that leave a workload or a machine with no result row.
+        (SMALL.replace("name = \"seq\"", "name = \"seq\"\nmachines = []"), "workload[0].machines", "on no machine"),
+        (SMALL.replace("preset = \"skylake-like\"", "preset = \"skylake-like\"\ntlb = []"), "machine[0].tlb", "without a TLB"),
+        (SMALL.to_string() + "\n[[machine]]\nname = \"none\"\ntlb = []\n", "machine[2].tlb", "without a TLB"),
+        (SMALL.to_string() + "\n[[machine]]\nname = \"none\"\nmosaic = []\n", "machine[2].mosaic", "without a TLB"),
+        (SMALL.to_string() + "[[machine.tlb]]\nname = \"L1\"\narrays = [{ entries = 8, ways = 2 }]\n", "machine[1].tlb[1].name", "another level is already named `L1`"),
     ];
     for (text, path, message) in cases {
         let e = config_error(&text);
@@ -195,6 +204,7 @@ fn mosaic_configuration_errors_name_the_field() {
         (MOSAIC.replace("back = 8 }", "back = 8, hash = { kind = \"xxhash64\", seed = 5 } }"), "", "unknown field `seed`"),
         (MOSAIC.replace("eviction = \"horizon-lru\"", "eviction = \"horizon-lru\", recency = \"scan\", scan_history = 9"), "machine[0].os.scan_history", "1 to 8 scans"),
         (MOSAIC.replace("eviction = \"horizon-lru\"", "eviction = \"horizon-lru\", scan_history = 4"), "machine[0].os.scan_history", "applies to `recency = \"scan\"` only"),
+        (MOSAIC.replace("arity = [4, 8], ways = [1, \"full\"]", "name = \"TLB\""), "machine[0].mosaic[0].name", "`TLB` already names a TLB level"),
     ];
     for (text, path, message) in cases {
         let e = config_error(&text);

@@ -15,8 +15,9 @@ pub const DEFAULT_WAYS: RawWays = RawWays::Count(4);
 /// Default arity (the paper's Mosaic-4).
 pub const DEFAULT_ARITY: u32 = 4;
 
-/// The Mosaic TLBs of `list`, each error naming its field under `path`.
-pub fn validate(list: &[RawMosaic], path: &str) -> Result<Vec<MosaicSpec>> {
+/// The Mosaic TLBs of `list`, each error naming its field under `path`. Their names must
+/// differ from each other and from the machine's `levels` (both key result rows).
+pub fn validate(list: &[RawMosaic], path: &str, levels: &[&str]) -> Result<Vec<MosaicSpec>> {
     let mut out: Vec<MosaicSpec> = Vec::new();
     for (i, raw) in list.iter().enumerate() {
         let path = format!("{path}[{i}]");
@@ -41,7 +42,10 @@ pub fn validate(list: &[RawMosaic], path: &str) -> Result<Vec<MosaicSpec>> {
                 geometry.check().map_err(|e| crate::Error::config(path.clone(), e))?;
                 let name = name(raw.name.as_deref(), arity, ways, ways_list.len() > 1, several);
                 if out.iter().any(|m| m.name == name) {
-                    return err(path, format!("two Mosaic TLBs are named `{name}`"));
+                    return err(format!("{path}.name"), format!("two Mosaic TLBs are named `{name}`"));
+                }
+                if levels.contains(&name.as_str()) {
+                    return err(format!("{path}.name"), format!("`{name}` already names a TLB level of this machine"));
                 }
                 out.push(MosaicSpec { name, geometry });
             }
