@@ -93,6 +93,10 @@ fn hash_vectors_are_written_and_bad_geometry_rejected() {
     let out = xlat(&["hash", "vectors", "--out", "w", "--front", "60"], dir.path());
     assert_eq!(out.status.code(), Some(1));
     assert!(text(&out.stderr).contains("exceeds 64 frames"), "{}", text(&out.stderr));
+    // A count beyond the limit is a usage error, not an attempt to allocate it.
+    let out = xlat(&["hash", "vectors", "--out", "w", "--keys", "100000000000"], dir.path());
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out.stderr).contains("--keys"), "{}", text(&out.stderr));
 }
 
 #[test]
@@ -305,4 +309,16 @@ fn output_into_a_closed_pipe_ends_quietly() {
     assert!(!stderr.contains("panicked"), "{stderr}");
     use std::os::unix::process::ExitStatusExt;
     assert_eq!(out.status.signal(), Some(13), "killed by SIGPIPE, like other Unix tools: {:?}", out.status);
+}
+
+#[test]
+fn memory_beyond_the_host_is_a_clear_error() {
+    // 15 TiB of 4 KiB frames passes the frame-count limit, but their state needs 82.5 GiB
+    // of host memory: an error naming the field where the host has less, never an abort.
+    let dir = tempfile::tempdir().unwrap();
+    let big = EXPERIMENT.to_string() + "[machine.os]\nmemory = \"15TiB\"\n";
+    std::fs::write(dir.path().join("big.toml"), big).unwrap();
+    let out = xlat(&["run", "big.toml", "-q"], dir.path());
+    let err = text(&out.stderr);
+    assert!(out.status.success() || (out.status.code() == Some(1) && err.contains("machine[0].os.memory: cannot allocate 82.50GiB of host memory")), "{:?}: {err}", out.status);
 }

@@ -157,6 +157,7 @@ fn configuration_errors_name_the_field() {
         (SMALL.replace("preset = \"skylake-like\"", "preset = \"skylake-like\"\ntlb = []"), "machine[0].tlb", "without a TLB"),
         (SMALL.to_string() + "\n[[machine]]\nname = \"none\"\ntlb = []\n", "machine[2].tlb", "without a TLB"),
         (SMALL.to_string() + "\n[[machine]]\nname = \"none\"\nmosaic = []\n", "machine[2].mosaic", "without a TLB"),
+        (SMALL.replace("seed = 9", "seed = 9\nbatch = 10_000_000_000_000"), "batch", "exceed the 4194304"),
         (SMALL.to_string() + "[[machine.tlb]]\nname = \"L1\"\narrays = [{ entries = 8, ways = 2 }]\n", "machine[1].tlb[1].name", "another level is already named `L1`"),
     ];
     for (text, path, message) in cases {
@@ -204,6 +205,7 @@ fn mosaic_configuration_errors_name_the_field() {
         (MOSAIC.replace("back = 8 }", "back = 8, hash = { kind = \"xxhash64\", seed = 5 } }"), "", "unknown field `seed`"),
         (MOSAIC.replace("eviction = \"horizon-lru\"", "eviction = \"horizon-lru\", recency = \"scan\", scan_history = 9"), "machine[0].os.scan_history", "1 to 8 scans"),
         (MOSAIC.replace("eviction = \"horizon-lru\"", "eviction = \"horizon-lru\", scan_history = 4"), "machine[0].os.scan_history", "applies to `recency = \"scan\"` only"),
+        (MOSAIC.replace("arity = [4, 8]", "arity = [4, 8], entries = 1_099_511_627_776"), "machine[0].mosaic[0].entries", "exceed the 16777216"),
         (MOSAIC.replace("arity = [4, 8], ways = [1, \"full\"]", "name = \"TLB\""), "machine[0].mosaic[0].name", "`TLB` already names a TLB level"),
     ];
     for (text, path, message) in cases {

@@ -2,7 +2,7 @@
 //! one TLB per combination.
 
 use super::raw::{RawMosaic, RawWays};
-use super::validate::err;
+use super::validate::{err, MAX_ARRAY_ENTRIES};
 use crate::sim::MosaicSpec;
 use crate::tlb::mosaic::MosaicGeometry;
 use crate::tlb::Policy;
@@ -22,6 +22,11 @@ pub fn validate(list: &[RawMosaic], path: &str, levels: &[&str]) -> Result<Vec<M
     for (i, raw) in list.iter().enumerate() {
         let path = format!("{path}[{i}]");
         let entries = raw.entries.unwrap_or(DEFAULT_ENTRIES);
+        // The same bound as conventional arrays: a mistyped size is an error, not an attempt
+        // to allocate more host memory than there is.
+        if entries > MAX_ARRAY_ENTRIES {
+            return err(format!("{path}.entries"), format!("{entries} entries exceed the {MAX_ARRAY_ENTRIES} a TLB may have"));
+        }
         let ways_list = raw.ways.as_ref().map_or(vec![DEFAULT_WAYS], |w| w.to_vec());
         let arities = raw.arity.as_ref().map_or(vec![DEFAULT_ARITY], |a| a.to_vec());
         if ways_list.is_empty() || arities.is_empty() {

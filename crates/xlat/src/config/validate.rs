@@ -37,6 +37,10 @@ pub const DEFAULT_SEED: u64 = 1;
 /// Default references per batch: large enough to amortize per-batch work, small enough to stay
 /// in the L2 cache (64 Ki × 16 bytes = 1 MiB).
 pub const DEFAULT_BATCH: usize = 1 << 16;
+/// Most references per batch. Three batches of 16 bytes a reference are in flight, so this
+/// bounds their host memory (192 MiB) and keeps Ctrl-C prompt, far past the size where larger
+/// batches stop paying; a mistyped batch is then an error, not an allocation failure.
+pub const MAX_BATCH: usize = 1 << 22;
 
 pub(super) fn err<T>(path: impl Into<String>, message: impl Into<String>) -> Result<T> {
     Err(Error::config(path, message))
@@ -53,6 +57,9 @@ pub fn experiment(file: &ExperimentFile, base_dir: &Path) -> Result<ExperimentSp
     let batch = file.batch.unwrap_or(DEFAULT_BATCH);
     if batch == 0 {
         return err("batch", "batch must be at least 1 reference");
+    }
+    if batch > MAX_BATCH {
+        return err("batch", format!("{batch} references exceed the {MAX_BATCH} a batch may hold"));
     }
     if file.workloads.is_empty() {
         return err("workload", "the experiment has no [[workload]]");
@@ -280,7 +287,7 @@ fn level(l: &RawLevel, path: &str) -> Result<LevelGeometry> {
 /// Most entries a TLB array may have: far beyond any real TLB, and small enough that slots
 /// are 32-bit numbers and a mistyped size is an error rather than an allocation of the
 /// host's whole memory.
-const MAX_ARRAY_ENTRIES: usize = 1 << 24;
+pub(super) const MAX_ARRAY_ENTRIES: usize = 1 << 24;
 
 fn array(a: &RawArray, path: &str) -> Result<ArrayGeometry> {
     if a.entries == 0 {
