@@ -77,12 +77,24 @@ fn main() -> ExitCode {
             ExitCode::from(130)
         }
         Err(e) => {
-            // The engine's messages are complete (file, line or field, cause); the alternate
-            // form would repeat the cause of I/O errors.
-            eprintln!("error: {e}");
+            eprintln!("error: {}", message(&e));
             ExitCode::FAILURE
         }
     }
+}
+
+/// The error with every cause, each once: a context (`drawing a.png`) says where and its
+/// causes say why, but the engine's errors already end with their cause (`FILE: No such file
+/// or directory`), which anyhow's alternate form would print twice.
+fn message(e: &anyhow::Error) -> String {
+    let mut text = e.to_string();
+    for cause in e.chain().skip(1) {
+        let cause = cause.to_string();
+        if !text.ends_with(&cause) {
+            text = format!("{text}: {cause}");
+        }
+    }
+    text
 }
 
 /// The first Ctrl-C asks the command to stop after its current batch (`run` then writes

@@ -312,6 +312,29 @@ fn output_into_a_closed_pipe_ends_quietly() {
 }
 
 #[test]
+fn plot_errors_give_their_cause() {
+    let dir = tempfile::tempdir().unwrap();
+    let plot = |only: &str, y: &str| {
+        format!("{EXPERIMENT}\n[[plot]]\nfile = \"a.png\"\nkind = \"bars\"\nx = \"workload\"\ny = [\"{y}\"]\n{only}\n")
+    };
+    std::fs::write(dir.path().join("exp.toml"), plot("", "misses")).unwrap();
+    let out = xlat(&["plot", "exp.toml", "--dir", "missing"], dir.path());
+    assert_eq!(out.status.code(), Some(1));
+    let err = text(&out.stderr);
+    assert!(err.contains("drawing a.png: reading missing/results.csv: No such file"), "{err}");
+    for (only, y, wanted) in [
+        ("only = { config = \"zzz\" }", "misses", "no row of results.csv matches `only` (config = \"zzz\")"),
+        ("", "mpki", "column `mpki` of results.csv has no numbers"),
+    ] {
+        std::fs::write(dir.path().join("exp.toml"), plot(only, y)).unwrap();
+        let out = xlat(&["run", "exp.toml", "--out", "res", "-q"], dir.path());
+        assert_eq!(out.status.code(), Some(1));
+        let err = text(&out.stderr);
+        assert!(err.contains("drawing a.png: ") && err.contains(wanted), "{err}");
+    }
+}
+
+#[test]
 fn memory_beyond_the_host_is_a_clear_error() {
     // 15 TiB of 4 KiB frames passes the frame-count limit, but their state needs 82.5 GiB
     // of host memory: an error naming the field where the host has less, never an abort.

@@ -232,3 +232,21 @@ fn mosaic_rows_are_written() {
     // was filled: 13 tag misses and 85 sub-page misses.
     assert!(mosaic_rows[0].contains(",mosaic-8,1024,1024,8,50000,49902,98,85,"), "{}", mosaic_rows[0]);
 }
+
+#[test]
+fn plot_errors_are_found_before_simulating() {
+    let plot = |fields: &str| format!("{SMALL}\n[[plot]]\nfile = \"a.png\"\nkind = \"lines\"\nx = \"entries\"\ny = [\"misses\"]\n{fields}\n");
+    let cases = [
+        (plot("y_range = [0, 1, 2]"), "plot[0].y_range", "3 values given"),
+        (plot("y_range = [1]"), "plot[0].y_range", "1 values given"),
+        (plot("[[plot]]\nfile = \"a.png\"\nkind = \"bars\"\nx = \"workload\"\ny = [\"hits\"]"), "plot[1].file", "already drawn to `a.png`"),
+        (plot("data = \"eviction-age\"").replace("x = \"entries\"\ny = [\"misses\"]", "x = \"window\"\ny = [\"mean_age\"]"), "plot[0].data", "no machine sets `os.age_window`"),
+        (plot("").replace("x = \"entries\"", "x = \"workload\""), "plot[0].x", "`workload` holds text"),
+        (plot("").replace("kind = \"lines\"\nx = \"entries\"\ny = [\"misses\"]", "kind = \"bars\"\nx = \"workload\"\ny = [\"config\"]"), "plot[0].y", "`config` holds text"),
+        (plot("").replace("x = \"entries\"", "x = \"colour\""), "plot[0].x", "not a column of results.csv"),
+    ];
+    for (text, path, message) in cases {
+        let e = config_error(&text);
+        assert!(e.contains(path) && e.contains(message), "expected `{path}` and `{message}` in: {e}");
+    }
+}

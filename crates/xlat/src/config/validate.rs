@@ -93,6 +93,15 @@ pub fn experiment(file: &ExperimentFile, base_dir: &Path) -> Result<ExperimentSp
         }
     }
     let plots = file.plots.iter().enumerate().map(|(i, p)| plot::validate(p, &format!("plot[{i}]"))).collect::<Result<Vec<_>>>()?;
+    // Checked before simulating, so that a plot that cannot be drawn does not cost a run.
+    for (i, p) in plots.iter().enumerate() {
+        if plots[..i].iter().any(|q| q.file == p.file) {
+            return err(format!("plot[{i}].file"), format!("another plot is already drawn to `{}`", p.file));
+        }
+        if p.data == plot::PlotData::EvictionAge && machines.iter().all(|m| m.os.age_window.is_none()) {
+            return err(format!("plot[{i}].data"), "no machine sets `os.age_window`, so there is no eviction-age data to plot");
+        }
+    }
     Ok(ExperimentSpec { seed, batch, workloads, machines, plots })
 }
 
