@@ -312,6 +312,35 @@ fn output_into_a_closed_pipe_ends_quietly() {
 }
 
 #[test]
+fn a_bad_output_directory_is_reported_before_simulating() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("exp.toml"), EXPERIMENT).unwrap();
+    std::fs::write(dir.path().join("afile"), "").unwrap();
+    let out = xlat(&["run", "exp.toml", "--out", "afile"], dir.path());
+    assert_eq!(out.status.code(), Some(1));
+    assert!(text(&out.stderr).contains("afile: is not a directory"), "{}", text(&out.stderr));
+    assert!(out.stdout.is_empty(), "nothing was simulated: {}", text(&out.stdout));
+}
+
+#[test]
+fn results_are_written_when_the_table_has_no_reader() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("exp.toml"), EXPERIMENT).unwrap();
+    let (reader, writer) = std::io::pipe().unwrap();
+    drop(reader);
+    let out = Command::new(env!("CARGO_BIN_EXE_xlat"))
+        .args(["run", "exp.toml", "--out", "res"])
+        .current_dir(dir.path())
+        .stdout(writer)
+        .output()
+        .expect("xlat runs");
+    use std::os::unix::process::ExitStatusExt;
+    assert_eq!(out.status.signal(), Some(13), "{}", text(&out.stderr));
+    let csv = std::fs::read_to_string(dir.path().join("res/results.csv")).unwrap();
+    assert_eq!(csv.lines().count(), 2, "{csv}");
+}
+
+#[test]
 fn plot_errors_give_their_cause() {
     let dir = tempfile::tempdir().unwrap();
     let plot = |only: &str, y: &str| {
