@@ -1,8 +1,9 @@
 //! The `xlat` command-line tool: run experiments, inspect and convert traces, benchmark.
 //!
 //! Exit codes: 0 success; 1 error (bad input, bad configuration, simulation failure);
-//! 2 usage error (unknown flag or subcommand); 130 interrupted by Ctrl-C (partial results,
-//! flagged `partial`, were written); killed by SIGPIPE when standard output's reader is gone.
+//! 2 usage error (unknown flag or subcommand, a flag value it does not take); 130
+//! interrupted by Ctrl-C (partial results, flagged `partial`, were written); killed by
+//! SIGPIPE when standard output's reader is gone.
 
 // The workspace forbids printing from library code; printing is this binary's job.
 #![allow(clippy::print_stdout)]

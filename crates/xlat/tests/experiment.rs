@@ -159,6 +159,7 @@ fn configuration_errors_name_the_field() {
         (SMALL.to_string() + "\n[[machine]]\nname = \"none\"\nmosaic = []\n", "machine[2].mosaic", "without a TLB"),
         (SMALL.replace("seed = 9", "seed = 9\nbatch = 10_000_000_000_000"), "batch", "exceed the 4194304"),
         (SMALL.to_string() + "[[machine.tlb]]\nname = \"L1\"\narrays = [{ entries = 8, ways = 2 }]\n", "machine[1].tlb[1].name", "another level is already named `L1`"),
+        (SMALL.replace("placement = \"sequential\"", "placement = \"sequential\"\neviction = \"horizon-lru\""), "machine[1].os.eviction", "`horizon-lru` eviction needs iceberg"),
     ];
     for (text, path, message) in cases {
         let e = config_error(&text);

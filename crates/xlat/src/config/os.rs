@@ -90,6 +90,12 @@ fn fits_host(memory: u64, frames: u64, host: Option<u64>, path: &str) -> Result<
     }
 }
 
+/// How a unit variant (`EvictionKind::HorizonLru`) is written in files (`horizon-lru`), for
+/// messages that speak the configuration's language.
+fn spelling(value: &impl serde::Serialize) -> String {
+    serde_json::to_value(value).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default()
+}
+
 fn placement(raw: &RawOs, path: &str, frames: u64, page_size: PageSize) -> Result<PlacementSpec> {
     let kind = raw.placement.unwrap_or(Placement::Random);
     if raw.ways.is_some() && kind != Placement::SetAssociative {
@@ -148,7 +154,7 @@ fn eviction(raw: &RawOs, path: &str, placement: &PlacementSpec) -> Result<Evicti
         return err(format!("{path}.delta"), "`delta` applies to `eviction = \"iceberg-lru\"` only");
     }
     let iceberg = matches!(placement, PlacementSpec::Iceberg(_));
-    let needs = |ok: bool, what: &str| if ok { Ok(()) } else { err(format!("{path}.eviction"), format!("{kind:?} eviction needs {what} placement")) };
+    let needs = |ok: bool, what: &str| if ok { Ok(()) } else { err(format!("{path}.eviction"), format!("`{}` eviction needs {what} placement", spelling(&kind))) };
     Ok(match kind {
         EvictionKind::None => EvictionSpec::None,
         EvictionKind::Lru => EvictionSpec::Lru,
@@ -212,5 +218,12 @@ mod tests {
         assert!(e.starts_with("machine[0].os.memory: cannot allocate 82.50GiB of host memory for the 15TiB of simulated memory (the host has 16GiB)"), "{e}");
         assert!(fits_host(16 << 30, 1 << 22, Some(16 << 30), "m").is_ok());
         assert!(fits_host(15 << 40, frames, None, "m").is_ok(), "no check where the host's memory is unknown");
+    }
+
+    #[test]
+    fn eviction_errors_spell_policies_as_files_do() {
+        let raw = RawOs { eviction: Some(EvictionKind::HorizonLru), ..presets::default_os() };
+        let e = validate(&raw, "os").unwrap_err().to_string();
+        assert!(e.contains("`horizon-lru` eviction needs iceberg placement"), "{e}");
     }
 }
