@@ -1,8 +1,9 @@
 //! The `xlat` command-line tool: run experiments, inspect and convert traces, benchmark.
 //!
 //! Exit codes: 0 success; 1 error (bad input, bad configuration, simulation failure);
-//! 2 usage error (unknown flag or subcommand); 130 interrupted by Ctrl-C (partial results,
-//! flagged `partial`, were written); killed by SIGPIPE when standard output's reader is gone.
+//! 2 usage error (unknown flag or subcommand, a flag value it does not take); 130
+//! interrupted by Ctrl-C (partial results, flagged `partial`, were written); killed by
+//! SIGPIPE when standard output's reader is gone.
 
 // The workspace forbids printing from library code; printing is this binary's job.
 #![allow(clippy::print_stdout)]
@@ -77,12 +78,24 @@ fn main() -> ExitCode {
             ExitCode::from(130)
         }
         Err(e) => {
-            // The engine's messages are complete (file, line or field, cause); the alternate
-            // form would repeat the cause of I/O errors.
-            eprintln!("error: {e}");
+            eprintln!("error: {}", message(&e));
             ExitCode::FAILURE
         }
     }
+}
+
+/// The error with every cause, each once: a context (`drawing a.png`) says where and its
+/// causes say why, but the engine's errors already end with their cause (`FILE: No such file
+/// or directory`), which anyhow's alternate form would print twice.
+fn message(e: &anyhow::Error) -> String {
+    let mut text = e.to_string();
+    for cause in e.chain().skip(1) {
+        let cause = cause.to_string();
+        if !text.ends_with(&cause) {
+            text = format!("{text}: {cause}");
+        }
+    }
+    text
 }
 
 /// The first Ctrl-C asks the command to stop after its current batch (`run` then writes

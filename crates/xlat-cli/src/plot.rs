@@ -7,7 +7,7 @@ use plotters::style::FontStyle;
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Once;
-use xlat::config::plot::{PlotData, PlotKind, PlotSpec};
+use xlat::config::plot::{PlotKind, PlotSpec};
 
 /// The font every plot uses, shipped with the binary so plots look the same everywhere.
 static FONT: &[u8] = include_bytes!("../assets/DejaVuSans.ttf");
@@ -50,14 +50,8 @@ pub fn draw(dir: &Path, plot: &PlotSpec) -> Result<()> {
     REGISTER.call_once(|| {
         let _ = plotters::style::register_font("sans-serif", FontStyle::Normal, FONT);
     });
-    let table = Table::read(&dir.join(match plot.data {
-        PlotData::Results => "results.csv",
-        PlotData::EvictionAge => "eviction_age.csv",
-    }))?;
+    let table = Table::read(&dir.join(plot.data.file()))?;
     let panels = panels(&table, plot)?;
-    if panels.is_empty() {
-        bail!("no rows to plot (check `only`)");
-    }
     let out = dir.join(&plot.file);
     let tmp = dir.join(format!(".{}.tmp.png", plot.file.trim_end_matches(".png")));
     {
@@ -79,6 +73,8 @@ pub fn draw(dir: &Path, plot: &PlotSpec) -> Result<()> {
 }
 
 /// The rows passing `only`, grouped by panel then series, in order of first appearance.
+/// Fails when no row passes, or when a y column has no number in the rows that do: such a
+/// plot would be empty.
 fn panels(table: &Table, plot: &PlotSpec) -> Result<Vec<(String, Series)>> {
     let x = table.index(&plot.x)?;
     let ys = plot.y.iter().map(|y| table.index(y)).collect::<Result<Vec<_>>>()?;
@@ -86,30 +82,43 @@ fn panels(table: &Table, plot: &PlotSpec) -> Result<Vec<(String, Series)>> {
     let panel = plot.panels.as_deref().map(|p| table.index(p)).transpose()?;
     let filters = plot.only.iter().map(|(c, v)| Ok((table.index(c)?, v.as_str()))).collect::<Result<Vec<_>>>()?;
     let mut out: Vec<(String, Series)> = Vec::new();
+    let mut matched = false;
+    let mut plotted = vec![false; ys.len()];
     for row in &table.rows {
         if !filters.iter().all(|&(c, v)| row[c] == v) {
             continue;
         }
-        let panel_name = panel.map_or(String::new(), |p| row[p].clone());
-        let panel_pos = out.iter().position(|(n, _)| *n == panel_name).unwrap_or_else(|| {
-            out.push((panel_name, Vec::new()));
-            out.len() - 1
-        });
-        for (&y, y_name) in ys.iter().zip(&plot.y) {
-            let Ok(value) = row[y].parse::<f64>() else { continue };
+        matched = true;
+        for (i, (&y, y_name)) in ys.iter().zip(&plot.y).enumerate() {
+            let Some(value) = row[y].parse::<f64>().ok().filter(|v| v.is_finite()) else { continue };
+            plotted[i] = true;
             let mut label = series.map_or(String::new(), |s| row[s].clone());
             if ys.len() > 1 {
                 label = if label.is_empty() { y_name.clone() } else { format!("{label} {y_name}") };
             }
-            let list = &mut out[panel_pos].1;
-            let pos = list.iter().position(|(l, _)| *l == label).unwrap_or_else(|| {
-                list.push((label, Vec::new()));
-                list.len() - 1
-            });
-            list[pos].1.push((row[x].clone(), value));
+            let panel_series = entry(&mut out, panel.map_or(String::new(), |p| row[p].clone()));
+            entry(panel_series, label).push((row[x].clone(), value));
         }
     }
+    let file = plot.data.file();
+    if !matched {
+        let only: Vec<String> = plot.only.iter().map(|(c, v)| format!("{c} = \"{v}\"")).collect();
+        bail!("no row of {file} matches `only` ({})", only.join(", "));
+    }
+    if let Some(i) = plotted.iter().position(|p| !p) {
+        bail!("column `{}` of {file} has no numbers in the rows plotted", plot.y[i]);
+    }
     Ok(out)
+}
+
+/// The value under `key` in a list of (key, value) kept in order of first appearance,
+/// inserted empty when missing.
+fn entry<T: Default>(list: &mut Vec<(String, T)>, key: String) -> &mut T {
+    let pos = list.iter().position(|(k, _)| *k == key).unwrap_or_else(|| {
+        list.push((key, T::default()));
+        list.len() - 1
+    });
+    &mut list[pos].1
 }
 
 /// A tick label: whole numbers without decimals, large ones with a k/M/G suffix.

@@ -93,6 +93,10 @@ fn hash_vectors_are_written_and_bad_geometry_rejected() {
     let out = xlat(&["hash", "vectors", "--out", "w", "--front", "60"], dir.path());
     assert_eq!(out.status.code(), Some(1));
     assert!(text(&out.stderr).contains("exceeds 64 frames"), "{}", text(&out.stderr));
+    // A count beyond the limit is a usage error, not an attempt to allocate it.
+    let out = xlat(&["hash", "vectors", "--out", "w", "--keys", "100000000000"], dir.path());
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out.stderr).contains("--keys"), "{}", text(&out.stderr));
 }
 
 #[test]
@@ -230,7 +234,7 @@ fn trace_errors_name_file_and_line() {
     let err = text(&out.stderr);
     assert!(err.contains("bad.lackey:3"), "{err}");
     let unknown = xlat(&["trace", "info", "bad.lackey", "--format", "pin"], dir.path());
-    assert_eq!(unknown.status.code(), Some(1));
+    assert_eq!(unknown.status.code(), Some(2), "a bad flag value is a usage error");
     assert!(text(&unknown.stderr).contains("unknown format"));
 }
 
@@ -302,10 +306,8 @@ fn workload_bad_arguments_are_clear_errors() {
     let dir = tempfile::tempdir().unwrap();
     for (args, wanted) in [
         (&["workload", "info", "nbody", "--scale", "tiny"][..], "unknown workload `nbody`"),
-        (&["workload", "info", "gups", "--scale", "huge"], "unknown scale `huge`"),
         (&["workload", "info", "gups", "--scale", "tiny", "--set", "table_log2=99"], "--set table_log2"),
         (&["workload", "info", "gups", "--scale", "tiny", "--set", "colour=red"], "no parameter `colour`"),
-        (&["workload", "info", "gups", "--scale", "tiny", "--set", "oops"], "expected KEY=VALUE"),
     ] {
         let out = xlat(args, dir.path());
         assert_eq!(out.status.code(), Some(1), "{args:?}");
@@ -327,4 +329,85 @@ fn output_into_a_closed_pipe_ends_quietly() {
     assert!(!stderr.contains("panicked"), "{stderr}");
     use std::os::unix::process::ExitStatusExt;
     assert_eq!(out.status.signal(), Some(13), "killed by SIGPIPE, like other Unix tools: {:?}", out.status);
+}
+
+#[test]
+fn bad_flag_values_are_usage_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    for (args, wanted) in [
+        (&["workload", "info", "gups", "--scale", "huge"][..], "unknown scale"),
+        (&["workload", "info", "gups", "--scale", "tiny", "--set", "oops"], "expected KEY=VALUE"),
+        (&["trace", "convert", "a.lackey", "b.out", "--to", "bogus"], "unknown format"),
+        (&["trace", "convert", "a.lackey", "b.xlat", "--from", "bogus"], "unknown format"),
+        (&["bench", "--refs", "0"], "--refs"),
+        (&["bench", "--filter", "zzz"], "no benchmark name contains it"),
+    ] {
+        let out = xlat(args, dir.path());
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {}", text(&out.stderr));
+        assert!(text(&out.stderr).contains(wanted), "{args:?}: {}", text(&out.stderr));
+    }
+}
+
+#[test]
+fn a_bad_output_directory_is_reported_before_simulating() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("exp.toml"), EXPERIMENT).unwrap();
+    std::fs::write(dir.path().join("afile"), "").unwrap();
+    let out = xlat(&["run", "exp.toml", "--out", "afile"], dir.path());
+    assert_eq!(out.status.code(), Some(1));
+    assert!(text(&out.stderr).contains("afile: is not a directory"), "{}", text(&out.stderr));
+    assert!(out.stdout.is_empty(), "nothing was simulated: {}", text(&out.stdout));
+}
+
+#[test]
+fn results_are_written_when_the_table_has_no_reader() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("exp.toml"), EXPERIMENT).unwrap();
+    let (reader, writer) = std::io::pipe().unwrap();
+    drop(reader);
+    let out = Command::new(env!("CARGO_BIN_EXE_xlat"))
+        .args(["run", "exp.toml", "--out", "res"])
+        .current_dir(dir.path())
+        .stdout(writer)
+        .output()
+        .expect("xlat runs");
+    use std::os::unix::process::ExitStatusExt;
+    assert_eq!(out.status.signal(), Some(13), "{}", text(&out.stderr));
+    let csv = std::fs::read_to_string(dir.path().join("res/results.csv")).unwrap();
+    assert_eq!(csv.lines().count(), 2, "{csv}");
+}
+
+#[test]
+fn plot_errors_give_their_cause() {
+    let dir = tempfile::tempdir().unwrap();
+    let plot = |only: &str, y: &str| {
+        format!("{EXPERIMENT}\n[[plot]]\nfile = \"a.png\"\nkind = \"bars\"\nx = \"workload\"\ny = [\"{y}\"]\n{only}\n")
+    };
+    std::fs::write(dir.path().join("exp.toml"), plot("", "misses")).unwrap();
+    let out = xlat(&["plot", "exp.toml", "--dir", "missing"], dir.path());
+    assert_eq!(out.status.code(), Some(1));
+    let err = text(&out.stderr);
+    assert!(err.contains("drawing a.png: reading missing/results.csv: No such file"), "{err}");
+    for (only, y, wanted) in [
+        ("only = { config = \"zzz\" }", "misses", "no row of results.csv matches `only` (config = \"zzz\")"),
+        ("", "mpki", "column `mpki` of results.csv has no numbers"),
+    ] {
+        std::fs::write(dir.path().join("exp.toml"), plot(only, y)).unwrap();
+        let out = xlat(&["run", "exp.toml", "--out", "res", "-q"], dir.path());
+        assert_eq!(out.status.code(), Some(1));
+        let err = text(&out.stderr);
+        assert!(err.contains("drawing a.png: ") && err.contains(wanted), "{err}");
+    }
+}
+
+#[test]
+fn memory_beyond_the_host_is_a_clear_error() {
+    // 15 TiB of 4 KiB frames passes the frame-count limit, but their state needs 82.5 GiB
+    // of host memory: an error naming the field where the host has less, never an abort.
+    let dir = tempfile::tempdir().unwrap();
+    let big = EXPERIMENT.to_string() + "[machine.os]\nmemory = \"15TiB\"\n";
+    std::fs::write(dir.path().join("big.toml"), big).unwrap();
+    let out = xlat(&["run", "big.toml", "-q"], dir.path());
+    let err = text(&out.stderr);
+    assert!(out.status.success() || (out.status.code() == Some(1) && err.contains("machine[0].os.memory: cannot allocate 82.50GiB of host memory")), "{:?}: {err}", out.status);
 }

@@ -149,6 +149,17 @@ fn configuration_errors_name_the_field() {
         (SMALL.replace("schema = 1", "schema = 2"), "schema", "not supported"),
         (SMALL.replace("placement = \"sequential\"", "placement = \"sequential\"\ncolour = 1"), "", "unknown field `colour`"),
         (SMALL.replace("footprint = \"1MiB\"", "footprint = \"1MiB\"\nsize = 12"), "workload[0].size", "power of two"),
+        // Preset parameters next to levels that replace the preset's would be ignored.
+        (SMALL.replace("name = \"tiny\"", "name = \"tiny\"\npreset = \"single-tlb\"\nreplacement = \"fifo\""), "machine[1].replacement", "levels replace"),
+        (SMALL.replace("name = \"tiny\"", "name = \"tiny\"\nentries = 512"), "machine[1].entries", "preset parameters"),
+        // Settings that leave a workload or a machine with no result row.
+        (SMALL.replace("name = \"seq\"", "name = \"seq\"\nmachines = []"), "workload[0].machines", "on no machine"),
+        (SMALL.replace("preset = \"skylake-like\"", "preset = \"skylake-like\"\ntlb = []"), "machine[0].tlb", "without a TLB"),
+        (SMALL.to_string() + "\n[[machine]]\nname = \"none\"\ntlb = []\n", "machine[2].tlb", "without a TLB"),
+        (SMALL.to_string() + "\n[[machine]]\nname = \"none\"\nmosaic = []\n", "machine[2].mosaic", "without a TLB"),
+        (SMALL.replace("seed = 9", "seed = 9\nbatch = 10_000_000_000_000"), "batch", "exceed the 4194304"),
+        (SMALL.to_string() + "[[machine.tlb]]\nname = \"L1\"\narrays = [{ entries = 8, ways = 2 }]\n", "machine[1].tlb[1].name", "another level is already named `L1`"),
+        (SMALL.replace("placement = \"sequential\"", "placement = \"sequential\"\neviction = \"horizon-lru\""), "machine[1].os.eviction", "`horizon-lru` eviction needs iceberg"),
     ];
     for (text, path, message) in cases {
         let e = config_error(&text);
@@ -195,6 +206,8 @@ fn mosaic_configuration_errors_name_the_field() {
         (MOSAIC.replace("back = 8 }", "back = 8, hash = { kind = \"xxhash64\", seed = 5 } }"), "", "unknown field `seed`"),
         (MOSAIC.replace("eviction = \"horizon-lru\"", "eviction = \"horizon-lru\", recency = \"scan\", scan_history = 9"), "machine[0].os.scan_history", "1 to 8 scans"),
         (MOSAIC.replace("eviction = \"horizon-lru\"", "eviction = \"horizon-lru\", scan_history = 4"), "machine[0].os.scan_history", "applies to `recency = \"scan\"` only"),
+        (MOSAIC.replace("arity = [4, 8]", "arity = [4, 8], entries = 1_099_511_627_776"), "machine[0].mosaic[0].entries", "exceed the 16777216"),
+        (MOSAIC.replace("arity = [4, 8], ways = [1, \"full\"]", "name = \"TLB\""), "machine[0].mosaic[0].name", "`TLB` already names a TLB level"),
     ];
     for (text, path, message) in cases {
         let e = config_error(&text);
@@ -219,4 +232,22 @@ fn mosaic_rows_are_written() {
     // 50,000 sequential 8-byte loads touch 98 pages, each faulting after its Mosaic-8 entry
     // was filled: 13 tag misses and 85 sub-page misses.
     assert!(mosaic_rows[0].contains(",mosaic-8,1024,1024,8,50000,49902,98,85,"), "{}", mosaic_rows[0]);
+}
+
+#[test]
+fn plot_errors_are_found_before_simulating() {
+    let plot = |fields: &str| format!("{SMALL}\n[[plot]]\nfile = \"a.png\"\nkind = \"lines\"\nx = \"entries\"\ny = [\"misses\"]\n{fields}\n");
+    let cases = [
+        (plot("y_range = [0, 1, 2]"), "plot[0].y_range", "3 values given"),
+        (plot("y_range = [1]"), "plot[0].y_range", "1 values given"),
+        (plot("[[plot]]\nfile = \"a.png\"\nkind = \"bars\"\nx = \"workload\"\ny = [\"hits\"]"), "plot[1].file", "already drawn to `a.png`"),
+        (plot("data = \"eviction-age\"").replace("x = \"entries\"\ny = [\"misses\"]", "x = \"window\"\ny = [\"mean_age\"]"), "plot[0].data", "no machine sets `os.age_window`"),
+        (plot("").replace("x = \"entries\"", "x = \"workload\""), "plot[0].x", "`workload` holds text"),
+        (plot("").replace("kind = \"lines\"\nx = \"entries\"\ny = [\"misses\"]", "kind = \"bars\"\nx = \"workload\"\ny = [\"config\"]"), "plot[0].y", "`config` holds text"),
+        (plot("").replace("x = \"entries\"", "x = \"colour\""), "plot[0].x", "not a column of results.csv"),
+    ];
+    for (text, path, message) in cases {
+        let e = config_error(&text);
+        assert!(e.contains(path) && e.contains(message), "expected `{path}` and `{message}` in: {e}");
+    }
 }

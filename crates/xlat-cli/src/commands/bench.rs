@@ -29,10 +29,10 @@ pub struct BenchArgs {
     #[arg(long)]
     json: bool,
     /// References per benchmark.
-    #[arg(long, default_value_t = 50_000_000)]
+    #[arg(long, default_value_t = 50_000_000, value_parser = clap::value_parser!(u64).range(1..))]
     refs: u64,
     /// Run only the benchmarks whose name contains this text.
-    #[arg(long)]
+    #[arg(long, value_parser = filter_arg)]
     filter: Option<String>,
 }
 
@@ -329,6 +329,21 @@ fn measure_native_read(refs: u64) -> Result<Measurement> {
 
 /// Name of the trace-reading benchmark.
 const NATIVE_READ: &str = "native-read";
+
+/// Every benchmark's name.
+fn names() -> impl Iterator<Item = &'static str> {
+    CASES.iter().map(|c| c.name).chain(WORKLOAD_CASES.iter().map(|c| c.name)).chain([NATIVE_READ])
+}
+
+/// Parses `--filter`: a text no benchmark name contains is a usage error (exit code 2)
+/// rather than an empty, successful run.
+fn filter_arg(text: &str) -> Result<String, String> {
+    if names().any(|n| n.contains(text)) {
+        Ok(text.to_string())
+    } else {
+        Err(format!("no benchmark name contains it (the benchmarks are {})", names().collect::<Vec<_>>().join(", ")))
+    }
+}
 
 /// Runs the benchmarks and prints their speed.
 pub fn run(args: &BenchArgs) -> Result<Outcome> {

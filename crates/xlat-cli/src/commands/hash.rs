@@ -33,9 +33,9 @@ pub struct VectorsArgs {
     /// Seed of the tabulation tables.
     #[arg(long, default_value_t = DEFAULT_TABLE_SEED)]
     seed: u64,
-    /// Random keys, after the built-in edge cases.
-    #[arg(long, default_value_t = 10_000)]
-    keys: usize,
+    /// Random keys, after the built-in edge cases (at most 1,000,000).
+    #[arg(long, default_value_t = 10_000, value_parser = clap::value_parser!(u64).range(..=MAX_KEYS))]
+    keys: u64,
     /// Seed of the random keys.
     #[arg(long, default_value_t = 1)]
     key_seed: u64,
@@ -63,6 +63,11 @@ pub struct VectorsArgs {
     cpfn_bits: u32,
 }
 
+/// Most random keys: 1 M keys already make ~165 MB of vectors, more than a circuit
+/// simulation gets through, and the bound keeps a mistyped count from exhausting the host's
+/// memory.
+const MAX_KEYS: u64 = 1_000_000;
+
 /// Runs a `hash` subcommand.
 pub fn run(cmd: &HashCommand) -> Result<Outcome> {
     let HashCommand::Vectors(a) = cmd;
@@ -80,7 +85,7 @@ pub fn run(cmd: &HashCommand) -> Result<Outcome> {
     let frames = a.buckets.checked_mul(spec.bucket_frames()).ok_or_else(|| anyhow!("--buckets {} is too large", a.buckets))?;
     spec.check(frames).map_err(|e| anyhow!("invalid geometry: {e}"))?;
     let layout = Layout::new(spec, frames);
-    let keys = vectors::keys(a.keys, a.key_seed, a.key_bits);
+    let keys = vectors::keys(a.keys as usize, a.key_seed, a.key_bits);
     let lines = vectors::write(&a.out, a.seed, &layout, &keys)?;
     eprintln!("wrote {} keys ({lines} vector lines) to {}", keys.len(), a.out.display());
     Ok(Outcome::Done)

@@ -7,6 +7,7 @@ use clap::Args;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
 use xlat::config::{self, ExperimentSpec};
+use xlat::sim::results::check_output_dir;
 use xlat::sim::{run_experiment, write_results};
 
 /// The built-in experiment run when no file is given.
@@ -36,20 +37,30 @@ fn load(path: Option<&Path>) -> Result<ExperimentSpec> {
     })
 }
 
-/// Runs the experiment, prints a table, writes results.
+/// Runs the experiment, writes results, prints a table.
 pub fn run(args: &RunArgs, interrupt: &AtomicBool) -> Result<Outcome> {
     let spec = load(args.experiment.as_deref())?;
+    if let Some(dir) = &args.out {
+        // Before the run, which may take hours, rather than after it.
+        check_output_dir(dir)?;
+    }
     if !args.quiet && args.experiment.is_none() {
         eprintln!("running the built-in default experiment (see `xlat run --help` to run your own)");
     }
     let mut bar = Bar::new(!args.quiet);
     let result = run_experiment(&spec, interrupt, &mut |p| bar.update(p))?;
+    // Results are written before the table is printed: printing ends the process when
+    // standard output's reader is gone (`xlat run | head`), and the files must not depend on
+    // who reads the table. A failed write still prints the table, then reports the error.
+    let written = match &args.out {
+        Some(dir) => write_results(dir, &spec, &result).map_err(anyhow::Error::from).and_then(|()| crate::plot::draw_all(dir, &spec.plots)),
+        None => Ok(()),
+    };
     if !args.quiet {
         print!("{}", report::table(&result));
     }
+    written?;
     if let Some(dir) = &args.out {
-        write_results(dir, &spec, &result)?;
-        crate::plot::draw_all(dir, &spec.plots)?;
         if !args.quiet {
             eprintln!("results written to {}", dir.display());
         }

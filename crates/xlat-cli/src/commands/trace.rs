@@ -17,8 +17,8 @@ pub enum TraceCommand {
         /// The trace file (`-` reads Lackey text from stdin).
         file: PathBuf,
         /// The format (`native`, `lackey`, `champsim`); detected from the content when omitted.
-        #[arg(long)]
-        format: Option<String>,
+        #[arg(long, value_parser = format_arg)]
+        format: Option<TraceFormat>,
         /// Print JSON instead of text.
         #[arg(long)]
         json: bool,
@@ -30,13 +30,13 @@ pub enum TraceCommand {
         /// The output file, written atomically (complete or not at all), so not `-` (stdout).
         output: PathBuf,
         /// Input format; detected when omitted.
-        #[arg(long)]
-        from: Option<String>,
+        #[arg(long, value_parser = format_arg)]
+        from: Option<TraceFormat>,
         /// Output format; taken from the output's extension when omitted (`.xlat` native,
         /// `.lackey` Lackey, `.champsim`/`.champsim.xz`/`.champsim.gz` ChampSim). Native
         /// traces are compressed inside: `.xlat.zst`, `.xlat.gz` and `.xlat.xz` are refused.
-        #[arg(long)]
-        to: Option<String>,
+        #[arg(long, value_parser = format_arg)]
+        to: Option<TraceFormat>,
         /// Write ChampSim even where it cannot hold the stream exactly: sizes are dropped (each
         /// reference then translates only the page of its first byte), loads are recorded
         /// before stores, and wide instructions continue in extra records.
@@ -48,16 +48,16 @@ pub enum TraceCommand {
     Record(crate::record::RecordArgs),
 }
 
-fn format_arg(name: Option<&String>, flag: &str) -> Result<Option<TraceFormat>> {
-    name.map(|n| TraceFormat::from_name(n).ok_or_else(|| anyhow!("--{flag} {n}: unknown format (native, lackey, champsim)")))
-        .transpose()
+/// Parses a format flag's value, so that a bad one is a usage error (exit code 2).
+fn format_arg(name: &str) -> Result<TraceFormat, String> {
+    TraceFormat::from_name(name).ok_or_else(|| "unknown format (native, lackey, champsim)".to_string())
 }
 
 /// Runs a trace subcommand.
 pub fn run(cmd: &TraceCommand, interrupt: &AtomicBool) -> Result<Outcome> {
     match cmd {
         TraceCommand::Info { file, format, json } => {
-            let mut source = trace::open(file, format_arg(format.as_ref(), "format")?)?;
+            let mut source = trace::open(file, *format)?;
             let info = trace::info(&mut Interruptible::new(&mut *source, interrupt))?;
             // Native traces carry a header (program, arguments, how it was made) worth seeing.
             let identity = source.identity();
@@ -77,15 +77,14 @@ pub fn run(cmd: &TraceCommand, interrupt: &AtomicBool) -> Result<Outcome> {
             }
         }
         TraceCommand::Convert { input, output, from, to, lossy } => {
-            let in_format = format_arg(from.as_ref(), "from")?;
             trace::check_output(output)?;
-            let out_format = match format_arg(to.as_ref(), "to")? {
+            let out_format = match *to {
                 Some(f) => f,
                 None => TraceFormat::from_extension(output).ok_or_else(|| {
                     anyhow!("{}: cannot tell the output format from the extension; use --to", output.display())
                 })?,
             };
-            let copied = trace::convert_with(input, in_format, output, out_format, *lossy, interrupt)?;
+            let copied = trace::convert_with(input, *from, output, out_format, *lossy, interrupt)?;
             eprintln!("{copied} references written to {} ({out_format})", output.display());
         }
         TraceCommand::Record(args) => return crate::record::run(args, interrupt),

@@ -9,7 +9,7 @@ use std::sync::atomic::AtomicBool;
 use std::time::Instant;
 use xlat::source::Interruptible;
 use xlat::units::format_bytes;
-use xlat::workload::{BuiltinSpec, Expected, WORKLOADS};
+use xlat::workload::{BuiltinSpec, Expected, Scale, WORKLOADS};
 
 /// Subcommands of `xlat workload`.
 #[derive(Subcommand)]
@@ -29,11 +29,11 @@ pub struct Selection {
     /// Workload name (see `xlat workload list`).
     name: String,
     /// Scale preset: tiny, small or paper.
-    #[arg(long)]
-    scale: String,
+    #[arg(long, value_parser = scale_arg)]
+    scale: Scale,
     /// Override a parameter, e.g. `--set roots=16` or `--set grid=hash` (repeatable).
-    #[arg(long = "set", value_name = "KEY=VALUE")]
-    set: Vec<String>,
+    #[arg(long = "set", value_name = "KEY=VALUE", value_parser = key_value)]
+    set: Vec<(String, toml::Value)>,
     /// Seed of the workload's random choices.
     #[arg(long, default_value_t = xlat::config::validate::DEFAULT_SEED)]
     seed: u64,
@@ -42,26 +42,27 @@ pub struct Selection {
     json: bool,
 }
 
-/// Parses `KEY=VALUE` overrides as TOML values (bare words are strings).
-fn overrides(set: &[String]) -> Result<toml::Table> {
-    let mut table = toml::Table::new();
-    for item in set {
-        let (key, value) = item.split_once('=').ok_or_else(|| anyhow!("--set {item}: expected KEY=VALUE"))?;
-        let (key, value) = (key.trim(), value.trim());
-        let parsed = toml::from_str::<toml::Table>(&format!("v = {value}"))
-            .ok()
-            .and_then(|mut t| t.remove("v"))
-            .unwrap_or_else(|| toml::Value::String(value.to_string()));
-        table.insert(key.to_string(), parsed);
-    }
-    Ok(table)
+/// Parses `--scale`, so that a bad value is a usage error (exit code 2).
+fn scale_arg(name: &str) -> Result<Scale, String> {
+    let names: Vec<&str> = Scale::ALL.iter().map(|s| s.name()).collect();
+    Scale::from_name(name).ok_or_else(|| format!("unknown scale (the scales are {})", names.join(", ")))
+}
+
+/// Parses a `KEY=VALUE` override, the value as TOML (bare words are strings).
+fn key_value(item: &str) -> Result<(String, toml::Value), String> {
+    let (key, value) = item.split_once('=').ok_or("expected KEY=VALUE")?;
+    let (key, value) = (key.trim(), value.trim());
+    let parsed = toml::from_str::<toml::Table>(&format!("v = {value}"))
+        .ok()
+        .and_then(|mut t| t.remove("v"))
+        .unwrap_or_else(|| toml::Value::String(value.to_string()));
+    Ok((key.to_string(), parsed))
 }
 
 impl Selection {
     fn spec(&self) -> Result<BuiltinSpec> {
-        let scale = xlat::workload::scale(&self.scale, "--scale")?;
-        let table = overrides(&self.set)?;
-        let spec = BuiltinSpec::new(&self.name, scale, Some(&table), self.seed, 0, &self.name);
+        let table: toml::Table = self.set.iter().cloned().collect();
+        let spec = BuiltinSpec::new(&self.name, self.scale, Some(&table), self.seed, 0, &self.name);
         // Field paths read `NAME.params.KEY` here; `--set KEY` says the same to a command line.
         spec.map_err(|e| {
             let text = e.to_string();

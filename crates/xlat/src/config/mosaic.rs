@@ -2,7 +2,7 @@
 //! one TLB per combination.
 
 use super::raw::{RawMosaic, RawWays};
-use super::validate::err;
+use super::validate::{err, MAX_ARRAY_ENTRIES};
 use crate::sim::MosaicSpec;
 use crate::tlb::mosaic::MosaicGeometry;
 use crate::tlb::Policy;
@@ -15,12 +15,18 @@ pub const DEFAULT_WAYS: RawWays = RawWays::Count(4);
 /// Default arity (the paper's Mosaic-4).
 pub const DEFAULT_ARITY: u32 = 4;
 
-/// The Mosaic TLBs of `list`, each error naming its field under `path`.
-pub fn validate(list: &[RawMosaic], path: &str) -> Result<Vec<MosaicSpec>> {
+/// The Mosaic TLBs of `list`, each error naming its field under `path`. Their names must
+/// differ from each other and from the machine's `levels` (both key result rows).
+pub fn validate(list: &[RawMosaic], path: &str, levels: &[&str]) -> Result<Vec<MosaicSpec>> {
     let mut out: Vec<MosaicSpec> = Vec::new();
     for (i, raw) in list.iter().enumerate() {
         let path = format!("{path}[{i}]");
         let entries = raw.entries.unwrap_or(DEFAULT_ENTRIES);
+        // The same bound as conventional arrays: a mistyped size is an error, not an attempt
+        // to allocate more host memory than there is.
+        if entries > MAX_ARRAY_ENTRIES {
+            return err(format!("{path}.entries"), format!("{entries} entries exceed the {MAX_ARRAY_ENTRIES} a TLB may have"));
+        }
         let ways_list = raw.ways.as_ref().map_or(vec![DEFAULT_WAYS], |w| w.to_vec());
         let arities = raw.arity.as_ref().map_or(vec![DEFAULT_ARITY], |a| a.to_vec());
         if ways_list.is_empty() || arities.is_empty() {
@@ -41,7 +47,10 @@ pub fn validate(list: &[RawMosaic], path: &str) -> Result<Vec<MosaicSpec>> {
                 geometry.check().map_err(|e| crate::Error::config(path.clone(), e))?;
                 let name = name(raw.name.as_deref(), arity, ways, ways_list.len() > 1, several);
                 if out.iter().any(|m| m.name == name) {
-                    return err(path, format!("two Mosaic TLBs are named `{name}`"));
+                    return err(format!("{path}.name"), format!("two Mosaic TLBs are named `{name}`"));
+                }
+                if levels.contains(&name.as_str()) {
+                    return err(format!("{path}.name"), format!("`{name}` already names a TLB level of this machine"));
                 }
                 out.push(MosaicSpec { name, geometry });
             }

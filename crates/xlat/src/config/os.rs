@@ -24,6 +24,11 @@ pub const DEFAULT_HOT_SAMPLE: f64 = 0.2;
 pub const DEFAULT_SCAN_HISTORY: u32 = 8;
 /// Default ways of set-associative placement.
 pub const DEFAULT_SET_WAYS: u64 = 16;
+/// Bytes of host memory the OS model allocates per frame of simulated memory when a machine
+/// is built (`os::Frames`: owner 8, ASID 2, last use 8, generation 4), at least; eviction
+/// policies add more. Pages of it are touched only as frames are used, but the allocation
+/// itself fails, aborting the process, when it is larger than the host's memory.
+const HOST_BYTES_PER_FRAME: u64 = 22;
 
 /// `over`'s fields where given, else `base`'s.
 pub fn merge(base: RawOs, over: Option<&RawOs>) -> RawOs {
@@ -61,6 +66,7 @@ pub fn validate(raw: &RawOs, path: &str) -> Result<OsSpec> {
     if frames > crate::os::PageTable::MAX_FRAMES {
         return err(format!("{path}.memory"), format!("{} holds more than 2^32 - 2 frames", format_bytes(memory)));
     }
+    fits_host(memory, frames, crate::host::memory(), &format!("{path}.memory"))?;
     let placement = placement(raw, path, frames, page_size)?;
     let eviction = eviction(raw, path, &placement)?;
     let recency = recency(raw, path, eviction)?;
@@ -68,6 +74,26 @@ pub fn validate(raw: &RawOs, path: &str) -> Result<OsSpec> {
         return err(format!("{path}.age_window"), "a window needs at least one eviction");
     }
     Ok(OsSpec { memory, page_size, placement, eviction, recency, age_window: raw.age_window })
+}
+
+/// Checks that the host, with `host` bytes of memory (RAM and swap; unknown when `None`), can
+/// hold the state of `frames` frames of simulated memory, so that a too large memory is an
+/// error naming the field rather than an allocation failure once the run has begun.
+fn fits_host(memory: u64, frames: u64, host: Option<u64>, path: &str) -> Result<()> {
+    let needed = frames * HOST_BYTES_PER_FRAME;
+    match host {
+        Some(host) if needed > host => {
+            let what = format!("the {} of simulated memory (the host has {})", format_bytes(memory), format_bytes(host));
+            err(path, crate::host::cannot_allocate(needed, &what))
+        }
+        _ => Ok(()),
+    }
+}
+
+/// How a unit variant (`EvictionKind::HorizonLru`) is written in files (`horizon-lru`), for
+/// messages that speak the configuration's language.
+fn spelling(value: &impl serde::Serialize) -> String {
+    serde_json::to_value(value).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default()
 }
 
 fn placement(raw: &RawOs, path: &str, frames: u64, page_size: PageSize) -> Result<PlacementSpec> {
@@ -128,7 +154,7 @@ fn eviction(raw: &RawOs, path: &str, placement: &PlacementSpec) -> Result<Evicti
         return err(format!("{path}.delta"), "`delta` applies to `eviction = \"iceberg-lru\"` and `\"lazy-iceberg-lru\"` only");
     }
     let iceberg = matches!(placement, PlacementSpec::Iceberg(_));
-    let needs = |ok: bool, what: &str| if ok { Ok(()) } else { err(format!("{path}.eviction"), format!("{kind:?} eviction needs {what} placement")) };
+    let needs = |ok: bool, what: &str| if ok { Ok(()) } else { err(format!("{path}.eviction"), format!("`{}` eviction needs {what} placement", spelling(&kind))) };
     Ok(match kind {
         EvictionKind::None => EvictionSpec::None,
         EvictionKind::Lru => EvictionSpec::Lru,
@@ -183,4 +209,25 @@ fn recency(raw: &RawOs, path: &str, eviction: EvictionSpec) -> Result<Recency> {
             Recency::Scan { period, hot_sample, history }
         }
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn memory_beyond_the_host_is_an_error_naming_the_bytes_needed() {
+        let frames = 15u64 << 28; // 15 TiB of 4 KiB frames
+        let e = fits_host(15 << 40, frames, Some(16 << 30), "machine[0].os.memory").unwrap_err().to_string();
+        assert!(e.starts_with("machine[0].os.memory: cannot allocate 82.50GiB of host memory for the 15TiB of simulated memory (the host has 16GiB)"), "{e}");
+        assert!(fits_host(16 << 30, 1 << 22, Some(16 << 30), "m").is_ok());
+        assert!(fits_host(15 << 40, frames, None, "m").is_ok(), "no check where the host's memory is unknown");
+    }
+
+    #[test]
+    fn eviction_errors_spell_policies_as_files_do() {
+        let raw = RawOs { eviction: Some(EvictionKind::HorizonLru), ..presets::default_os() };
+        let e = validate(&raw, "os").unwrap_err().to_string();
+        assert!(e.contains("`horizon-lru` eviction needs iceberg placement"), "{e}");
+    }
 }

@@ -17,6 +17,10 @@ pub const RESULT_COLUMNS: [&str; 27] = [
 /// The columns of `eviction_age.csv`.
 pub const AGE_COLUMNS: [&str; 5] = ["workload", "config", "window", "mean_age", "max_age"];
 
+/// The columns of either table that hold text, not numbers: they can name bar groups, series
+/// and panels, but not be drawn as values or as a line's x.
+const TEXT_COLUMNS: [&str; 6] = ["workload", "config", "level", "side", "tlb", "partial"];
+
 /// How the data is drawn.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -35,6 +39,16 @@ pub enum PlotData {
     Results,
     /// `eviction_age.csv` (machines with `os.age_window`).
     EvictionAge,
+}
+
+impl PlotData {
+    /// The file the table is written to.
+    pub fn file(self) -> &'static str {
+        match self {
+            PlotData::Results => "results.csv",
+            PlotData::EvictionAge => "eviction_age.csv",
+        }
+    }
 }
 
 /// A plot as written.
@@ -63,8 +77,9 @@ pub struct RawPlot {
     pub x_log2: Option<bool>,
     /// Logarithmic (base 10) y axis.
     pub y_log: Option<bool>,
-    /// The y axis's `[low, high]` (default: from the data).
-    pub y_range: Option<[f64; 2]>,
+    /// The y axis's `[low, high]` (default: from the data). A list, not a pair, so that a
+    /// list of another length is an error rather than cut to two.
+    pub y_range: Option<Vec<f64>>,
     /// Axis labels (default: the column names).
     pub x_label: Option<String>,
     /// Y axis label.
@@ -118,22 +133,38 @@ pub fn validate(raw: &RawPlot, path: &str) -> Result<PlotSpec> {
         if columns.contains(&column) {
             Ok(())
         } else {
-            err(format!("{path}.{field}"), format!("`{column}` is not a column of {data:?} (columns: {})", columns.join(", ")))
+            err(format!("{path}.{field}"), format!("`{column}` is not a column of {} (columns: {})", data.file(), columns.join(", ")))
+        }
+    };
+    let numeric = |field: &str, column: &str, what: &str| {
+        if TEXT_COLUMNS.contains(&column) {
+            err(format!("{path}.{field}"), format!("`{column}` holds text, but {what} needs numbers"))
+        } else {
+            Ok(())
         }
     };
     check("x", &raw.x)?;
+    if raw.kind == PlotKind::Lines {
+        numeric("x", &raw.x, "the x axis of a `lines` plot")?;
+    }
     if raw.y.is_empty() {
         return err(format!("{path}.y"), "a plot needs at least one y column");
     }
     for y in &raw.y {
         check("y", y)?;
+        numeric("y", y, "the y axis")?;
     }
     for (field, column) in [("series", &raw.series), ("panels", &raw.panels)] {
         if let Some(c) = column {
             check(field, c)?;
         }
     }
-    if let Some([lo, hi]) = raw.y_range {
+    let y_range = match raw.y_range.as_deref() {
+        None => None,
+        Some(&[lo, hi]) => Some((lo, hi)),
+        Some(other) => return err(format!("{path}.y_range"), format!("{} values given; the range is `[low, high]`", other.len())),
+    };
+    if let Some((lo, hi)) = y_range {
         if lo >= hi || lo.is_nan() || hi.is_nan() || (raw.y_log == Some(true) && lo <= 0.0) {
             return err(format!("{path}.y_range"), format!("[{lo}, {hi}] is not an increasing range (positive for a log axis)"));
         }
@@ -154,7 +185,7 @@ pub fn validate(raw: &RawPlot, path: &str) -> Result<PlotSpec> {
         only,
         x_log2: raw.x_log2.unwrap_or(false),
         y_log: raw.y_log.unwrap_or(false),
-        y_range: raw.y_range.map(|[lo, hi]| (lo, hi)),
+        y_range,
         x_label: raw.x_label.clone().unwrap_or_else(|| raw.x.clone()),
         y_label: raw.y_label.clone().unwrap_or_else(|| raw.y.join(", ")),
     })

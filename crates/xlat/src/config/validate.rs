@@ -37,6 +37,10 @@ pub const DEFAULT_SEED: u64 = 1;
 /// Default references per batch: large enough to amortize per-batch work, small enough to stay
 /// in the L2 cache (64 Ki × 16 bytes = 1 MiB).
 pub const DEFAULT_BATCH: usize = 1 << 16;
+/// Most references per batch. Three batches of 16 bytes a reference are in flight, so this
+/// bounds their host memory (192 MiB) and keeps Ctrl-C prompt, far past the size where larger
+/// batches stop paying; a mistyped batch is then an error, not an allocation failure.
+pub const MAX_BATCH: usize = 1 << 22;
 
 pub(super) fn err<T>(path: impl Into<String>, message: impl Into<String>) -> Result<T> {
     Err(Error::config(path, message))
@@ -54,6 +58,9 @@ pub fn experiment(file: &ExperimentFile, base_dir: &Path) -> Result<ExperimentSp
     if batch == 0 {
         return err("batch", "batch must be at least 1 reference");
     }
+    if batch > MAX_BATCH {
+        return err("batch", format!("{batch} references exceed the {MAX_BATCH} a batch may hold"));
+    }
     if file.workloads.is_empty() {
         return err("workload", "the experiment has no [[workload]]");
     }
@@ -66,15 +73,18 @@ pub fn experiment(file: &ExperimentFile, base_dir: &Path) -> Result<ExperimentSp
         .enumerate()
         .map(|(i, w)| workload(w, &format!("workload[{i}]"), seed, base_dir))
         .collect::<Result<Vec<_>>>()?;
-    unique_names(workloads.iter().map(|w| w.name.as_str()), "workload")?;
+    unique_names(workloads.iter().map(|w| w.name.as_str()), "workload", "workload")?;
     let machines = file
         .machines
         .iter()
         .enumerate()
         .map(|(i, m)| machine(m, &format!("machine[{i}]"), seed))
         .collect::<Result<Vec<_>>>()?;
-    unique_names(machines.iter().map(|m| m.name.as_str()), "machine")?;
+    unique_names(machines.iter().map(|m| m.name.as_str()), "machine", "machine")?;
     for (i, w) in workloads.iter().enumerate() {
+        if w.machines.as_ref().is_some_and(Vec::is_empty) {
+            return err(format!("workload[{i}].machines"), "an empty list runs the workload on no machine (leave `machines` out to run it on all)");
+        }
         for (j, pattern) in w.machines.iter().flatten().enumerate() {
             let only = WorkloadSpec { machines: Some(vec![pattern.clone()]), ..w.clone() };
             if !machines.iter().any(|m| only.runs_on(&m.name)) {
@@ -83,17 +93,28 @@ pub fn experiment(file: &ExperimentFile, base_dir: &Path) -> Result<ExperimentSp
         }
     }
     let plots = file.plots.iter().enumerate().map(|(i, p)| plot::validate(p, &format!("plot[{i}]"))).collect::<Result<Vec<_>>>()?;
+    // Checked before simulating, so that a plot that cannot be drawn does not cost a run.
+    for (i, p) in plots.iter().enumerate() {
+        if plots[..i].iter().any(|q| q.file == p.file) {
+            return err(format!("plot[{i}].file"), format!("another plot is already drawn to `{}`", p.file));
+        }
+        if p.data == plot::PlotData::EvictionAge && machines.iter().all(|m| m.os.age_window.is_none()) {
+            return err(format!("plot[{i}].data"), "no machine sets `os.age_window`, so there is no eviction-age data to plot");
+        }
+    }
     Ok(ExperimentSpec { seed, batch, workloads, machines, plots })
 }
 
-fn unique_names<'a>(names: impl Iterator<Item = &'a str>, what: &str) -> Result<()> {
+/// Checks that the `name`s of the list at `path` are non-empty and distinct: a name is a key
+/// of result rows, so two equal ones would make rows that cannot be told apart.
+fn unique_names<'a>(names: impl Iterator<Item = &'a str>, path: &str, what: &str) -> Result<()> {
     let mut seen = std::collections::BTreeSet::new();
     for (i, name) in names.enumerate() {
         if name.is_empty() {
-            return err(format!("{what}[{i}].name"), "names must not be empty");
+            return err(format!("{path}[{i}].name"), "names must not be empty");
         }
         if !seen.insert(name) {
-            return err(format!("{what}[{i}].name"), format!("another {what} is already named `{name}`"));
+            return err(format!("{path}[{i}].name"), format!("another {what} is already named `{name}`"));
         }
     }
     Ok(())
@@ -191,37 +212,45 @@ fn synthetic(w: &RawWorkload, path: &str, seed: u64) -> Result<SyntheticSpec> {
 /// Validates one machine, starting from its preset when it names one.
 pub fn machine(m: &RawMachine, path: &str, seed: u64) -> Result<MachineSpec> {
     let params = PresetParams { entries: m.entries, ways: m.ways, replacement: m.replacement };
+    let param_fields = [("entries", m.entries.is_some()), ("ways", m.ways.is_some()), ("replacement", m.replacement.is_some())];
+    if let Some((field, _)) = param_fields.iter().find(|(_, given)| *given) {
+        if m.preset.is_none() {
+            return err(format!("{path}.{field}"), "entries/ways/replacement at machine level are preset parameters; name a `preset` or put them in a `tlb` array");
+        }
+        // They shape the preset's levels, which `tlb` replaces: accepting them would ignore them.
+        if m.tlb.is_some() {
+            return err(format!("{path}.{field}"), format!("`{field}` sets the preset's TLB, which the `[[machine.tlb]]` levels replace; put it in a `tlb` array"));
+        }
+    }
     let (preset_tlb, preset_os) = match &m.preset {
         Some(name) => {
             let p = presets::preset(name, params).map_err(|e| Error::config(format!("{path}.preset"), e))?;
             (Some(p.tlb), p.os)
         }
-        None => {
-            if m.entries.is_some() || m.ways.is_some() || m.replacement.is_some() {
-                return err(format!("{path}.ways"), "entries/ways/replacement at machine level are preset parameters; name a `preset` or put them in a `tlb` array");
-            }
-            (None, presets::default_os())
-        }
+        None => (None, presets::default_os()),
     };
     let levels = match (&m.tlb, preset_tlb) {
         (Some(tlb), _) => tlb.clone(),
         (None, Some(tlb)) => tlb,
-        (None, None) if m.mosaic.is_some() => Vec::new(),
-        (None, None) => return err(format!("{path}.tlb"), "a machine needs a `preset`, a `tlb` section or `mosaic` TLBs"),
+        (None, None) => Vec::new(),
     };
     let os_raw = os::merge(preset_os, m.os.as_ref());
     let os = os::validate(&os_raw, &format!("{path}.os"))?;
-    let mosaic = mosaic::validate(m.mosaic.as_deref().unwrap_or_default(), &format!("{path}.mosaic"))?;
+    let tlb = tlb(&levels, &format!("{path}.tlb"))?;
+    let level_names: Vec<&str> = levels.iter().map(|l| l.name.as_str()).collect();
+    let mosaic = mosaic::validate(m.mosaic.as_deref().unwrap_or_default(), &format!("{path}.mosaic"), &level_names)?;
+    if tlb.is_empty() && mosaic.is_empty() {
+        // A machine without a TLB would give no result rows, and so an empty results file.
+        return match (&m.tlb, &m.mosaic) {
+            (Some(_), _) => err(format!("{path}.tlb"), "`tlb = []` leaves the machine without a TLB; give it levels or `[[machine.mosaic]]` TLBs"),
+            (None, Some(_)) => err(format!("{path}.mosaic"), "`mosaic = []` leaves the machine without a TLB; give it Mosaic TLBs, `tlb` levels or a `preset`"),
+            (None, None) => err(format!("{path}.tlb"), "a machine needs a `preset`, a `tlb` section or `mosaic` TLBs"),
+        };
+    }
     if !mosaic.is_empty() && !matches!(os.placement, crate::os::PlacementSpec::Iceberg(_)) {
         return err(format!("{path}.mosaic"), "Mosaic TLBs store CPFNs, which need `os.placement = \"iceberg\"`");
     }
-    Ok(MachineSpec {
-        name: m.name.clone(),
-        seed: m.seed.unwrap_or(seed),
-        os,
-        tlb: if levels.is_empty() { Vec::new() } else { tlb(&levels, &format!("{path}.tlb"))? },
-        mosaic,
-    })
+    Ok(MachineSpec { name: m.name.clone(), seed: m.seed.unwrap_or(seed), os, tlb, mosaic })
 }
 
 pub(super) fn page_size_of(bytes: u64, path: &str) -> Result<PageSize> {
@@ -231,10 +260,9 @@ pub(super) fn page_size_of(bytes: u64, path: &str) -> Result<PageSize> {
         .ok_or_else(|| Error::config(path, format!("{} is not a page size (4KiB, 2MiB or 1GiB)", format_bytes(bytes))))
 }
 
+/// The levels at `path` (none for a machine of Mosaic TLBs only).
 fn tlb(levels: &[RawLevel], path: &str) -> Result<Vec<LevelGeometry>> {
-    if levels.is_empty() {
-        return err(path, "a TLB needs at least one level");
-    }
+    unique_names(levels.iter().map(|l| l.name.as_str()), path, "level")?;
     levels.iter().enumerate().map(|(i, l)| level(l, &format!("{path}[{i}]"))).collect()
 }
 
@@ -268,7 +296,7 @@ fn level(l: &RawLevel, path: &str) -> Result<LevelGeometry> {
 /// Most entries a TLB array may have: far beyond any real TLB, and small enough that slots
 /// are 32-bit numbers and a mistyped size is an error rather than an allocation of the
 /// host's whole memory.
-const MAX_ARRAY_ENTRIES: usize = 1 << 24;
+pub(super) const MAX_ARRAY_ENTRIES: usize = 1 << 24;
 
 fn array(a: &RawArray, path: &str) -> Result<ArrayGeometry> {
     if a.entries == 0 {

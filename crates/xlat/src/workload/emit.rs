@@ -201,7 +201,7 @@ impl<T: Copy> SimVec<T> {
         let mut data = Vec::new();
         data.try_reserve_exact(len).map_err(|_| {
             let bytes = len.saturating_mul(std::mem::size_of::<T>()) as u64;
-            format!("cannot allocate {} of host memory for {what}", crate::units::format_bytes(bytes))
+            crate::host::cannot_allocate(bytes, what)
         })?;
         data.resize(len, value);
         Ok(SimVec { data, base })
