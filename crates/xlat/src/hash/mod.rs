@@ -61,6 +61,14 @@ impl Default for HashSpec {
 }
 
 impl HashSpec {
+    /// The family's `kind` as configurations write it.
+    pub fn kind(self) -> &'static str {
+        match self {
+            HashSpec::Tabulation { .. } => "tabulation",
+            HashSpec::Xxhash64 {} => "xxhash64",
+        }
+    }
+
     /// How many functions `h_0..` this family provides (tabulation: one per probe offset).
     pub fn max_functions(self) -> usize {
         match self {

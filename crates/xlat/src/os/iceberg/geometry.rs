@@ -98,7 +98,7 @@ impl IcebergSpec {
             ));
         }
         if self.choices as usize + 1 > self.hash.max_functions() {
-            return Err(format!("{:?} hashing provides {} functions; {} choices need {}", self.hash, self.hash.max_functions(), self.choices, self.choices + 1));
+            return Err(format!("`{}` hashing provides {} functions; {} choices need {}", self.hash.kind(), self.hash.max_functions(), self.choices, self.choices + 1));
         }
         let buckets = frames / self.bucket_frames();
         if buckets == 0 {
@@ -281,7 +281,7 @@ mod tests {
         assert!(d.check(63).unwrap_err().contains("smaller than one bucket"));
         assert!(d.check(64 * 5).unwrap_err().contains("disjoint"));
         assert!(d.check(64 * 10 + 1).unwrap_err().contains("whole number"));
-        assert!(IcebergSpec { hash: HashSpec::Xxhash64 {}, choices: 7, cpfn_bits: 8, ..d }.check(1 << 20).unwrap_err().contains("functions"));
+        assert!(IcebergSpec { hash: HashSpec::Xxhash64 {}, choices: 7, cpfn_bits: 8, ..d }.check(1 << 20).unwrap_err().contains("`xxhash64` hashing provides 7 functions"));
     }
 
     proptest! {
