@@ -8,6 +8,28 @@
 // The workspace forbids printing from library code; printing is this binary's job.
 #![allow(clippy::print_stdout)]
 
+/// `print!` that returns the error instead of panicking when standard output cannot be
+/// written (a full disk), so that it ends as a clear message and exit code 1.
+macro_rules! out {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        write!(std::io::stdout(), $($arg)*).map_err($crate::stdout_error)
+    }};
+}
+
+/// `println!` that returns the error instead of panicking (see `out!`).
+macro_rules! outln {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        writeln!(std::io::stdout(), $($arg)*).map_err($crate::stdout_error)
+    }};
+}
+
+/// Names standard output in an error writing to it.
+fn stdout_error(e: std::io::Error) -> std::io::Error {
+    std::io::Error::new(e.kind(), format!("writing to standard output: {e}"))
+}
+
 mod commands;
 mod plot;
 mod progress;

@@ -378,6 +378,20 @@ fn results_are_written_when_the_table_has_no_reader() {
 }
 
 #[test]
+fn a_full_standard_output_is_an_error_not_a_panic() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("exp.toml"), EXPERIMENT).unwrap();
+    for args in [&["presets"][..], &["run", "exp.toml", "--out", "res"]] {
+        let full = std::fs::File::create("/dev/full").unwrap();
+        let out = Command::new(env!("CARGO_BIN_EXE_xlat")).args(args).current_dir(dir.path()).stdout(full).output().expect("xlat runs");
+        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {err}");
+        assert!(err.contains("writing to standard output") && !err.contains("panicked"), "{args:?}: {err}");
+    }
+    assert!(dir.path().join("res/results.csv").exists(), "results are written before the table");
+}
+
+#[test]
 fn plot_errors_give_their_cause() {
     let dir = tempfile::tempdir().unwrap();
     let plot = |only: &str, y: &str| {

@@ -8,8 +8,16 @@ use std::path::Path;
 use tempfile::NamedTempFile;
 
 /// Creates the temporary file that will become `path` (in the same directory, so the final
-/// rename is atomic). Dropping it without [`persist`] deletes it.
+/// rename is atomic). Dropping it without [`persist`] deletes it. Fails when `path` exists and
+/// is not a regular file: the rename would replace a symbolic link, a device such as
+/// `/dev/stdout` or a pipe with a file instead of writing through it.
 pub fn temp_for(path: &Path) -> Result<NamedTempFile> {
+    if let Ok(meta) = std::fs::symlink_metadata(path) {
+        if !meta.file_type().is_file() {
+            let why = "exists and is not a regular file; xlat writes a new file and renames it into place, which would replace it";
+            return Err(Error::io(path, std::io::Error::other(why)));
+        }
+    }
     let dir = match path.parent() {
         Some(d) if !d.as_os_str().is_empty() => d,
         _ => Path::new("."),
@@ -49,6 +57,22 @@ mod tests {
     use super::*;
 
     #[test]
+    #[cfg(unix)]
+    fn links_devices_and_directories_are_not_replaced() {
+        let dir = tempfile::tempdir().unwrap();
+        let target = dir.path().join("target.txt");
+        std::fs::write(&target, b"kept").unwrap();
+        let link = dir.path().join("link.txt");
+        std::os::unix::fs::symlink(&target, &link).unwrap();
+        for path in [link.as_path(), Path::new("/dev/null"), dir.path()] {
+            let e = write_atomically(path, |w| w.write_all(b"x")).unwrap_err().to_string();
+            assert!(e.contains("not a regular file"), "{e}");
+        }
+        assert!(std::fs::symlink_metadata(&link).unwrap().file_type().is_symlink());
+        assert_eq!(std::fs::read(&target).unwrap(), b"kept");
+    }
+
+    #[test]
     fn failed_write_leaves_nothing() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("out.txt");
@@ -60,6 +84,8 @@ mod tests {
         assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
         write_atomically(&path, |w| w.write_all(b"whole")).unwrap();
         assert_eq!(std::fs::read(&path).unwrap(), b"whole");
+        write_atomically(&path, |w| w.write_all(b"again")).unwrap();
+        assert_eq!(std::fs::read(&path).unwrap(), b"again", "a regular file is replaced");
         #[cfg(unix)]
         {
             use std::os::unix::fs::PermissionsExt;

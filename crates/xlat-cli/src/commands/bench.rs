@@ -355,16 +355,16 @@ pub fn run(args: &BenchArgs) -> Result<Outcome> {
     for m in simulations.chain(workloads).chain(reads) {
         let m = m?;
         if !args.json {
-            println!("{:<30} {:>8.1} M refs/s  ({} refs in {:.2} s)  {}", m.name, m.refs_per_second / 1e6,
-                thousands(m.refs), m.seconds, m.description);
+            outln!("{:<30} {:>8.1} M refs/s  ({} refs in {:.2} s)  {}", m.name, m.refs_per_second / 1e6,
+                thousands(m.refs), m.seconds, m.description)?;
             if let (Some(first), Some(rate)) = (m.first_batch_seconds, m.streaming_refs_per_second) {
-                println!("{:<30} {:>8.1} M refs/s  after the first batch ({first:.2} s of computation before it)", "", rate / 1e6);
+                outln!("{:<30} {:>8.1} M refs/s  after the first batch ({first:.2} s of computation before it)", "", rate / 1e6)?;
             }
         }
         results.push(m);
     }
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&results)?);
+        outln!("{}", serde_json::to_string_pretty(&results)?)?;
     }
     Ok(Outcome::Done)
 }

@@ -17,7 +17,7 @@ pub struct PresetsArgs {
 pub fn run(args: &PresetsArgs) -> Result<Outcome> {
     let Some(name) = &args.name else {
         for name in presets::NAMES {
-            println!("{name}");
+            outln!("{name}")?;
         }
         return Ok(Outcome::Done);
     };
@@ -27,6 +27,6 @@ pub fn run(args: &PresetsArgs) -> Result<Outcome> {
     struct File {
         machine: Vec<RawMachine>,
     }
-    print!("{}", toml::to_string(&File { machine: vec![machine] })?);
+    out!("{}", toml::to_string(&File { machine: vec![machine] })?)?;
     Ok(Outcome::Done)
 }

@@ -57,7 +57,7 @@ pub fn run(args: &RunArgs, interrupt: &AtomicBool) -> Result<Outcome> {
         None => Ok(()),
     };
     if !args.quiet {
-        print!("{}", report::table(&result));
+        out!("{}", report::table(&result))?;
     }
     written?;
     if let Some(dir) = &args.out {

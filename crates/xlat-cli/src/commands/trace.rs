@@ -67,12 +67,12 @@ pub fn run(cmd: &TraceCommand, interrupt: &AtomicBool) -> Result<Outcome> {
                 if let Some(m) = metadata {
                     out["metadata"] = m.clone();
                 }
-                println!("{}", serde_json::to_string_pretty(&out)?);
+                outln!("{}", serde_json::to_string_pretty(&out)?)?;
             } else {
-                println!("{}: {}", file.display(), identity["format"].as_str().unwrap_or("trace"));
-                print!("{info}");
+                outln!("{}: {}", file.display(), identity["format"].as_str().unwrap_or("trace"))?;
+                out!("{info}")?;
                 if let Some(m) = metadata {
-                    println!("metadata:        {m}");
+                    outln!("metadata:        {m}")?;
                 }
             }
         }

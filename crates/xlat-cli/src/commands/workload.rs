@@ -76,7 +76,7 @@ pub fn run(cmd: &WorkloadCommand, interrupt: &AtomicBool) -> Result<Outcome> {
     match cmd {
         WorkloadCommand::List => {
             for (name, about) in WORKLOADS {
-                println!("{name:<10} {about}");
+                outln!("{name:<10} {about}")?;
             }
             Ok(Outcome::Done)
         }
@@ -101,38 +101,39 @@ fn info(sel: &Selection) -> Result<Outcome> {
             "footprint_pages": expected.footprint_pages(),
             "expected": expected,
         });
-        println!("{}", serde_json::to_string_pretty(&json)?);
+        outln!("{}", serde_json::to_string_pretty(&json)?)?;
         return Ok(Outcome::Done);
     }
     let about = WORKLOADS.iter().find(|(n, _)| *n == spec.name()).map_or("", |(_, a)| a);
-    println!("{} at scale {}: {about}", spec.name(), spec.scale);
-    println!("parameters:");
+    outln!("{} at scale {}: {about}", spec.name(), spec.scale)?;
+    outln!("parameters:")?;
     for (k, v) in parameters(&spec) {
-        println!("  {k} = {v}");
+        outln!("  {k} = {v}")?;
     }
-    print_expected(&expected);
+    print_expected(&expected)?;
     Ok(Outcome::Done)
 }
 
-fn print_expected(expected: &Expected) {
+fn print_expected(expected: &Expected) -> std::io::Result<()> {
     let pages = expected.footprint_pages();
-    println!("expected footprint: {} ({} pages of 4 KiB touched)", format_bytes(pages << 12), thousands(pages));
-    println!("expected references (estimates within ±{:.0}%):", 100.0 * expected.tolerance);
+    outln!("expected footprint: {} ({} pages of 4 KiB touched)", format_bytes(pages << 12), thousands(pages))?;
+    outln!("expected references (estimates within ±{:.0}%):", 100.0 * expected.tolerance)?;
     for p in &expected.phases {
         let emitted = if p.emitted { "emitted" } else { "not emitted" };
         let exact = if p.exact { "exact" } else { "estimate" };
-        println!("  {:<8} {:>16} ({exact}, {emitted})", p.name, thousands(p.refs));
+        outln!("  {:<8} {:>16} ({exact}, {emitted})", p.name, thousands(p.refs))?;
     }
-    println!("allocations, in program order:");
+    outln!("allocations, in program order:")?;
     const SHOWN: usize = 12;
     for r in expected.regions.iter().filter(|r| r.bytes > 0).take(SHOWN) {
         let place = if r.mapped() { "mmap" } else { "heap" };
-        println!("  {:#014x} {place} {:>12} touched {:>12}  {}", r.addr, format_bytes(r.bytes), format_bytes(r.touched), r.name);
+        outln!("  {:#014x} {place} {:>12} touched {:>12}  {}", r.addr, format_bytes(r.bytes), format_bytes(r.touched), r.name)?;
     }
     let more = expected.regions.iter().filter(|r| r.bytes > 0).count().saturating_sub(SHOWN);
     if more > 0 {
-        println!("  ... and {more} more (--json lists all)");
+        outln!("  ... and {more} more (--json lists all)")?;
     }
+    Ok(())
 }
 
 fn check(sel: &Selection, interrupt: &AtomicBool) -> Result<Outcome> {
@@ -146,21 +147,21 @@ fn check(sel: &Selection, interrupt: &AtomicBool) -> Result<Outcome> {
     if sel.json {
         let json = serde_json::json!({ "spec": spec, "report": report, "stream": summary, "seconds": seconds,
             "expected": expected, "expected_footprint_pages": expected.footprint_pages() });
-        println!("{}", serde_json::to_string_pretty(&json)?);
+        outln!("{}", serde_json::to_string_pretty(&json)?)?;
         return Ok(Outcome::Done);
     }
-    println!("{} at scale {}: self-check passed", spec.name(), spec.scale);
+    outln!("{} at scale {}: self-check passed", spec.name(), spec.scale)?;
     for c in &report.checks {
-        println!("  {c}");
+        outln!("  {c}")?;
     }
-    println!("phases:");
+    outln!("phases:")?;
     for (p, want) in report.phases.iter().zip(&expected.phases) {
         let emitted = if p.emitted { "emitted" } else { "not emitted" };
-        println!("  {:<8} {:>16} references (expected {}), {:>16} instructions, {emitted}",
-            p.name, thousands(p.refs), thousands(want.refs), thousands(p.instructions));
+        outln!("  {:<8} {:>16} references (expected {}), {:>16} instructions, {emitted}",
+            p.name, thousands(p.refs), thousands(want.refs), thousands(p.instructions))?;
     }
-    println!("footprint: {} pages touched (expected {})", thousands(summary.pages), thousands(expected.footprint_pages()));
-    println!("{} references emitted in {seconds:.2} s ({:.1} M refs/s; the time includes phases computed but not emitted)", thousands(summary.references),
-        summary.references as f64 / seconds.max(1e-9) / 1e6);
+    outln!("footprint: {} pages touched (expected {})", thousands(summary.pages), thousands(expected.footprint_pages()))?;
+    outln!("{} references emitted in {seconds:.2} s ({:.1} M refs/s; the time includes phases computed but not emitted)", thousands(summary.references),
+        summary.references as f64 / seconds.max(1e-9) / 1e6)?;
     Ok(Outcome::Done)
 }
