@@ -81,6 +81,28 @@ fn graph500_linked_lists_tiny() {
 }
 
 #[test]
+fn kronecker_graphs_of_other_initiators_match_their_expectations() {
+    // Asymmetric (B ≠ C) and flatter initiators: the expected distinct edges and connected
+    // vertices (which set the kernels' reference counts and, without set-up, the footprint)
+    // must follow the initiator.
+    for init in ["a = 0.45\nb = 0.3\nc = 0.1", "a = 0.3\nb = 0.25\nc = 0.25"] {
+        check(&spec("graph500", init));
+        check(&spec("graph500", &format!("{init}\nsetup = false")));
+        check(&spec("gap", &format!("{init}\nkernel = \"bfs\"\nsetup = false\ntrials = 1")));
+    }
+}
+
+#[test]
+fn initiator_errors_name_the_parameter() {
+    let table: toml::Table = toml::from_str("a = 0.6\nb = 0.3\nc = 0.2").unwrap();
+    let e = BuiltinSpec::new("graph500", Scale::Tiny, Some(&table), 7, 1, "workload").unwrap_err().to_string();
+    assert!(e.contains("workload.params.a") && e.contains("fourth quadrant"), "{e}");
+    let table: toml::Table = toml::from_str("b = 0.0").unwrap();
+    let e = BuiltinSpec::new("gap", Scale::Tiny, Some(&table), 7, 1, "workload").unwrap_err().to_string();
+    assert!(e.contains("workload.params.b"), "{e}");
+}
+
+#[test]
 fn gap_every_kernel_on_every_graph_tiny() {
     for kernel in ["bfs", "pr", "cc", "sssp", "bc", "tc"] {
         for graph in ["kron", "urand"] {

@@ -34,7 +34,7 @@
 //! vertex dequeued, 5 per adjacency entry scanned, 4 per vertex claimed.
 
 use super::address_space::AddressSpace;
-use super::kronecker;
+use super::kronecker::{self, Initiator};
 use super::emit::{Emitter, SimVec};
 use super::{Expected, ExpectedPhase, Region, Scale, Workload};
 use rand::seq::SliceRandom;
@@ -66,6 +66,12 @@ pub struct Graph500 {
     pub setup: bool,
     /// `csr` (the reference kernel) or `list` (linked adjacency lists).
     pub adjacency: Adjacency,
+    /// Kronecker initiator: upper-left quadrant's probability (0.57 in the specification).
+    pub a: f64,
+    /// Upper-right quadrant's probability (0.19).
+    pub b: f64,
+    /// Lower-left quadrant's probability (0.19).
+    pub c: f64,
 }
 
 /// How the graph is stored.
@@ -187,6 +193,11 @@ impl Graph500 {
         u64::from(self.edgefactor) << self.scale
     }
 
+    /// The Kronecker initiator of the graph.
+    fn initiator(&self) -> Initiator {
+        Initiator { a: self.a, b: self.b, c: self.c }
+    }
+
     /// The allocations, for a list graph of `list_nodes` nodes.
     fn layout(&self, list_nodes: u64) -> Layout {
         let mut space = AddressSpace::new();
@@ -213,7 +224,7 @@ impl Graph500 {
     fn generate(&self, rng: &mut Xoshiro256PlusPlus, base: u64, e: &mut Emitter) -> Result<SimVec<u64>, String> {
         let m = self.edges() as usize;
         let mut ij = SimVec::filled(base, 2 * m, 0u64, "the edge list")?;
-        let mut pairs = kronecker::edges(self.scale, self.edges(), rng)?;
+        let mut pairs = kronecker::edges(self.scale, self.edges(), self.initiator(), rng)?;
         pairs.shuffle(rng);
         for (k, &(i, j)) in pairs.iter().enumerate() {
             ij.st(2 * k, i, e);
@@ -435,7 +446,8 @@ impl Workload for Graph500 {
             Scale::Small => (18, 8),
             Scale::Paper => (21, 64),
         };
-        Graph500 { scale: s, edgefactor: 16, roots, setup: true, adjacency: Adjacency::Csr }
+        let Initiator { a, b, c } = Initiator::GRAPH500;
+        Graph500 { scale: s, edgefactor: 16, roots, setup: true, adjacency: Adjacency::Csr, a, b, c }
     }
 
     fn validate(&self) -> Result<(), (&'static str, String)> {
@@ -448,14 +460,14 @@ impl Workload for Graph500 {
         if self.roots == 0 || u64::from(self.roots) > self.vertices() {
             return Err(("roots", format!("{} roots: need 1 to {} (the vertex count)", self.roots, self.vertices())));
         }
-        Ok(())
+        self.initiator().validate()
     }
 
     fn expected(&self) -> Expected {
         let (nv, m) = (self.vertices(), self.edges());
         let (mf, nvf) = (m as f64, nv as f64);
-        let (distinct, connected) = kronecker::expected_graph(self.scale, m);
-        let non_loop = mf - kronecker::expected_self_loops(self.scale, m);
+        let (distinct, connected) = kronecker::expected_graph(self.scale, m, self.initiator());
+        let non_loop = mf - kronecker::expected_self_loops(self.scale, m, self.initiator());
         let list_nodes = (2.0 * non_loop).round() as u64;
         let l = self.layout(list_nodes);
         let region = |name: &str, addr, bytes: u64, touched| Region { name: name.into(), addr, bytes, touched };

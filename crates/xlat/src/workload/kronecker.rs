@@ -2,30 +2,61 @@
 //! and the GAP kernels, and the statistics of the graphs it draws.
 //!
 //! Each edge's endpoints are drawn bit by bit: at every level the edge falls into one of the
-//! four quadrants of the adjacency matrix with the initiator's probabilities A = 0.57,
-//! B = C = 0.19, D = 0.05. Vertex labels are then permuted by a seeded random permutation, so
-//! that a vertex's label says nothing about its degree.
+//! four quadrants of the adjacency matrix with the initiator's probabilities (Graph500 and GAP:
+//! A = 0.57, B = C = 0.19, D = 0.05; the workloads' `a`, `b` and `c` parameters). Vertex labels
+//! are then permuted by a seeded random permutation, so that a vertex's label says nothing
+//! about its degree.
 
 use rand::seq::SliceRandom;
 use rand::RngCore;
 use rand_xoshiro::Xoshiro256PlusPlus;
 
-/// Kronecker initiator probabilities (the Graph500 and GAP values).
-pub const A: f64 = 0.57;
-/// Probability of the upper-right quadrant.
-pub const B: f64 = 0.19;
-/// Probability of the lower-left quadrant.
-pub const C: f64 = 0.19;
+/// The initiator: the probabilities of the upper-left (A), upper-right (B) and lower-left (C)
+/// quadrants; the lower-right one (D) has the rest.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Initiator {
+    /// Upper-left quadrant.
+    pub a: f64,
+    /// Upper-right quadrant.
+    pub b: f64,
+    /// Lower-left quadrant.
+    pub c: f64,
+}
 
-/// Draws `count` edges over `2^scale` vertices, relabelled by a random permutation of the
-/// vertices. Fails with a message when the host cannot hold them.
-pub fn edges(scale: u32, count: u64, rng: &mut Xoshiro256PlusPlus) -> Result<Vec<(u64, u64)>, String> {
+impl Initiator {
+    /// The Graph500 and GAP initiator.
+    pub const GRAPH500: Initiator = Initiator { a: 0.57, b: 0.19, c: 0.19 };
+
+    /// The lower-right quadrant's probability.
+    fn d(self) -> f64 {
+        1.0 - self.a - self.b - self.c
+    }
+
+    /// Checks that the four probabilities are positive (every quadrant reachable) and sum to
+    /// 1, naming the workload parameter at fault.
+    pub fn validate(self) -> Result<(), (&'static str, String)> {
+        for (field, p) in [("a", self.a), ("b", self.b), ("c", self.c)] {
+            if !(p > 0.0 && p < 1.0) {
+                return Err((field, format!("initiator probability {p} is not in (0, 1)")));
+            }
+        }
+        if self.d() <= 0.0 {
+            return Err(("a", format!("a + b + c = {} leaves nothing for the fourth quadrant (must be below 1)", self.a + self.b + self.c)));
+        }
+        Ok(())
+    }
+}
+
+/// Draws `count` edges over `2^scale` vertices with initiator `init`, relabelled by a random
+/// permutation of the vertices. Fails with a message when the host cannot hold them.
+pub fn edges(scale: u32, count: u64, init: Initiator, rng: &mut Xoshiro256PlusPlus) -> Result<Vec<(u64, u64)>, String> {
+    let Initiator { a, b, c } = init;
     let mut pairs: Vec<(u64, u64)> = Vec::new();
     pairs.try_reserve_exact(count as usize).map_err(|_| "cannot allocate host memory for generating the edges".to_string())?;
     // The specification's `rand > p` tests, on 32-bit fixed-point uniforms: one 64-bit draw
     // gives both bits of a level.
     let threshold = |p: f64| (p * 4_294_967_296.0) as u64;
-    let (ab, c_norm, a_norm) = (threshold(A + B), threshold(C / (1.0 - (A + B))), threshold(A / (A + B)));
+    let (ab, c_norm, a_norm) = (threshold(a + b), threshold(c / (1.0 - (a + b))), threshold(a / (a + b)));
     pairs.extend((0..count).map(|_| {
         let (mut i, mut j) = (0u64, 0u64);
         for bit in 0..scale {
@@ -46,16 +77,17 @@ pub fn edges(scale: u32, count: u64, rng: &mut Xoshiro256PlusPlus) -> Result<Vec
 }
 
 /// Expected self-loops among `count` edges: every bit pair equal, probability A + D per bit.
-pub fn expected_self_loops(scale: u32, count: u64) -> f64 {
-    count as f64 * (1.0 - B - C).powi(scale as i32)
+pub fn expected_self_loops(scale: u32, count: u64, init: Initiator) -> f64 {
+    count as f64 * (1.0 - init.b - init.c).powi(scale as i32)
 }
 
 /// Expected distinct undirected non-loop edges and non-isolated vertices among `count` edges
 /// over `2^scale` vertices: a vertex pair whose bits pair up as (a, b, c, d) times (0,0),
 /// (0,1), (1,0), (1,1) is drawn with probability A^a B^b C^c D^d per edge.
-pub fn expected_graph(scale: u32, count: u64) -> (f64, f64) {
+pub fn expected_graph(scale: u32, count: u64, init: Initiator) -> (f64, f64) {
     let (s, m) = (scale as i32, count as f64);
-    let d = 1.0 - A - B - C;
+    let Initiator { a: pa, b: pb, c: pc } = init;
+    let pd = init.d();
     let ln_fact = |n: i32| (1..=n).map(|k| f64::from(k).ln()).sum::<f64>();
     let mut distinct = 0.0;
     for a in 0..=s {
@@ -66,16 +98,17 @@ pub fn expected_graph(scale: u32, count: u64) -> (f64, f64) {
                     continue;
                 }
                 let ln_mult = ln_fact(s) - ln_fact(a) - ln_fact(b) - ln_fact(c) - ln_fact(dd);
-                let p = A.powi(a) * B.powi(b) * C.powi(c) * d.powi(dd);
-                // The pair and its reverse (b and c swapped, same probability as B = C).
-                distinct += ln_mult.exp() * -(m * (-2.0 * p).ln_1p()).exp_m1();
+                // Either direction draws the undirected pair: its reverse swaps b and c.
+                let p = pa.powi(a) * pd.powi(dd) * (pb.powi(b) * pc.powi(c) + pb.powi(c) * pc.powi(b));
+                distinct += ln_mult.exp() * -(m * (-p).ln_1p()).exp_m1();
             }
         }
     }
     let mut connected = 0.0;
     for k in 0..=s {
         let ln_mult = ln_fact(s) - ln_fact(k) - ln_fact(s - k);
-        let lambda = 2.0 * m * (A + B).powi(s - k) * (C + d).powi(k);
+        // Expected edges with the vertex as source (row marginals) plus as destination (columns).
+        let lambda = m * ((pa + pb).powi(s - k) * (pc + pd).powi(k) + (pa + pc).powi(s - k) * (pb + pd).powi(k));
         connected += ln_mult.exp() * -(-lambda).exp_m1();
     }
     (distinct / 2.0, connected)

@@ -20,7 +20,7 @@ pub fn graph_stats(gap: &Gap) -> (f64, f64) {
     let (n, m) = (gap.vertices() as f64, gap.edges());
     match gap.graph {
         GraphKind::Kron => {
-            let (distinct, connected) = kronecker::expected_graph(gap.scale, m);
+            let (distinct, connected) = kronecker::expected_graph(gap.scale, m, gap.initiator());
             (2.0 * distinct, connected)
         }
         GraphKind::Urand => {

@@ -22,7 +22,7 @@
 use super::{EDGE_PASS_INSTRUCTIONS, GEN_BIT_INSTRUCTIONS, SORT_INSTRUCTIONS, VERTEX_PASS_INSTRUCTIONS};
 use crate::workload::address_space::AddressSpace;
 use crate::workload::emit::{Emitter, SimVec};
-use crate::workload::kronecker;
+use crate::workload::kronecker::{self, Initiator};
 use rand::Rng;
 use rand_xoshiro::Xoshiro256PlusPlus;
 use serde::{Deserialize, Serialize};
@@ -224,10 +224,11 @@ impl EdgeList {
     }
 }
 
-/// Draws the endpoints of `m` edges over `2^scale` vertices.
-pub fn generate(kind: GraphKind, scale: u32, m: u64, rng: &mut Xoshiro256PlusPlus) -> Result<Vec<(u32, u32)>, String> {
+/// Draws the endpoints of `m` edges over `2^scale` vertices (`kron` graphs with initiator
+/// `init`).
+pub fn generate(kind: GraphKind, scale: u32, m: u64, init: Initiator, rng: &mut Xoshiro256PlusPlus) -> Result<Vec<(u32, u32)>, String> {
     let pairs = match kind {
-        GraphKind::Kron => kronecker::edges(scale, m, rng)?,
+        GraphKind::Kron => kronecker::edges(scale, m, init, rng)?,
         GraphKind::Urand => {
             let mut pairs = Vec::new();
             pairs.try_reserve_exact(m as usize).map_err(|_| "cannot allocate host memory for generating the edges".to_string())?;

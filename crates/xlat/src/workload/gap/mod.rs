@@ -20,6 +20,7 @@ pub mod trial;
 
 use super::address_space::AddressSpace;
 use super::emit::Emitter;
+use super::kronecker::Initiator;
 use super::{Expected, Scale, Workload};
 use graph::{BuildLayout, BuildSizes, Csr, GraphKind, WNode};
 use rand::{Rng, SeedableRng};
@@ -99,9 +100,20 @@ pub struct Gap {
     pub delta: u32,
     /// Emit the generation and construction phase (it is always performed).
     pub setup: bool,
+    /// `kron` graphs: Kronecker initiator's upper-left quadrant probability (0.57).
+    pub a: f64,
+    /// `kron` graphs: upper-right quadrant's probability (0.19).
+    pub b: f64,
+    /// `kron` graphs: lower-left quadrant's probability (0.19).
+    pub c: f64,
 }
 
 impl Gap {
+    /// The Kronecker initiator of `kron` graphs.
+    pub fn initiator(&self) -> Initiator {
+        Initiator { a: self.a, b: self.b, c: self.c }
+    }
+
     /// Vertices.
     pub fn vertices(&self) -> u64 {
         1 << self.scale
@@ -223,7 +235,8 @@ impl Workload for Gap {
             Scale::Small => (18, 1),
             Scale::Paper => (24, 1),
         };
-        Gap { kernel: Kernel::Bfs, graph: GraphKind::Kron, scale: s, degree: 16, trials, sources: 4, delta: 1, setup: true }
+        let Initiator { a, b, c } = Initiator::GRAPH500;
+        Gap { kernel: Kernel::Bfs, graph: GraphKind::Kron, scale: s, degree: 16, trials, sources: 4, delta: 1, setup: true, a, b, c }
     }
 
     fn validate(&self) -> Result<(), (&'static str, String)> {
@@ -242,7 +255,7 @@ impl Workload for Gap {
         if self.delta == 0 {
             return Err(("delta", "the bucket width must be at least 1".into()));
         }
-        Ok(())
+        self.initiator().validate()
     }
 
     fn expected(&self) -> Expected {
@@ -252,7 +265,7 @@ impl Workload for Gap {
     fn run(&self, seed: u64, e: &mut Emitter) -> Result<Vec<String>, String> {
         let mut rng = Xoshiro256PlusPlus::seed_from_u64(seed);
         e.phase("setup", self.setup);
-        let pairs = graph::generate(self.graph, self.scale, self.edges(), &mut rng)?;
+        let pairs = graph::generate(self.graph, self.scale, self.edges(), self.initiator(), &mut rng)?;
         let entries = graph::squished_entries(&pairs)?;
         let mut space = AddressSpace::new();
         let layout = BuildLayout::plan(&mut space, self.build_sizes(entries));

@@ -10,7 +10,7 @@ fn tiny<D: Dest>(kind: GraphKind) -> (Csr<D>, AddressSpace, Xoshiro256PlusPlus) 
     gap.graph = kind;
     gap.kernel = if D::WEIGHTED { Kernel::Sssp } else { Kernel::Bfs };
     let mut rng = Xoshiro256PlusPlus::seed_from_u64(3);
-    let pairs = graph::generate(kind, gap.scale, gap.edges(), &mut rng).unwrap();
+    let pairs = graph::generate(kind, gap.scale, gap.edges(), gap.initiator(), &mut rng).unwrap();
     let entries = graph::squished_entries(&pairs).unwrap();
     let mut space = AddressSpace::new();
     let layout = BuildLayout::plan(&mut space, gap.build_sizes(entries));
