@@ -378,6 +378,15 @@ fn results_are_written_when_the_table_has_no_reader() {
 }
 
 #[test]
+fn recording_refuses_an_output_named_for_another_format() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = xlat(&["trace", "record", "-o", "x.lackey", "--", "true"], dir.path());
+    assert_eq!(out.status.code(), Some(1));
+    assert!(text(&out.stderr).contains("recording writes a native trace, not lackey"), "{}", text(&out.stderr));
+    assert!(!dir.path().join("x.lackey").exists());
+}
+
+#[test]
 fn a_full_standard_output_is_an_error_not_a_panic() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("exp.toml"), EXPERIMENT).unwrap();

@@ -397,6 +397,13 @@ fn compressed_champsim_read_errors_give_the_offset_reached() {
         }
         other => panic!("expected AtOffset, got {other:?}"),
     }
+    // A short file cut before its format can be told: the detection says how far it got.
+    let mut xz = liblzma::write::XzEncoder::new(Vec::new(), 0);
+    std::io::Write::write_all(&mut xz, &data[..1280]).unwrap();
+    let xz = xz.finish().unwrap();
+    let p = write(dir.path(), "short.champsim.xz", &xz[..xz.len() - 20]);
+    let err = xlat::trace::open(&p, None).map(|_| ()).unwrap_err().to_string();
+    assert!(err.contains("short.champsim.xz") && err.contains("to tell its format") && err.contains("after"), "{err}");
 }
 
 #[test]

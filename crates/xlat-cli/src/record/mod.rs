@@ -26,7 +26,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 use stream::{Received, Stop};
 use xlat::sim::Progress;
-use xlat::trace::NativeWriter;
+use xlat::trace::{NativeWriter, TraceFormat};
 
 /// Bytes kept free after the header's metadata for what is known only at the end (how the
 /// recording stopped, exit status, counts).
@@ -70,11 +70,15 @@ struct Program {
 /// Records the program into a native trace.
 pub fn run(args: &RecordArgs, interrupt: &AtomicBool) -> Result<Outcome> {
     let program = find_program(&args.command)?;
-    let tool = tool::prepare()?;
     let output = match &args.output {
         Some(o) => o.clone(),
         None => PathBuf::from(format!("{}.xlat", program.path.file_name().unwrap_or_default().to_string_lossy())),
     };
+    // Recording writes the native format only; a name that says otherwise would mislead.
+    if let Some(other) = TraceFormat::from_extension(&output).filter(|&f| f != TraceFormat::Native) {
+        bail!("{}: recording writes a native trace, not {other}; name it with .xlat (or `xlat trace convert` it afterwards)", output.display());
+    }
+    let tool = tool::prepare()?;
     let mut metadata = json!({
         "program": program.identity,
         "created_by": format!("xlat {} trace record", xlat::VERSION),

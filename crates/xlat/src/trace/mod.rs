@@ -109,7 +109,12 @@ pub fn detect(path: &Path) -> Result<TraceFormat> {
     }
     let (mut input, _, _) = io::open_input(path)?;
     let mut sample = vec![0u8; 4096];
-    let got = io::read_full(&mut input, &mut sample).map_err(|e| Error::io(path, e))?;
+    let mut got = 0;
+    io::read_full_counted(&mut input, &mut sample, &mut got).map_err(|e| {
+        let what = if compressed { "decompressing" } else { "reading" };
+        let why = format!("{what} the start of the file to tell its format: {e} after {got} bytes (truncated or corrupt?)");
+        Error::io(path, std::io::Error::new(e.kind(), why))
+    })?;
     if compressed && sample.starts_with(native::MAGIC) {
         // Read as ChampSim it would be garbage; the native reader needs the file itself.
         return Err(Error::config(
