@@ -97,6 +97,10 @@ fn hash_vectors_are_written_and_bad_geometry_rejected() {
     let out = xlat(&["hash", "vectors", "--out", "w", "--keys", "100000000000"], dir.path());
     assert_eq!(out.status.code(), Some(2));
     assert!(text(&out.stderr).contains("--keys"), "{}", text(&out.stderr));
+    std::fs::write(dir.path().join("afile"), b"").unwrap();
+    let out = xlat(&["hash", "vectors", "--out", "afile"], dir.path());
+    assert_eq!(out.status.code(), Some(1));
+    assert!(text(&out.stderr).contains("afile: is not a directory"), "{}", text(&out.stderr));
 }
 
 #[test]

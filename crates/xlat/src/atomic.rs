@@ -25,6 +25,17 @@ pub fn temp_for(path: &Path) -> Result<NamedTempFile> {
     tempfile::Builder::new().prefix(".xlat-partial-").tempfile_in(dir).map_err(|e| Error::io(path, e))
 }
 
+/// Checks that files can be written to `dir`, creating it if missing, by creating (and
+/// removing) a temporary file there: called before long work, a bad output directory is then
+/// an error at once (naming it, "is not a directory" for a file) instead of after the work.
+pub fn check_output_dir(dir: &Path) -> Result<()> {
+    if dir.exists() && !dir.is_dir() {
+        return Err(Error::io(dir, std::io::Error::other("is not a directory")));
+    }
+    std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
+    temp_for(&dir.join("check")).map(drop)
+}
+
 /// Flushes `tmp` to disk, gives it ordinary permissions (temporary files are created
 /// owner-only) and renames it to `path`.
 pub fn persist(tmp: NamedTempFile, path: &Path) -> Result<()> {

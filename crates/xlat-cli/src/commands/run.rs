@@ -7,7 +7,7 @@ use clap::Args;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
 use xlat::config::{self, ExperimentSpec};
-use xlat::sim::results::check_output_dir;
+use xlat::atomic::check_output_dir;
 use xlat::sim::{run_experiment, write_results};
 
 /// The built-in experiment run when no file is given.

@@ -48,7 +48,7 @@ pub fn keys(random: usize, seed: u64, key_bits: u32) -> Vec<u64> {
 /// tabulation tables of `table_seed`, the decoder of `layout` (whose hash must be tabulation
 /// with the same seed) and `keys`. Returns the number of vector lines written.
 pub fn write(dir: &Path, table_seed: u64, layout: &Layout, keys: &[u64]) -> Result<usize> {
-    std::fs::create_dir_all(dir).map_err(|e| crate::Error::io(dir, e))?;
+    crate::atomic::check_output_dir(dir)?;
     let tables = Tabulation::new(table_seed);
     write_atomically(&dir.join("tables.memh"), |w| {
         writeln!(w, "// tabulation tables, seed {table_seed}: table t entry e at line t*256+e")?;

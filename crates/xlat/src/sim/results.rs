@@ -10,17 +10,6 @@ use crate::{Error, Result};
 use std::io::Write;
 use std::path::Path;
 
-/// Checks that results can be written to `dir`, creating it if missing, by creating (and
-/// removing) a temporary file there: called before a run, a bad output directory is then an
-/// error at once instead of after the whole simulation.
-pub fn check_output_dir(dir: &Path) -> Result<()> {
-    if dir.exists() && !dir.is_dir() {
-        return Err(Error::io(dir, std::io::Error::other("is not a directory")));
-    }
-    std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
-    crate::atomic::temp_for(&dir.join("results.csv")).map(drop)
-}
-
 /// Writes both result files into `dir` (created if missing).
 pub fn write_results(dir: &Path, spec: &ExperimentSpec, result: &ExperimentResult) -> Result<()> {
     std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
