@@ -7,17 +7,28 @@ use std::io::Write;
 use std::path::Path;
 use tempfile::NamedTempFile;
 
-/// Creates the temporary file that will become `path` (in the same directory, so the final
-/// rename is atomic). Dropping it without [`persist`] deletes it. Fails when `path` exists and
-/// is not a regular file: the rename would replace a symbolic link, a device such as
-/// `/dev/stdout` or a pipe with a file instead of writing through it.
-pub fn temp_for(path: &Path) -> Result<NamedTempFile> {
+/// Checks that `path` can take an atomic output: it is not `-` (standard output cannot be
+/// renamed into place; the file would silently be named `-`), and if it exists it is a
+/// regular file (the rename would replace a symbolic link, a device such as `/dev/stdout` or
+/// a pipe with a file instead of writing through it). [`temp_for`] applies it; callers with
+/// long work before writing call it first.
+pub fn check_output(path: &Path) -> Result<()> {
+    if path == Path::new("-") {
+        return Err(Error::config("-", "outputs cannot be written to standard output (each is written to a temporary file renamed into place); name an output file"));
+    }
     if let Ok(meta) = std::fs::symlink_metadata(path) {
         if !meta.file_type().is_file() {
             let why = "exists and is not a regular file; xlat writes a new file and renames it into place, which would replace it";
             return Err(Error::io(path, std::io::Error::other(why)));
         }
     }
+    Ok(())
+}
+
+/// Creates the temporary file that will become `path` (in the same directory, so the final
+/// rename is atomic), after [`check_output`]. Dropping it without [`persist`] deletes it.
+pub fn temp_for(path: &Path) -> Result<NamedTempFile> {
+    check_output(path)?;
     let dir = match path.parent() {
         Some(d) if !d.as_os_str().is_empty() => d,
         _ => Path::new("."),
@@ -79,6 +90,9 @@ mod tests {
             let e = write_atomically(path, |w| w.write_all(b"x")).unwrap_err().to_string();
             assert!(e.contains("not a regular file"), "{e}");
         }
+        let e = write_atomically(Path::new("-"), |w| w.write_all(b"x")).unwrap_err().to_string();
+        assert!(e.contains("standard output"), "{e}");
+        assert!(!Path::new("-").exists());
         assert!(std::fs::symlink_metadata(&link).unwrap().file_type().is_symlink());
         assert_eq!(std::fs::read(&target).unwrap(), b"kept");
     }

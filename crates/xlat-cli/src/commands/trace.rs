@@ -77,7 +77,7 @@ pub fn run(cmd: &TraceCommand, interrupt: &AtomicBool) -> Result<Outcome> {
             }
         }
         TraceCommand::Convert { input, output, from, to, lossy } => {
-            trace::check_output(output)?;
+            xlat::atomic::check_output(output)?;
             let out_format = match *to {
                 Some(f) => f,
                 None => TraceFormat::from_extension(output).ok_or_else(|| {

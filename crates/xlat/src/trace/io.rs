@@ -1,7 +1,6 @@
 //! Files in and out for the trace formats: atomic output (temp file + rename) with optional
 //! compression chosen by extension, and input that is decompressed according to its magic bytes.
 
-use super::check_output;
 use crate::{Error, Result};
 use std::fs::File;
 use std::io::{self, BufRead, BufReader, BufWriter, Read, Seek, Write};
@@ -158,7 +157,6 @@ pub(crate) struct AtomicOutput {
 impl AtomicOutput {
     /// Starts writing `path`, compressed as its extension says.
     pub fn create(path: &Path) -> Result<AtomicOutput> {
-        check_output(path)?;
         let buf = BufWriter::with_capacity(1 << 16, temp_for(path)?);
         let sink = match Compression::from_extension(path) {
             Compression::None => Sink::Plain(buf),

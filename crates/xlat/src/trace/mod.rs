@@ -177,16 +177,6 @@ impl TraceWriter for NativeWriter {
     }
 }
 
-/// Refuses `-` as an output path: a trace is written under a temporary name and renamed into
-/// place, so that it is complete or absent, which standard output cannot offer. Without this
-/// check `-` would silently become a file of that name. Every writer applies it.
-pub fn check_output(path: &Path) -> Result<()> {
-    if path == Path::new("-") {
-        return Err(Error::config("-", "traces cannot be written to standard output; name an output file"));
-    }
-    Ok(())
-}
-
 /// Creates a writer of `format` at `path`. Only the native format stores `metadata`.
 pub fn create_writer(
     path: impl AsRef<Path>,
@@ -206,7 +196,7 @@ pub fn create_writer(
 /// number of references copied.
 pub fn convert(input: impl AsRef<Path>, output: impl AsRef<Path>) -> Result<u64> {
     let output = output.as_ref();
-    check_output(output)?;
+    crate::atomic::check_output(output)?;
     let out_format = TraceFormat::from_extension(output).ok_or_else(|| {
         Error::config(
             output.display().to_string(),

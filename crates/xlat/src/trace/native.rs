@@ -3,7 +3,7 @@
 
 use super::block::BlockEncoder;
 use super::io::Compression;
-use super::{check_output, past_top};
+use super::past_top;
 use crate::atomic::{persist, temp_for};
 use crate::memref::{AccessKind, Batch, MemRef};
 use crate::{Error, Result};
@@ -83,10 +83,10 @@ impl NativeWriter {
     ///
     /// A path ending in `.xz`, `.gz` or `.zst` is refused: the blocks are already
     /// zstd-compressed, and the reader needs the file itself, not a compressed stream of it.
-    /// So is `-`: the trace is written to a temporary file renamed into place at the end.
+    /// So is `-` ([`crate::atomic::check_output`]): the trace is written to a temporary file
+    /// renamed into place at the end.
     pub fn create_with_room(path: impl AsRef<Path>, metadata: &serde_json::Value, room: usize) -> Result<NativeWriter> {
         let path = path.as_ref().to_path_buf();
-        check_output(&path)?;
         if Compression::from_extension(&path) != Compression::None {
             let ext = path.extension().unwrap_or_default().to_string_lossy();
             let why = format!("native traces are already compressed inside; name the file without .{ext}");
