@@ -152,24 +152,17 @@ impl Os {
     /// [`Os::describe`] turns it into a message.
     #[inline(always)]
     pub fn translate(&mut self, asid: Asid, vaddr: u64) -> std::result::Result<Translation, OutOfMemory> {
-        self.walk(asid, vaddr, true)
+        self.translate_for(asid, vaddr, true)
     }
 
-    /// [`Os::translate`] for the walk of a TLB whose fills do not drive `recency = "fill"`:
-    /// when several TLBs observe one OS, only the first one's fills count as uses, so that
-    /// what the OS evicts does not depend on how many TLBs are compared over it.
+    /// [`Os::translate`] for the walk of one of several TLBs observing this OS: only the
+    /// first one's (`first_tlb`) fills count as uses under `recency = "fill"`, so that what
+    /// the OS evicts does not depend on how many TLBs are compared over it.
     #[inline(always)]
-    pub fn translate_unrecorded(&mut self, asid: Asid, vaddr: u64) -> std::result::Result<Translation, OutOfMemory> {
-        self.walk(asid, vaddr, false)
-    }
-
-    /// Both walks; `fill` says whether a walk that finds the page records a use under
-    /// `recency = "fill"`.
-    #[inline(always)]
-    fn walk(&mut self, asid: Asid, vaddr: u64, fill: bool) -> std::result::Result<Translation, OutOfMemory> {
+    pub fn translate_for(&mut self, asid: Asid, vaddr: u64, first_tlb: bool) -> std::result::Result<Translation, OutOfMemory> {
         self.stats.walks += 1;
         if let Some(t) = self.table.lookup(asid, vaddr) {
-            if fill && self.spec.recency == Recency::Fill && self.tracks_use() {
+            if first_tlb && self.spec.recency == Recency::Fill && self.tracks_use() {
                 self.filled(t.pfn);
             }
             return Ok(t);

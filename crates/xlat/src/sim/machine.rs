@@ -279,7 +279,7 @@ impl Machine {
     }
 
     /// A miss or sub-miss of Mosaic TLB `i`: walks, fills the ToC and returns the frame.
-    /// Only the machine's first TLB records its fills as uses (see [`Os::translate_unrecorded`]).
+    /// Only the machine's first TLB records its fills as uses (see [`Os::translate_for`]).
     #[inline(never)]
     fn mosaic_miss<const TRACK: bool>(&mut self, i: usize, asid: Asid, vaddr: u64) -> Result<Pfn> {
         let first = self.tlb.is_none() && i == 0;
@@ -307,8 +307,7 @@ impl Machine {
     /// translation came back through memory.
     #[inline(always)]
     fn walk(&mut self, asid: Asid, vaddr: u64, first: bool) -> Result<Translation> {
-        let walked = if first { self.os.translate(asid, vaddr) } else { self.os.translate_unrecorded(asid, vaddr) };
-        walked.map_err(|oom| self.out_of_memory(oom))
+        self.os.translate_for(asid, vaddr, first).map_err(|oom| self.out_of_memory(oom))
     }
 
     /// Invalidates in every TLB the pages the OS just evicted (or, after an accessed-bit
