@@ -76,10 +76,11 @@ impl MemRef {
 
     /// The base page of the last byte; differs from [`MemRef::first_vpn`] when the reference
     /// straddles a page boundary, in which case it touches both pages. The address space wraps
-    /// at 2^64, as the hardware's does.
+    /// at 2^64, as the hardware's does (trace readers reject references that would, see
+    /// `past_top`).
     #[inline]
     pub fn last_vpn(&self) -> Vpn {
-        let last = self.vaddr.wrapping_add(u64::from(self.size.max(1)) - 1);
+        let last = self.vaddr.wrapping_add(last_byte_offset(self.size));
         Vpn(last >> BASE_PAGE_SHIFT)
     }
 
@@ -93,6 +94,21 @@ impl MemRef {
         let count = self.last_vpn().0.wrapping_sub(first) & VPN_MASK;
         (1..=count).map(move |i| Vpn(first.wrapping_add(i) & VPN_MASK))
     }
+}
+
+/// The offset of the last byte of a reference of `size` bytes from its first: a size 0
+/// counts as 1 (it still names the page of its address).
+#[inline(always)]
+fn last_byte_offset(size: u16) -> u64 {
+    u64::from(size.max(1)) - 1
+}
+
+/// True when the last byte of `size` bytes at `vaddr` lies past 2^64 - 1. The simulator would
+/// wrap such a reference around to page 0 ([`MemRef::last_vpn`]), so trace readers reject it
+/// as malformed and writers refuse it.
+#[inline(always)]
+pub(crate) fn past_top(vaddr: u64, size: u16) -> bool {
+    vaddr.checked_add(last_byte_offset(size)).is_none()
 }
 
 /// A batch of references with the number of instructions they span.

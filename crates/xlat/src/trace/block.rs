@@ -3,8 +3,8 @@
 //! Each record is a tag byte followed by optional varints. Decoder state (previous addresses,
 //! current ASID) starts from zero at every block, so blocks decode independently.
 
-use super::{past_top, varint};
-use crate::memref::{AccessKind, MemRef};
+use super::varint;
+use crate::memref::{past_top, AccessKind, MemRef};
 
 /// Sizes encodable directly in the 3-bit size code; code 7 escapes to a varint.
 const SIZE_CODES: [u16; 7] = [1, 2, 4, 8, 16, 32, 64];

@@ -11,8 +11,8 @@
 //! any other line is a record and must parse exactly, else the error names the file and line.
 
 use super::io::{display_path, file_identity, open_input, AtomicOutput, Compression, Input};
-use super::{past_top, TraceWriter};
-use crate::memref::{AccessKind, Batch, MemRef};
+use super::TraceWriter;
+use crate::memref::{past_top, AccessKind, Batch, MemRef};
 use crate::source::RefSource;
 use crate::{Error, Result};
 use std::io::BufRead;

@@ -125,14 +125,6 @@ pub fn detect(path: &Path) -> Result<TraceFormat> {
     Ok(if got == 0 && compressed || sample[..got].contains(&0) { TraceFormat::ChampSim } else { TraceFormat::Lackey })
 }
 
-/// True when the last byte of `size` bytes at `vaddr` (size 0 counting as 1, as in
-/// [`MemRef::last_vpn`]) lies past 2^64 - 1. The simulator would wrap such a reference around
-/// to page 0, so readers reject it as malformed and writers refuse it.
-#[inline(always)]
-pub(crate) fn past_top(vaddr: u64, size: u16) -> bool {
-    vaddr.checked_add(u64::from(size.max(1)) - 1).is_none()
-}
-
 /// Opens a trace for reading, detecting its format unless `format` is given.
 pub fn open(path: impl AsRef<Path>, format: Option<TraceFormat>) -> Result<Box<dyn RefSource>> {
     let path = path.as_ref();

@@ -3,9 +3,8 @@
 
 use super::block::BlockEncoder;
 use super::io::Compression;
-use super::past_top;
 use crate::atomic::{persist, temp_for};
-use crate::memref::{AccessKind, Batch, MemRef};
+use crate::memref::{past_top, AccessKind, Batch, MemRef};
 use crate::{Error, Result};
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
