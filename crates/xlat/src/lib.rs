@@ -2,8 +2,8 @@
 //!
 //! Data flows in one direction:
 //! a [`source::RefSource`] fills [`memref::Batch`]es of [`memref::MemRef`]s, which are fed to one
-//! or more [`sim::Machine`]s (TLB hierarchy + OS model) that count into [`sim::Stats`].
-//! [`sim::Experiment`] runs workloads × machine configurations, reading each workload once.
+//! or more [`sim::Machine`]s (TLB hierarchy + OS model) that count into [`sim::MachineStats`].
+//! [`sim::run_experiment`] runs workloads × machine configurations, reading each workload once.
 //! See `docs/architecture.md` for the map of modules.
 
 pub mod atomic;

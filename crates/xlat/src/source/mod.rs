@@ -1,4 +1,4 @@
-//! Reference sources: anything that produces a stream of [`MemRef`]s in batches.
+//! Reference sources: anything that produces a stream of [`MemRef`](crate::MemRef)s in batches.
 //!
 //! A source is called once per batch (tens of thousands of references), never once per
 //! reference, so dynamic dispatch through `Box<dyn RefSource>` costs nothing measurable.

@@ -1,5 +1,5 @@
 //! The native trace format: layout constants and the writer. The layout is specified in
-//! `docs/trace-format.md`; the reader is in [`super::native_reader`].
+//! `docs/trace-format.md`; the reader is [`super::NativeReader`].
 
 use super::block::BlockEncoder;
 use super::io::Compression;
