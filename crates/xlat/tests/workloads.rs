@@ -63,6 +63,16 @@ fn btree_lookups_alone_touch_the_nodes_on_their_paths() {
     check(&spec("btree", "keys = 40000\nlookups = 1500\nbuild = false"));
 }
 
+/// Other orders: the smallest (where every split leaves one or two keys), odd ones, and the
+/// largest (a node per page), against the fringe model's expectations, built and not.
+#[test]
+fn btree_every_order_meets_its_model() {
+    for order in [4, 5, 9, 33, 256] {
+        check(&spec("btree", &format!("keys = 12000\nlookups = 6000\norder = {order}")));
+    }
+    check(&spec("btree", "keys = 40000\nlookups = 1500\nbuild = false\norder = 6"));
+}
+
 #[test]
 fn xsbench_tiny_every_grid() {
     for grid in ["unionized", "nuclide", "hash"] {
@@ -177,6 +187,8 @@ fn builtin_workload_errors_name_the_field() {
     assert!(e.contains("workload[0].scale") && e.contains("needs a `scale`"), "{e}");
     let e = config_error("[[workload]]\nname = \"g\"\ntype = \"btree\"\nscale = \"tiny\"\nfootprint = \"1GiB\"");
     assert!(e.contains("workload[0].footprint") && e.contains("params"), "{e}");
+    let e = config_error("[[workload]]\nname = \"g\"\ntype = \"btree\"\nscale = \"tiny\"\nparams = { order = 3 }");
+    assert!(e.contains("workload[0].params.order") && e.contains("4..=256"), "{e}");
     let e = config_error("[[workload]]\nname = \"g\"\ntype = \"xsbench\"\nscale = \"tiny\"\nparams = { nuclides = 100 }");
     assert!(e.contains("workload[0].params.nuclides") && e.contains("68 or 355"), "{e}");
     let e = config_error("[[workload]]\nname = \"g\"\ntype = \"xsbench\"\nscale = \"tiny\"\nparams = { grid = \"octree\" }");

@@ -1,19 +1,22 @@
-//! BTree: an order-16 B+ tree of `keys` distinct 64-bit keys, built by inserting them one by
-//! one in a random order (the `build` phase, emitted when `build` is true), then `lookups`
-//! random lookups of existing keys (the `lookup` phase).
+//! BTree: a B+ tree of order `order` (16, the paper's, by default: up to 16 children per inner
+//! node) holding `keys` distinct 64-bit keys, built by inserting them one by one in a random
+//! order (the `build` phase, emitted when `build` is true), then `lookups` random lookups of
+//! existing keys (the `lookup` phase).
 //!
-//! Layout, as a C implementation would have it: every node is 256 bytes — a 4-byte key count,
-//! a 4-byte leaf flag, 15 keys, and 16 pointer slots (an inner node's children; a leaf's 15
-//! values and its next-leaf pointer) — carved in order from 1 MiB slabs obtained from `malloc`
-//! (so each slab is its own mapping, and nodes sit 16 bytes past 256-byte boundaries: one in
-//! sixteen straddles a page). The keys, an array of `keys` words, are the program's input; a
-//! lookup reads a random element of it, the tree's root pointer, and at each level the count,
+//! Layout, as a C implementation would have it: every node is `16 × order` bytes (256 at order
+//! 16) — a 4-byte key count, a 4-byte leaf flag, `order - 1` keys, and `order` pointer slots
+//! (an inner node's children; a leaf's values and its next-leaf pointer) — carved in order
+//! from 1 MiB slabs obtained from `malloc` (so each slab is its own mapping, and nodes sit 16
+//! bytes past the node-size boundaries: at order 16 one node in sixteen straddles a page). The
+//! keys, an array of `keys` words, are the program's input; a lookup reads a random element of it, the tree's root pointer, and at each level the count,
 //! the keys a binary search probes and the chosen slot; a leaf hit reads the value.
 //!
 //! Insertion follows the classic algorithm: descend as a lookup does, shift the larger keys
-//! and slots of the leaf one place right (a load and a store each), and split a full node into
-//! halves of 8 and 7 keys, copying the upper half into a fresh node and pushing the separator
-//! into the parent; a root split allocates a new root.
+//! and slots of the leaf one place right (a load and a store each), and split a full node
+//! before inserting into it: it keeps the lower `ceil((order - 1) / 2)` keys (8 of 15 at order
+//! 16; an inner node keeps one fewer where the new node would otherwise be left without a key),
+//! the rest are copied into a fresh node and the separator is pushed into the parent; a root
+//! split allocates a new root.
 //!
 //! Self-check: every lookup must find its key with the value it was inserted with; at the end
 //! (not emitted), every leaf is at the same depth, keys ascend within and across nodes along
@@ -21,6 +24,9 @@
 //!
 //! Instructions: 12 per lookup or insertion (random draw, call, loop set-up), 6 per node
 //! visited, 5 per binary-search probe, 3 per key or slot shifted or copied.
+//!
+//! The expected references and footprint come from a mean-field model of the build
+//! ([`fringe`]), not from running the tree.
 
 use super::address_space::AddressSpace;
 use super::emit::{Emitter, SimVec};
@@ -29,18 +35,13 @@ use rand::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
 use serde::{Deserialize, Serialize};
 
-/// Keys per node (order 16: 16 children).
-const MAX_KEYS: usize = 15;
-/// Simulated bytes per node.
-const NODE_BYTES: u64 = 256;
-/// Offset of the key array and of the slot array in a simulated node.
-const KEYS_AT: u64 = 8;
-const SLOTS_AT: u64 = 128;
+mod fringe;
+
 /// Bytes per slab.
 const SLAB_BYTES: u64 = 1 << 20;
-const NODES_PER_SLAB: usize = (SLAB_BYTES / NODE_BYTES) as usize;
-/// Average leaf fill of a B+ tree built by random insertions (Yao: ln 2).
-const RANDOM_FILL: f64 = std::f64::consts::LN_2;
+/// The orders a tree may have: at least 4 (so that both halves of a split inner node keep a
+/// key), at most 256 (a node of 4 KiB, one page).
+const ORDERS: std::ops::RangeInclusive<u32> = 4..=256;
 
 const OP_INSTRUCTIONS: u64 = 12;
 const NODE_INSTRUCTIONS: u64 = 6;
@@ -57,20 +58,51 @@ pub struct Btree {
     pub lookups: u64,
     /// Emit the build phase (it is always performed).
     pub build: bool,
+    /// Children per inner node at most (the paper's 16); a node holds `order - 1` keys.
+    pub order: u32,
 }
 
-#[derive(Clone, Copy)]
-struct Node {
-    count: u32,
-    leaf: bool,
-    keys: [u64; MAX_KEYS],
-    /// Inner: child node ids; leaf: values, slot 15 the next leaf (+1, 0 = none).
-    slots: [u64; MAX_KEYS + 1],
+/// The node geometry of a tree of one order, and the split rule.
+#[derive(Clone, Copy, Debug)]
+struct Shape {
+    order: usize,
 }
 
-impl Node {
-    fn new(leaf: bool) -> Node {
-        Node { count: 0, leaf, keys: [0; MAX_KEYS], slots: [0; MAX_KEYS + 1] }
+impl Shape {
+    /// Keys a node holds at most.
+    fn max_keys(self) -> usize {
+        self.order - 1
+    }
+
+    /// Simulated bytes per node: count and leaf flag, keys, slots.
+    fn node_bytes(self) -> u64 {
+        16 * self.order as u64
+    }
+
+    /// Offset of the key array in a simulated node.
+    fn keys_at(self) -> u64 {
+        8
+    }
+
+    /// Offset of the slot array in a simulated node.
+    fn slots_at(self) -> u64 {
+        8 * self.order as u64
+    }
+
+    fn nodes_per_slab(self) -> usize {
+        (SLAB_BYTES / self.node_bytes()) as usize
+    }
+
+    /// Keys a full node keeps when it splits: the lower half (rounded up), one fewer for an
+    /// inner node where the new node would otherwise get no key (it also gives one key up
+    /// to the parent).
+    fn kept(self, leaf: bool) -> usize {
+        let half = self.max_keys().div_ceil(2);
+        if leaf {
+            half
+        } else {
+            half.min(self.max_keys() - 2)
+        }
     }
 }
 
@@ -92,52 +124,103 @@ struct Layout {
     slabs: Vec<u64>,
 }
 
-/// The tree in Rust memory, with the simulated address of every node.
+/// The tree in Rust memory, node by node in flat arrays, with the simulated address of every
+/// node.
 struct Tree<'a> {
-    nodes: Vec<Node>,
+    shape: Shape,
+    counts: Vec<u32>,
+    leaves: Vec<bool>,
+    /// `max_keys` per node.
+    keys: Vec<u64>,
+    /// `order` per node. Inner: child node ids; leaf: values, the last slot the next leaf
+    /// (+1, 0 = none).
+    slots: Vec<u64>,
     root: usize,
     root_addr: u64,
     slabs: &'a [u64],
 }
 
 impl Tree<'_> {
+    fn len(&self) -> usize {
+        self.counts.len()
+    }
+
+    fn count(&self, id: usize) -> usize {
+        self.counts[id] as usize
+    }
+
+    fn key(&self, id: usize, k: usize) -> u64 {
+        self.keys[id * self.shape.max_keys() + k]
+    }
+
+    fn key_mut(&mut self, id: usize, k: usize) -> &mut u64 {
+        &mut self.keys[id * self.shape.max_keys() + k]
+    }
+
+    fn slot(&self, id: usize, s: usize) -> u64 {
+        self.slots[id * self.shape.order + s]
+    }
+
+    fn slot_mut(&mut self, id: usize, s: usize) -> &mut u64 {
+        &mut self.slots[id * self.shape.order + s]
+    }
+
+    /// The keys of node `id`.
+    fn node_keys(&self, id: usize) -> &[u64] {
+        let start = id * self.shape.max_keys();
+        &self.keys[start..start + self.count(id)]
+    }
+
+    /// The slot of a leaf holding its next leaf.
+    fn next_slot(&self) -> usize {
+        self.shape.max_keys()
+    }
+
     fn node_addr(&self, id: usize) -> u64 {
-        self.slabs[id / NODES_PER_SLAB] + (id % NODES_PER_SLAB) as u64 * NODE_BYTES
+        let per_slab = self.shape.nodes_per_slab();
+        self.slabs[id / per_slab] + (id % per_slab) as u64 * self.shape.node_bytes()
     }
 
     fn key_addr(&self, id: usize, k: usize) -> u64 {
-        self.node_addr(id) + KEYS_AT + 8 * k as u64
+        self.node_addr(id) + self.shape.keys_at() + 8 * k as u64
     }
 
     fn slot_addr(&self, id: usize, s: usize) -> u64 {
-        self.node_addr(id) + SLOTS_AT + 8 * s as u64
+        self.node_addr(id) + self.shape.slots_at() + 8 * s as u64
     }
 
     fn alloc(&mut self, leaf: bool) -> Result<usize, String> {
-        let id = self.nodes.len();
-        if id / NODES_PER_SLAB >= self.slabs.len() {
+        let id = self.len();
+        if id / self.shape.nodes_per_slab() >= self.slabs.len() {
             return Err("the tree outgrew its planned slabs".into());
         }
-        if self.nodes.len() == self.nodes.capacity() {
-            let more = self.nodes.capacity().max(1024);
-            self.nodes.try_reserve(more).map_err(|_| "cannot allocate host memory for the tree's nodes".to_string())?;
+        if id == self.counts.capacity() {
+            let more = id.max(1024);
+            let fail = |_| "cannot allocate host memory for the tree's nodes".to_string();
+            self.counts.try_reserve(more).map_err(fail)?;
+            self.leaves.try_reserve(more).map_err(fail)?;
+            self.keys.try_reserve(more * self.shape.max_keys()).map_err(fail)?;
+            self.slots.try_reserve(more * self.shape.order).map_err(fail)?;
         }
-        self.nodes.push(Node::new(leaf));
+        self.counts.push(0);
+        self.leaves.push(leaf);
+        self.keys.resize(self.keys.len() + self.shape.max_keys(), 0);
+        self.slots.resize(self.slots.len() + self.shape.order, 0);
         Ok(id)
     }
 
     /// Loads the count, then binary-searches node `id` for the first key greater than `key`
     /// (inner nodes) or not less than it (leaves), emitting each probe.
     fn search(&self, id: usize, key: u64, e: &mut Emitter) -> usize {
-        let node = &self.nodes[id];
+        let leaf = self.leaves[id];
         e.load(self.node_addr(id), 4);
-        let (mut lo, mut hi) = (0, node.count as usize);
+        let (mut lo, mut hi) = (0, self.count(id));
         let mut probes = 0;
         while lo < hi {
             let mid = (lo + hi) / 2;
             e.load(self.key_addr(id, mid), 8);
             probes += 1;
-            let go_right = if node.leaf { node.keys[mid] < key } else { node.keys[mid] <= key };
+            let go_right = if leaf { self.key(id, mid) < key } else { self.key(id, mid) <= key };
             if go_right {
                 lo = mid + 1;
             } else {
@@ -152,16 +235,15 @@ impl Tree<'_> {
     fn lookup(&self, key: u64, e: &mut Emitter) -> Option<u64> {
         e.load(self.root_addr, 8);
         let mut id = self.root;
-        while !self.nodes[id].leaf {
+        while !self.leaves[id] {
             let i = self.search(id, key, e);
             e.load(self.slot_addr(id, i), 8);
-            id = self.nodes[id].slots[i] as usize;
+            id = self.slot(id, i) as usize;
         }
         let i = self.search(id, key, e);
-        let node = &self.nodes[id];
-        if i < node.count as usize && node.keys[i] == key {
+        if i < self.count(id) && self.key(id, i) == key {
             e.load(self.slot_addr(id, i), 8);
-            Some(node.slots[i])
+            Some(self.slot(id, i))
         } else {
             None
         }
@@ -172,17 +254,17 @@ impl Tree<'_> {
         e.load(self.root_addr, 8);
         let mut path = Vec::with_capacity(8);
         let mut id = self.root;
-        while !self.nodes[id].leaf {
+        while !self.leaves[id] {
             let i = self.search(id, key, e);
             e.load(self.slot_addr(id, i), 8);
             path.push((id, i));
-            id = self.nodes[id].slots[i] as usize;
+            id = self.slot(id, i) as usize;
         }
         let i = self.search(id, key, e);
         let (mut key, mut right) = (key, value);
         let (mut target, mut at) = (id, i);
         loop {
-            if (self.nodes[target].count as usize) < MAX_KEYS {
+            if self.count(target) < self.shape.max_keys() {
                 self.put(target, at, key, right, e);
                 return Ok(());
             }
@@ -197,19 +279,19 @@ impl Tree<'_> {
     /// Inserts `key` at position `at` of a node with room: into a leaf with `slot` as its
     /// value, into an inner node with `slot` as the child right of `key`.
     fn put(&mut self, id: usize, at: usize, key: u64, slot: u64, e: &mut Emitter) {
-        let count = self.nodes[id].count as usize;
-        let slot_at = if self.nodes[id].leaf { at } else { at + 1 };
-        let slot_end = if self.nodes[id].leaf { count } else { count + 1 };
+        let count = self.count(id);
+        let leaf = self.leaves[id];
+        let slot_at = if leaf { at } else { at + 1 };
+        let slot_end = if leaf { count } else { count + 1 };
         for k in (at..count).rev() {
             self.move_key(id, k, id, k + 1, e);
         }
         for s in (slot_at..slot_end).rev() {
             self.move_slot(id, s, id, s + 1, e);
         }
-        let node = &mut self.nodes[id];
-        node.keys[at] = key;
-        node.slots[slot_at] = slot;
-        node.count += 1;
+        *self.key_mut(id, at) = key;
+        *self.slot_mut(id, slot_at) = slot;
+        self.counts[id] += 1;
         e.store(self.key_addr(id, at), 8);
         e.store(self.slot_addr(id, slot_at), 8);
         e.store(self.node_addr(id), 4);
@@ -219,47 +301,48 @@ impl Tree<'_> {
         e.load(self.key_addr(from, k), 8);
         e.store(self.key_addr(to, j), 8);
         e.instructions(MOVE_INSTRUCTIONS);
-        self.nodes[to].keys[j] = self.nodes[from].keys[k];
+        *self.key_mut(to, j) = self.key(from, k);
     }
 
     fn move_slot(&mut self, from: usize, s: usize, to: usize, j: usize, e: &mut Emitter) {
         e.load(self.slot_addr(from, s), 8);
         e.store(self.slot_addr(to, j), 8);
         e.instructions(MOVE_INSTRUCTIONS);
-        self.nodes[to].slots[j] = self.nodes[from].slots[s];
+        *self.slot_mut(to, j) = self.slot(from, s);
     }
 
-    /// Splits full node `id` while inserting `key` at `at`: the upper half moves to a new
+    /// Splits full node `id` while inserting `key` at `at`: the upper part moves to a new
     /// node. Returns the separator to push into the parent and the new node.
     fn split(&mut self, id: usize, at: usize, key: u64, slot: u64, e: &mut Emitter) -> Result<(u64, usize), String> {
-        let leaf = self.nodes[id].leaf;
+        let leaf = self.leaves[id];
         let new = self.alloc(leaf)?;
-        let half = MAX_KEYS.div_ceil(2);
-        // Leaves keep `half` keys and copy up the new node's first key; inner nodes keep
-        // `half`, push up the next one and move the rest.
-        let first_moved = if leaf { half } else { half + 1 };
-        let count = MAX_KEYS;
+        let kept = self.shape.kept(leaf);
+        // Leaves keep `kept` keys and copy up the new node's first key; inner nodes keep
+        // `kept`, push up the next one and move the rest.
+        let first_moved = if leaf { kept } else { kept + 1 };
+        let count = self.shape.max_keys();
         for (j, k) in (first_moved..count).enumerate() {
             self.move_key(id, k, new, j, e);
         }
         if leaf {
-            for (j, s) in (half..count).enumerate() {
+            for (j, s) in (kept..count).enumerate() {
                 self.move_slot(id, s, new, j, e);
             }
-            self.move_slot(id, MAX_KEYS, new, MAX_KEYS, e);
-            self.nodes[id].slots[MAX_KEYS] = new as u64 + 1;
-            e.store(self.slot_addr(id, MAX_KEYS), 8);
+            let next = self.next_slot();
+            self.move_slot(id, next, new, next, e);
+            *self.slot_mut(id, next) = new as u64 + 1;
+            e.store(self.slot_addr(id, next), 8);
         } else {
-            for (j, s) in (half + 1..=count).enumerate() {
+            for (j, s) in (kept + 1..=count).enumerate() {
                 self.move_slot(id, s, new, j, e);
             }
         }
-        let sep = if leaf { self.nodes[new].keys[0] } else { self.nodes[id].keys[half] };
-        self.nodes[id].count = half as u32;
-        self.nodes[new].count = (count - first_moved) as u32;
+        let sep = if leaf { self.key(new, 0) } else { self.key(id, kept) };
+        self.counts[id] = kept as u32;
+        self.counts[new] = (count - first_moved) as u32;
         e.store(self.node_addr(id), 4);
         e.store(self.node_addr(new), 8);
-        // The pending key goes to the half it belongs to (keys are distinct from separators).
+        // The pending key goes to the part it belongs to (keys are distinct from separators).
         if key < sep {
             self.put(id, at, key, slot, e);
         } else {
@@ -270,11 +353,10 @@ impl Tree<'_> {
 
     fn new_root(&mut self, left: usize, sep: u64, right: usize, e: &mut Emitter) -> Result<(), String> {
         let root = self.alloc(false)?;
-        let node = &mut self.nodes[root];
-        node.keys[0] = sep;
-        node.slots[0] = left as u64;
-        node.slots[1] = right as u64;
-        node.count = 1;
+        *self.key_mut(root, 0) = sep;
+        *self.slot_mut(root, 0) = left as u64;
+        *self.slot_mut(root, 1) = right as u64;
+        self.counts[root] = 1;
         e.store(self.node_addr(root), 8);
         e.store(self.key_addr(root, 0), 8);
         e.store(self.slot_addr(root, 0), 8);
@@ -289,22 +371,24 @@ impl Tree<'_> {
         let mut depth = None;
         let mut stack = vec![(self.root, 0usize, None::<u64>, None::<u64>)];
         while let Some((id, d, lo, hi)) = stack.pop() {
-            let n = &self.nodes[id];
-            let keys = &n.keys[..n.count as usize];
+            let keys = self.node_keys(id);
             let in_range = keys.iter().all(|&k| lo.is_none_or(|l| k >= l) && hi.is_none_or(|h| k < h));
             if keys.windows(2).any(|w| w[0] >= w[1]) || !in_range {
                 return Err(format!("node {id} has keys out of order or outside its parent's range"));
             }
-            if n.leaf {
+            if self.leaves[id] {
                 if *depth.get_or_insert(d) != d {
                     return Err("leaves are at different depths".into());
                 }
                 continue;
             }
+            if keys.is_empty() {
+                return Err(format!("inner node {id} has no key"));
+            }
             for c in 0..=keys.len() {
                 let clo = if c == 0 { lo } else { Some(keys[c - 1]) };
                 let chi = if c == keys.len() { hi } else { Some(keys[c]) };
-                stack.push((n.slots[c] as usize, d + 1, clo, chi));
+                stack.push((self.slot(id, c) as usize, d + 1, clo, chi));
             }
         }
         self.chain_len()
@@ -312,20 +396,19 @@ impl Tree<'_> {
 
     fn chain_len(&self) -> Result<u64, String> {
         let mut id = self.root;
-        while !self.nodes[id].leaf {
-            id = self.nodes[id].slots[0] as usize;
+        while !self.leaves[id] {
+            id = self.slot(id, 0) as usize;
         }
         let (mut total, mut last) = (0u64, None::<u64>);
         loop {
-            let n = &self.nodes[id];
-            for &k in &n.keys[..n.count as usize] {
+            for &k in self.node_keys(id) {
                 if last.is_some_and(|l| l >= k) {
                     return Err("the leaf chain is not in ascending key order".into());
                 }
                 last = Some(k);
             }
-            total += u64::from(n.count);
-            match n.slots[MAX_KEYS] {
+            total += self.count(id) as u64;
+            match self.slot(id, self.next_slot()) {
                 0 => return Ok(total),
                 next => id = next as usize - 1,
             }
@@ -334,23 +417,16 @@ impl Tree<'_> {
 }
 
 impl Btree {
-    /// Nodes a random-insertion build is expected to hold (leaves at ln 2 fill, inner levels
-    /// likewise).
-    fn expected_nodes(&self) -> (f64, f64) {
-        let per_node = MAX_KEYS as f64 * RANDOM_FILL;
-        let (mut level, mut total, mut height) = ((self.keys as f64 / per_node).max(1.0), 0.0, 1.0);
-        while level > 1.0 {
-            total += level;
-            level = (level / (per_node + 1.0)).ceil().max(1.0);
-            height += 1.0;
-        }
-        (total + 1.0, height)
+    fn shape(&self) -> Shape {
+        Shape { order: self.order as usize }
     }
 
-    /// Slabs to plan for: enough for the worst case fill (half-full nodes).
+    /// Slabs to plan for: enough for the worst case (every node at its smallest after a
+    /// split, `max_keys / 2` keys; inner levels add at most as many nodes again).
     fn max_slabs(&self) -> usize {
-        let worst_nodes = 2 * self.keys as usize / (MAX_KEYS / 2) + 16;
-        worst_nodes.div_ceil(NODES_PER_SLAB)
+        let shape = self.shape();
+        let worst_nodes = 2 * self.keys as usize / (shape.max_keys() / 2) + 16;
+        worst_nodes.div_ceil(shape.nodes_per_slab())
     }
 
     fn layout(&self) -> Layout {
@@ -364,7 +440,7 @@ impl Btree {
 
 impl Workload for Btree {
     const NAME: &'static str = "btree";
-    const ABOUT: &'static str = "order-16 B+ tree: random-order insertions, then random lookups of existing keys";
+    const ABOUT: &'static str = "B+ tree of order 16 (configurable): random-order insertions, then random lookups of existing keys";
 
     fn preset(scale: Scale) -> Btree {
         let keys = match scale {
@@ -372,29 +448,34 @@ impl Workload for Btree {
             Scale::Small => 3_200_000,
             Scale::Paper => 78_000_000,
         };
-        Btree { keys, lookups: keys, build: true }
+        Btree { keys, lookups: keys, build: true, order: 16 }
     }
 
     fn validate(&self) -> Result<(), (&'static str, String)> {
         if !(1..=1 << 32).contains(&self.keys) {
             return Err(("keys", format!("{} keys is outside 1..=2^32", self.keys)));
         }
+        if !ORDERS.contains(&self.order) {
+            return Err(("order", format!("order {} is outside {}..={}", self.order, ORDERS.start(), ORDERS.end())));
+        }
         Ok(())
     }
 
     fn expected(&self) -> Expected {
+        let shape = self.shape();
         let layout = self.layout();
-        let (nodes, height) = self.expected_nodes();
+        let model = fringe::Model::new(shape, self.keys);
         // Without the build, only the lookups touch memory: a leaf is on some lookup's path
-        // with probability q, a page of 16 nodes (nearly all leaves) holds one such leaf with
-        // probability 1 - (1 - q)^16; likewise for the 512 keys of a page of the key array.
-        let page_fraction = |per_page: i32, items: f64| {
+        // with probability q, a page of nodes (nearly all leaves) holds one such leaf with
+        // probability 1 - (1 - q)^nodes per page; likewise for the 512 keys of a page of the
+        // key array.
+        let page_fraction = |per_page: f64, items: f64| {
             let q = -(-(self.lookups as f64) / items.max(1.0)).exp_m1();
-            if self.build { 1.0 } else { 1.0 - (1.0 - q).powi(per_page) }
+            if self.build { 1.0 } else { 1.0 - (1.0 - q).powf(per_page) }
         };
-        let leaves = self.keys as f64 / (MAX_KEYS as f64 * RANDOM_FILL);
-        let node_bytes = nodes * NODE_BYTES as f64 * page_fraction(16, leaves);
-        let key_bytes = (self.keys as f64 * 8.0 * page_fraction(512, self.keys as f64)) as u64;
+        let nodes_per_page = (4096.0 / shape.node_bytes() as f64).max(1.0);
+        let node_bytes = model.nodes() * shape.node_bytes() as f64 * page_fraction(nodes_per_page, model.leaves());
+        let key_bytes = (self.keys as f64 * 8.0 * page_fraction(512.0, self.keys as f64)) as u64;
         let mut regions = vec![
             Region { name: "keys".into(), addr: layout.keys, bytes: self.keys * 8, touched: key_bytes },
             Region { name: "tree (root pointer)".into(), addr: layout.tree, bytes: 16, touched: 8 },
@@ -403,16 +484,11 @@ impl Workload for Btree {
             let used = (node_bytes - (i as u64 * SLAB_BYTES) as f64).clamp(0.0, SLAB_BYTES as f64) as u64;
             regions.push(Region { name: format!("node slab {i}"), addr: slab, bytes: SLAB_BYTES, touched: used });
         }
-        // A lookup: its key and the root pointer, then per level the count, the probes of a
-        // binary search over the average fill, and a slot.
-        let probes = (MAX_KEYS as f64 * RANDOM_FILL + 1.0).log2();
-        let per_lookup = 2.0 + height * (2.0 + probes);
-        let per_insert = per_lookup + 2.0 * MAX_KEYS as f64 * RANDOM_FILL + 3.0;
         Expected {
             regions,
             phases: vec![
-                ExpectedPhase { name: "build", emitted: self.build, refs: (self.keys as f64 * (per_insert + 1.0)) as u64, exact: false },
-                ExpectedPhase { name: "lookup", emitted: true, refs: (self.lookups as f64 * per_lookup) as u64, exact: false },
+                ExpectedPhase { name: "build", emitted: self.build, refs: model.build_refs() as u64, exact: false },
+                ExpectedPhase { name: "lookup", emitted: true, refs: (self.lookups as f64 * model.lookup_refs()) as u64, exact: false },
             ],
             tolerance: 0.1,
         }
@@ -422,7 +498,16 @@ impl Workload for Btree {
         let layout = self.layout();
         let n = self.keys as usize;
         let mut keys = SimVec::filled(layout.keys, n, 0u64, "the B+ tree keys")?;
-        let mut tree = Tree { nodes: Vec::new(), root: 0, root_addr: layout.tree, slabs: &layout.slabs };
+        let mut tree = Tree {
+            shape: self.shape(),
+            counts: Vec::new(),
+            leaves: Vec::new(),
+            keys: Vec::new(),
+            slots: Vec::new(),
+            root: 0,
+            root_addr: layout.tree,
+            slabs: &layout.slabs,
+        };
         e.phase("build", self.build);
         tree.root = tree.alloc(true)?;
         e.store(tree.node_addr(tree.root), 8);
@@ -455,7 +540,7 @@ impl Workload for Btree {
         }
         Ok(vec![
             format!("all {} lookups found their key's value", self.lookups),
-            format!("{} nodes: leaves at one depth, keys ascending, the leaf chain holds all {} keys", tree.nodes.len(), self.keys),
+            format!("{} nodes: leaves at one depth, keys ascending, the leaf chain holds all {} keys", tree.len(), self.keys),
         ])
     }
 }
