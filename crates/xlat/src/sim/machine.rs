@@ -324,10 +324,11 @@ impl Machine {
     /// [`Machine::shoot_down`] once the OS has pages for it.
     #[inline(never)]
     fn shoot_down_pending(&mut self) {
+        let size = self.os.page_size();
         let Some(pages) = self.os.take_shootdowns() else { return };
         for (asid, vpn) in pages {
             if let Some(tlb) = &mut self.tlb {
-                tlb.invalidate(asid, vpn.addr().0);
+                tlb.invalidate(asid, vpn, size);
             }
             for m in &mut self.mosaic {
                 m.tlb.invalidate_page(asid, vpn);

@@ -10,7 +10,7 @@
 
 use super::array::{ArrayGeometry, TlbArray};
 use crate::memref::AccessKind;
-use crate::types::{Asid, PageSize, Pfn, Translation, BASE_PAGE_SHIFT};
+use crate::types::{Asid, PageSize, Pfn, Translation, Vpn, BASE_PAGE_SHIFT};
 use serde::Serialize;
 
 /// Which references an array or statistics row serves.
@@ -204,12 +204,11 @@ impl SideArrays {
         removed
     }
 
-    /// Removes every entry smaller than `t` that lies inside it.
-    fn invalidate_inside(&mut self, t: &Translation) {
-        for array in &mut self.arrays {
-            array.invalidate_inside(t);
-        }
+    /// Removes every entry smaller than `t` that lies inside it; returns how many.
+    fn invalidate_inside(&mut self, t: &Translation) -> usize {
+        let removed = self.arrays.iter_mut().map(|array| array.invalidate_inside(t)).sum();
         self.forget_empty();
+        removed
     }
 
     /// Clears the `nonempty` bits of arrays that invalidations emptied, and the last hit.
@@ -246,10 +245,8 @@ impl Level {
     }
 
     /// Removes every entry smaller than `t` that lies inside it, on both sides.
-    fn invalidate_inside(&mut self, t: &Translation) {
-        for side in std::iter::once(&mut self.data).chain(self.instr.as_mut()) {
-            side.invalidate_inside(t);
-        }
+    fn invalidate_inside(&mut self, t: &Translation) -> usize {
+        std::iter::once(&mut self.data).chain(self.instr.as_mut()).map(|side| side.invalidate_inside(t)).sum()
     }
 }
 
@@ -417,10 +414,14 @@ impl TlbHierarchy {
         }
     }
 
-    /// Removes every entry translating `vaddr` in `asid` from every level (a shootdown of one
-    /// page); returns how many entries were removed.
-    pub fn invalidate(&mut self, asid: Asid, vaddr: u64) -> usize {
-        self.levels.iter_mut().map(|l| l.invalidate(asid, vaddr)).sum()
+    /// Removes every entry translating any part of the page of `size` at `vpn` in `asid` from
+    /// every level (a shootdown of one page); returns how many entries were removed. A level
+    /// without arrays of the page's size holds a huge page as splinters, one per base page
+    /// used: they all go.
+    pub fn invalidate(&mut self, asid: Asid, vpn: Vpn, size: PageSize) -> usize {
+        let page = Translation { asid, vpn, pfn: Pfn(0), size };
+        let splinters = |level: &mut Level| if size == PageSize::Size4K { 0 } else { level.invalidate_inside(&page) };
+        self.levels.iter_mut().map(|level| level.invalidate(asid, vpn.addr().0) + splinters(level)).sum()
     }
 
     /// Counters of every level and side, top level first, data side before instruction side.

@@ -134,13 +134,14 @@ fn a_refaulted_page_decodes_its_new_cpfn() {
     assert!(s.mosaic[0].counters.hits > 1000, "{:?}", s.mosaic[0].counters);
 }
 
-/// Faults of exact LRU over `frames` page frames on the pages of `refs`, counted directly
-/// from the page sequence (the reference model: a list in recency order).
-fn lru_faults(refs: &[MemRef], frames: usize) -> u64 {
+/// Faults of exact LRU over `frames` page frames on the pages (of `1 << shift` bytes) of
+/// `refs`, counted directly from the page sequence (the reference model: a list in recency
+/// order).
+fn lru_faults(refs: &[MemRef], frames: usize, shift: u32) -> u64 {
     let mut recency: Vec<u64> = Vec::new();
     let mut faults = 0;
     for r in refs {
-        let page = r.vaddr >> 12;
+        let page = r.vaddr >> shift;
         match recency.iter().position(|&p| p == page) {
             Some(i) => {
                 recency.remove(i);
@@ -181,7 +182,26 @@ fn use_is_tracked_through_every_tlb_level() {
         m.process(&Batch { refs: refs.clone(), instructions: 0 }).unwrap();
         let s = m.stats();
         assert!(s.levels.iter().all(|l| l.counters.hits > 0), "every level hits");
-        assert_eq!(s.os.page_faults, lru_faults(&refs, 64), "{} levels", s.levels.len());
+        assert_eq!(s.os.page_faults, lru_faults(&refs, 64, 12), "{} levels", s.levels.len());
+    }
+}
+
+/// An evicted huge page leaves no entry in any TLB, also where the TLBs hold it as 4 KiB
+/// splinters: every later reference to it faults, so the faults are LRU's over the huge
+/// pages, whatever the TLBs. Fails if a splinter other than the page's first survives the
+/// shootdown (a reference would then hit a swapped-out page).
+#[test]
+fn an_evicted_huge_page_leaves_no_splinter() {
+    let mut rng = Xoshiro256PlusPlus::seed_from_u64(9);
+    let refs: Vec<MemRef> = (0..20_000).map(|_| MemRef::load(rng.random_range(0..12u64) << 21 | rng.random_range(0..4u64) << 12, 8)).collect();
+    let l2 = LevelGeometry { name: "L2".into(), ..level(64, 4) };
+    for tlb in [vec![level(16, 4)], vec![level(8, 2), l2]] {
+        let os = OsSpec { eviction: EvictionSpec::Lru, page_size: PageSize::Size2M, ..OsSpec::simple(8 << 21, PlacementSpec::Random) };
+        let mut m = Machine::new(&MachineSpec { name: "huge".into(), seed: 2, os, tlb, mosaic: vec![] });
+        m.process(&Batch { refs: refs.clone(), instructions: 0 }).unwrap();
+        let s = m.stats();
+        assert!(s.levels[0].counters.hits > 0);
+        assert_eq!(s.os.page_faults, lru_faults(&refs, 8, 21), "{} levels", s.levels.len());
     }
 }
 
