@@ -81,6 +81,8 @@ pub fn run(cmd: &HashCommand) -> Result<Outcome> {
         },
         cpfn_bits: a.cpfn_bits,
         hash: HashSpec::Tabulation { seed: a.seed },
+        // Vectors hash and decode; where a page is placed does not enter them.
+        ..IcebergSpec::default()
     };
     let frames = a.buckets.checked_mul(spec.bucket_frames()).ok_or_else(|| anyhow!("--buckets {} is too large", a.buckets))?;
     spec.check(frames).map_err(|e| anyhow!("invalid geometry: {e}"))?;

@@ -2,9 +2,9 @@
 //! naming its field.
 
 use super::presets;
-use super::raw::{RawIceberg, RawOs};
+use super::raw::{RawIceberg, RawInactiveRatio, RawOs};
 use super::validate::{err, page_size_of};
-use crate::os::eviction::{EvictionKind, RecencyKind};
+use crate::os::eviction::{EvictionKind, InactiveRatio, RecencyKind};
 use crate::os::iceberg::IcebergSpec;
 use crate::os::{EvictionSpec, OsSpec, Placement, PlacementSpec, Recency};
 use crate::types::PageSize;
@@ -14,6 +14,8 @@ use crate::Result;
 /// Default fraction of memory Linux-like reclaim keeps free: the Mosaic paper observed Linux
 /// start swapping at about 99.2% utilization (zone watermarks).
 pub const DEFAULT_RESERVE: f64 = 0.008;
+/// The largest fixed active:inactive ratio (the kernel's rule reaches 100 at 1 TiB).
+const MAX_INACTIVE_RATIO: u32 = 1000;
 /// Default δ of Iceberg LRU: about 13% of memory stays free for the paper's parameters.
 pub const DEFAULT_DELTA: f64 = 0.13;
 /// Default references between accessed-bit scans.
@@ -41,6 +43,7 @@ pub fn merge(base: RawOs, over: Option<&RawOs>) -> RawOs {
         iceberg: o.iceberg.or(base.iceberg),
         eviction: o.eviction.or(base.eviction),
         reserve: o.reserve.or(base.reserve),
+        inactive_ratio: o.inactive_ratio.or(base.inactive_ratio),
         delta: o.delta.or(base.delta),
         recency: o.recency.or(base.recency),
         scan_period: o.scan_period.or(base.scan_period),
@@ -132,6 +135,7 @@ fn iceberg(raw: &RawIceberg) -> IcebergSpec {
         back: raw.back.unwrap_or(d.back),
         choices: raw.choices.unwrap_or(d.choices),
         backyard: raw.backyard.unwrap_or(d.backyard),
+        tie_break: raw.tie_break.unwrap_or(d.tie_break),
         cpfn_bits: raw.cpfn_bits.unwrap_or(d.cpfn_bits),
         hash: raw.hash.unwrap_or(d.hash),
     }
@@ -145,10 +149,24 @@ fn fraction(value: f64, field: String, what: &str) -> Result<f64> {
     }
 }
 
+/// Linux-like reclaim's active:inactive ratio: the kernel's rule unless a ratio is given.
+fn inactive_ratio(raw: Option<RawInactiveRatio>, path: &str) -> Result<InactiveRatio> {
+    match raw {
+        None | Some(RawInactiveRatio::Kernel) => Ok(InactiveRatio::Kernel),
+        Some(RawInactiveRatio::Fixed(ratio)) => match u32::try_from(ratio) {
+            Ok(ratio @ 1..=MAX_INACTIVE_RATIO) => Ok(InactiveRatio::Fixed(ratio)),
+            _ => err(path, format!("a ratio of {ratio} is outside 1..={MAX_INACTIVE_RATIO} (or \"kernel\")")),
+        },
+    }
+}
+
 fn eviction(raw: &RawOs, path: &str, placement: &PlacementSpec) -> Result<EvictionSpec> {
     let kind = raw.eviction.unwrap_or(EvictionKind::None);
     if raw.reserve.is_some() && kind != EvictionKind::Linux {
         return err(format!("{path}.reserve"), "`reserve` applies to `eviction = \"linux\"` only");
+    }
+    if raw.inactive_ratio.is_some() && kind != EvictionKind::Linux {
+        return err(format!("{path}.inactive_ratio"), "`inactive_ratio` applies to `eviction = \"linux\"` only");
     }
     if raw.delta.is_some() && !matches!(kind, EvictionKind::IcebergLru | EvictionKind::LazyIcebergLru) {
         return err(format!("{path}.delta"), "`delta` applies to `eviction = \"iceberg-lru\"` and `\"lazy-iceberg-lru\"` only");
@@ -160,7 +178,10 @@ fn eviction(raw: &RawOs, path: &str, placement: &PlacementSpec) -> Result<Evicti
         EvictionKind::Lru => EvictionSpec::Lru,
         EvictionKind::Linux => {
             needs(placement.is_fully_associative(), "fully associative (random or sequential)")?;
-            EvictionSpec::Linux { reserve: fraction(raw.reserve.unwrap_or(DEFAULT_RESERVE), format!("{path}.reserve"), "reserve")? }
+            EvictionSpec::Linux {
+                reserve: fraction(raw.reserve.unwrap_or(DEFAULT_RESERVE), format!("{path}.reserve"), "reserve")?,
+                inactive_ratio: inactive_ratio(raw.inactive_ratio, &format!("{path}.inactive_ratio"))?,
+            }
         }
         EvictionKind::HorizonLru => {
             needs(iceberg, "iceberg")?;

@@ -4,7 +4,7 @@
 use super::size::ByteSize;
 use crate::hash::HashSpec;
 use crate::os::eviction::{EvictionKind, RecencyKind};
-use crate::os::iceberg::BackyardRanges;
+use crate::os::iceberg::{BackyardRanges, TieBreak};
 use crate::os::Placement;
 use crate::tlb::Policy;
 use serde::{Deserialize, Serialize};
@@ -122,6 +122,50 @@ pub struct RawWorkload {
     /// Any: run only on these machines (names; a trailing `*` matches a prefix). All when
     /// absent.
     pub machines: Option<Vec<String>>,
+}
+
+/// Linux-like reclaim's active:inactive ratio as written: a number, or `"kernel"` for the
+/// kernel's rule.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RawInactiveRatio {
+    /// A fixed ratio.
+    Fixed(u64),
+    /// The kernel's rule.
+    Kernel,
+}
+
+impl<'de> Deserialize<'de> for RawInactiveRatio {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<RawInactiveRatio, D::Error> {
+        struct V;
+        impl serde::de::Visitor<'_> for V {
+            type Value = RawInactiveRatio;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a ratio or \"kernel\"")
+            }
+            fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<RawInactiveRatio, E> {
+                Ok(RawInactiveRatio::Fixed(v))
+            }
+            fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<RawInactiveRatio, E> {
+                u64::try_from(v).map(RawInactiveRatio::Fixed).map_err(|_| E::custom(format!("a ratio of {v} is negative")))
+            }
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<RawInactiveRatio, E> {
+                match v {
+                    "kernel" => Ok(RawInactiveRatio::Kernel),
+                    _ => Err(E::custom(format!("`{v}` is neither a ratio nor \"kernel\""))),
+                }
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+impl Serialize for RawInactiveRatio {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            RawInactiveRatio::Fixed(ratio) => s.serialize_u64(*ratio),
+            RawInactiveRatio::Kernel => s.serialize_str("kernel"),
+        }
+    }
 }
 
 /// Associativity as written: a way count, or `"full"` for a fully associative array.
@@ -246,6 +290,8 @@ pub struct RawOs {
     pub eviction: Option<EvictionKind>,
     /// Fraction of memory Linux-like reclaim keeps free.
     pub reserve: Option<f64>,
+    /// The active:inactive ratio Linux-like reclaim keeps.
+    pub inactive_ratio: Option<RawInactiveRatio>,
     /// Fraction of memory Iceberg LRU leaves unused.
     pub delta: Option<f64>,
     /// How page use is observed.
@@ -272,6 +318,8 @@ pub struct RawIceberg {
     pub choices: Option<u32>,
     /// `disjoint` (the prototype's) or `all`.
     pub backyard: Option<BackyardRanges>,
+    /// `first` or `random`: which of equally loaded backyard choices is taken.
+    pub tie_break: Option<TieBreak>,
     /// CPFN width in bits (7).
     pub cpfn_bits: Option<u32>,
     /// Hash functions (`{ kind = "tabulation", seed = ... }` or `{ kind = "xxhash64" }`).

@@ -16,7 +16,7 @@ pub mod placement;
 pub mod set_associative;
 mod stats;
 
-pub use eviction::{EvictionSpec, Recency};
+pub use eviction::{EvictionSpec, InactiveRatio, Recency};
 pub use page_table::PageTable;
 pub use placement::{Placement, PlacementSpec};
 pub use stats::OsStats;
@@ -118,7 +118,7 @@ impl Os {
             _ => false,
         };
         let kept_free = match spec.eviction {
-            EvictionSpec::Linux { reserve } => reserve,
+            EvictionSpec::Linux { reserve, .. } => reserve,
             EvictionSpec::IcebergLru { delta } | EvictionSpec::LazyIcebergLru { delta } => delta,
             _ => 0.0,
         };
@@ -128,7 +128,10 @@ impl Os {
             frames: Frames::new(frames),
             placer: spec.placement.build(frames, seed),
             lru: global_lru.then(LruHeap::default),
-            linux: matches!(spec.eviction, EvictionSpec::Linux { .. }).then(|| LinuxLists::new(frames)),
+            linux: match spec.eviction {
+                EvictionSpec::Linux { inactive_ratio, .. } => Some(LinuxLists::new(frames, spec.page_size.bytes(), inactive_ratio)),
+                _ => None,
+            },
             evictable: matches!(spec.eviction, EvictionSpec::LazyIcebergLru { .. }).then(|| Evictable::new(frames)),
             scanner: Scanner::new(spec.recency, frames, seed ^ 0x5ca7),
             age: spec.age_window.map(AgeTracker::new),

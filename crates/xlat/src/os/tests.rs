@@ -241,7 +241,7 @@ fn horizon_lru_on_a_unique_stream_evicts_young_pages_sometimes() {
 #[test]
 fn linux_reclaim_keeps_its_reserve_and_counts_swap() {
     let frames = 1000;
-    let spec = OsSpec { eviction: EvictionSpec::Linux { reserve: 0.008 }, ..OsSpec::simple(frames << 12, PlacementSpec::Random) };
+    let spec = OsSpec { eviction: EvictionSpec::Linux { reserve: 0.008, inactive_ratio: InactiveRatio::Kernel }, ..OsSpec::simple(frames << 12, PlacementSpec::Random) };
     let mut os = Os::new(&spec, 1);
     for vpn in stream(50_000, 2000, 4) {
         touch(&mut os, vpn);

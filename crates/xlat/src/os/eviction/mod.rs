@@ -31,6 +31,8 @@ pub enum EvictionSpec {
         /// Fraction of memory kept free (the zone watermarks): reclaim starts when the
         /// rest is used.
         reserve: f64,
+        /// How long the inactive list is kept against the active list.
+        inactive_ratio: InactiveRatio,
     },
     /// Horizon LRU (iceberg memory only).
     HorizonLru,
@@ -45,6 +47,26 @@ pub enum EvictionSpec {
         /// Fraction of memory whose oldest pages are kept evictable.
         delta: f64,
     },
+}
+
+/// The active:inactive ratio Linux-like reclaim keeps: the active list's oldest page is
+/// demoted while `inactive × ratio < active`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum InactiveRatio {
+    /// The kernel's `isqrt(10 × GiB on the lists)`, 1 below 1 GiB (`"kernel"` in files).
+    Kernel,
+    /// A fixed ratio (1: lists of equal length).
+    Fixed(u32),
+}
+
+/// Written as in configurations: `"kernel"` or the number.
+impl Serialize for InactiveRatio {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            InactiveRatio::Kernel => s.serialize_str("kernel"),
+            InactiveRatio::Fixed(ratio) => s.serialize_u32(*ratio),
+        }
+    }
 }
 
 /// How the OS learns that a page was used.

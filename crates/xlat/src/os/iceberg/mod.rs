@@ -4,5 +4,5 @@
 pub mod geometry;
 pub mod placement;
 
-pub use geometry::{BackyardRanges, IcebergSpec, Layout, Slot};
+pub use geometry::{BackyardRanges, IcebergSpec, Layout, Slot, TieBreak};
 pub use placement::Placed;

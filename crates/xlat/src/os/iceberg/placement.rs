@@ -4,7 +4,7 @@
 //! free: a ghost's slot is taken by evicting it, and ghosts do not count towards a backyard's
 //! load.
 
-use super::geometry::{Layout, Slot};
+use super::geometry::{Layout, Slot, TieBreak};
 use crate::os::frames::Frames;
 
 /// A slot chosen for a new page.
@@ -76,7 +76,14 @@ pub fn place(layout: &Layout, frames: &Frames, key: u64, ghost: impl Fn(u64) -> 
         return Some(p);
     }
     let mut best: Option<(u32, u32)> = None;
-    for choice in 1..=spec.choices {
+    // The search starts at the first choice, or at one drawn from the key; the first least
+    // loaded found wins.
+    let start = match spec.tie_break {
+        TieBreak::First => 0,
+        TieBreak::Random => (mix(key) % u64::from(spec.choices)) as u32,
+    };
+    for i in 0..spec.choices {
+        let choice = 1 + (start + i) % spec.choices;
         let load = back_slots(layout, key, choice).filter(|&(_, f)| live(frames, f, &ghost)).count() as u32;
         if load < spec.back && best.is_none_or(|(_, l)| load < l) {
             best = Some((choice, load));
@@ -84,6 +91,11 @@ pub fn place(layout: &Layout, frames: &Frames, key: u64, ghost: impl Fn(u64) -> 
     }
     let (choice, _) = best?;
     free_or_oldest_ghost(frames, back_base(layout, key, choice), spec.back, |slot| Slot::Back { choice, slot }, ghost)
+}
+
+/// A hash of `key` independent of the placement hashes, for a tie-break drawn per page.
+fn mix(key: u64) -> u64 {
+    xxhash_rust::xxh64::xxh64(&key.to_le_bytes(), 0x7469_6562_7265_616b)
 }
 
 /// The least recently used of `key`'s candidate pages (all occupied).
