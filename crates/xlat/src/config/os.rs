@@ -76,6 +76,9 @@ pub fn validate(raw: &RawOs, path: &str) -> Result<OsSpec> {
     if raw.age_window == Some(0) {
         return err(format!("{path}.age_window"), "a window needs at least one eviction");
     }
+    if raw.age_window.is_some() && eviction == EvictionSpec::None {
+        return err(format!("{path}.age_window"), "the eviction-age metric needs an `os.eviction` policy (nothing is evicted without one)");
+    }
     Ok(OsSpec { memory, page_size, placement, eviction, recency, age_window: raw.age_window })
 }
 
@@ -207,6 +210,9 @@ fn recency(raw: &RawOs, path: &str, eviction: EvictionSpec) -> Result<Recency> {
     let scan_fields = [("scan_period", raw.scan_period.is_some()), ("hot_sample", raw.hot_sample.is_some()), ("scan_history", raw.scan_history.is_some())];
     if let Some((field, _)) = scan_fields.iter().find(|(_, given)| *given).filter(|_| kind != RecencyKind::Scan) {
         return err(format!("{path}.{field}"), format!("`{field}` applies to `recency = \"scan\"` only"));
+    }
+    if kind != RecencyKind::Access && eviction == EvictionSpec::None {
+        return err(format!("{path}.recency"), "recency is read by eviction only: set an `os.eviction` policy, or drop `recency`");
     }
     Ok(match kind {
         RecencyKind::Access => Recency::Access,

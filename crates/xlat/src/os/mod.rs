@@ -145,9 +145,10 @@ impl Os {
     }
 
     /// True when the machine must report every use with [`Os::access`]: eviction needs
-    /// recency, or the age metric needs timestamps.
+    /// recency (and the age metric, which configurations allow only with eviction, needs
+    /// timestamps), so that a metric never changes what is simulated.
     pub fn tracks_use(&self) -> bool {
-        self.spec.eviction != EvictionSpec::None || self.age.is_some()
+        self.spec.eviction != EvictionSpec::None
     }
 
     /// Walks the page table for `vaddr`, mapping the page on first touch (or after it was
