@@ -77,6 +77,23 @@ fn lackey_modify_is_load_then_store_and_banners_are_skipped() {
     );
 }
 
+/// Text with no record is a Lackey trace only if all of it is Valgrind's: other text (a list of
+/// addresses, say) is an error naming its first foreign line, not an empty trace. A byte-order
+/// mark before the first record is skipped.
+#[test]
+fn text_without_records_is_not_a_lackey_trace() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = write(dir.path(), "a.txt", b"==12== Lackey\n0x1000,8\n0x2000,8\n");
+    for result in [read_all(&mut LackeyReader::open(&p).unwrap()), read_all(&mut trace::open(&p, None).unwrap())] {
+        let err = result.expect_err("addresses alone are not a Lackey trace").to_string();
+        assert!(err.contains("a.txt:2:") && err.contains("not a Lackey trace"), "{err}");
+    }
+    let p = write(dir.path(), "banner.lackey", b"==12== Lackey, an example Valgrind tool\n--12-- run: /bin/true\n\n");
+    assert!(read_all(&mut LackeyReader::open(&p).unwrap()).unwrap().is_empty());
+    let p = write(dir.path(), "bom.lackey", b"\xef\xbb\xbf L 1000,8\n");
+    assert_eq!(read_all(&mut LackeyReader::open(&p).unwrap()).unwrap(), vec![MemRef::load(0x1000, 8)]);
+}
+
 #[test]
 fn empty_inputs() {
     let dir = tempfile::tempdir().unwrap();

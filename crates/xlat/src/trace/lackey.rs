@@ -9,6 +9,9 @@
 //! does not: blank lines, and lines whose first column holds a word of two or more characters
 //! (`==123== ...` banners), are ignored unless they hold control characters (binary data);
 //! any other line is a record and must parse exactly, else the error names the file and line.
+//! A file that ends without a record although it had a line that is not Valgrind's (not
+//! starting with `==` or `--`) is not a Lackey trace, and is an error naming that line. A
+//! UTF-8 byte-order mark before the first line is skipped.
 
 use super::io::{display_path, file_identity, open_input, AtomicOutput, Compression, Input};
 use super::TraceWriter;
@@ -102,6 +105,10 @@ pub struct LackeyReader {
     file_size: Option<u64>,
     line: Vec<u8>,
     line_no: u64,
+    /// Whether any record was read.
+    any_record: bool,
+    /// The first ignored line that is not Valgrind's own output, and its number.
+    foreign: Option<(u64, String)>,
     /// The store half of an `M` line that did not fit in the previous batch.
     pending: Option<MemRef>,
 }
@@ -117,6 +124,8 @@ impl LackeyReader {
             file_size,
             line: Vec::with_capacity(128),
             line_no: 0,
+            any_record: false,
+            foreign: None,
             pending: None,
         })
     }
@@ -127,15 +136,41 @@ impl LackeyReader {
             self.line.clear();
             let n = self.input.read_until(b'\n', &mut self.line).map_err(|e| Error::io(&self.path, e))?;
             if n == 0 {
-                return Ok(None);
+                return self.end();
             }
             self.line_no += 1;
-            let body = self.line.strip_suffix(b"\n").unwrap_or(&self.line);
+            let mut body = self.line.strip_suffix(b"\n").unwrap_or(&self.line);
+            if self.line_no == 1 {
+                body = body.strip_prefix(b"\xef\xbb\xbf").unwrap_or(body);
+            }
             match parse_line(body) {
-                Ok(None) => continue,
-                Ok(Some(r)) => return Ok(Some(r)),
+                Ok(None) => {
+                    let valgrind = body.starts_with(b"==") || body.starts_with(b"--") || body.iter().all(|&b| is_space(b));
+                    if !valgrind && self.foreign.is_none() {
+                        self.foreign = Some((self.line_no, String::from_utf8_lossy(body).chars().take(40).collect()));
+                    }
+                }
+                Ok(Some(r)) => {
+                    self.any_record = true;
+                    return Ok(Some(r));
+                }
                 Err(message) => return Err(Error::AtLine { path: self.path.clone(), line: self.line_no, message }),
             }
+        }
+    }
+}
+
+impl LackeyReader {
+    /// The end of input: an error when the file had text but no record, and some of it was
+    /// not Valgrind's.
+    fn end(&mut self) -> Result<Option<Record>> {
+        match self.foreign.take().filter(|_| !self.any_record) {
+            Some((line, text)) => Err(Error::AtLine {
+                path: self.path.clone(),
+                line,
+                message: format!("no Lackey record (I, L, S or M line) in the file, and `{text}` is not Valgrind output: this is not a Lackey trace"),
+            }),
+            None => Ok(None),
         }
     }
 }
