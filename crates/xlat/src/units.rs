@@ -24,12 +24,17 @@ pub fn parse_bytes(text: &str) -> Result<u64, String> {
     if num.is_empty() {
         return Err(format!("`{text}` is not a size (expected e.g. `4KiB`, `16GiB`)"));
     }
-    let value: f64 = num
-        .parse()
-        .map_err(|_| format!("`{text}` is not a size (expected e.g. `4KiB`, `16GiB`)"))?;
+    let not_a_size = || format!("`{text}` is not a size (expected e.g. `4KiB`, `16GiB`)");
+    let too_large = || format!("`{text}` is not a whole number of bytes below 2^64");
+    // Whole numbers are exact (an f64 would round sizes above 2^53); fractions go through f64.
+    if !num.contains('.') {
+        let value: u64 = num.parse().map_err(|_| too_large())?;
+        return value.checked_mul(mult).ok_or_else(too_large);
+    }
+    let value: f64 = num.parse().map_err(|_| not_a_size())?;
     let bytes = value * mult as f64;
     if !(0.0..1.8e19).contains(&bytes) || bytes.fract() != 0.0 {
-        return Err(format!("`{text}` is not a whole number of bytes below 2^64"));
+        return Err(too_large());
     }
     Ok(bytes as u64)
 }
@@ -64,6 +69,11 @@ mod tests {
         assert!(parse_bytes("4XB").is_err());
         assert!(parse_bytes("KiB").is_err());
         assert!(parse_bytes("0.5B").is_err());
+        // Exact above 2^53, and no wrap-around past 2^64.
+        assert_eq!(parse_bytes("9007199254740993"), Ok(9_007_199_254_740_993));
+        assert_eq!(parse_bytes("18446744073709551615"), Ok(u64::MAX));
+        assert!(parse_bytes("18446744073709551616").is_err());
+        assert!(parse_bytes("16777216TiB").is_err());
     }
 
     #[test]

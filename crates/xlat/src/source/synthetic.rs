@@ -75,8 +75,9 @@ impl SyntheticSpec {
         if self.footprint % u64::from(self.size) != 0 {
             return err("footprint", format!("footprint {} is not a multiple of the access size {}", self.footprint, self.size));
         }
-        if self.base.checked_add(self.footprint).is_none() {
-            return err("base", "base + footprint overflows the 64-bit address space".into());
+        // The footprint's last byte, base + footprint - 1, must exist (it may be 2^64 - 1).
+        if self.base.checked_add(self.footprint - 1).is_none() {
+            return err("base", "base + footprint runs past the top of the 64-bit address space".into());
         }
         if !(0.0..=1.0).contains(&self.store_fraction) {
             return err("store_fraction", format!("{} is not a probability", self.store_fraction));
@@ -281,6 +282,19 @@ mod tests {
             let stores = refs.iter().filter(|r| r.kind == AccessKind::Store).count();
             assert!((4000..6000).contains(&stores), "{p:?}: {stores} stores");
         }
+    }
+
+    /// A footprint may end at the top of the address space: its last byte is 2^64 - 1.
+    #[test]
+    fn a_footprint_may_end_at_the_top_of_the_address_space() {
+        let top = |pattern| SyntheticSpec { base: 0xffff_ffff_ffff_f000, footprint: 4096, refs: 1000, ..spec(pattern) };
+        for p in [Pattern::Sequential, Pattern::Strided { stride: 24 }, Pattern::Uniform, Pattern::Zipf { exponent: 0.99 }] {
+            top(p.clone()).validate("w").unwrap();
+            let refs = collect(&mut Synthetic::new(top(p.clone())).unwrap()).unwrap().0;
+            assert!(refs.iter().all(|r| r.vaddr >= 0xffff_ffff_ffff_f000 && r.vaddr <= u64::MAX - 7), "{p:?}");
+        }
+        let past = SyntheticSpec { base: 0xffff_ffff_ffff_f001, ..top(Pattern::Sequential) };
+        assert!(past.validate("w").unwrap_err().to_string().contains("w.base"));
     }
 
     #[test]
