@@ -213,6 +213,9 @@ fn mosaic_configuration_errors_name_the_field() {
         (MOSAIC.replace("placement = \"iceberg\", eviction = \"horizon-lru\", iceberg = { front = 56, back = 8 }", "placement = \"random\", eviction = \"linux\", inactive_ratio = \"sqrt\""), "line 11", "neither a ratio nor \"kernel\""),
         (MOSAIC.replace("arity = [4, 8]", "arity = [4, 8], entries = 1_099_511_627_776"), "machine[0].mosaic[0].entries", "exceed the 16777216"),
         (MOSAIC.replace("arity = [4, 8], ways = [1, \"full\"]", "name = \"TLB\""), "machine[0].mosaic[0].name", "`TLB` already names a TLB level"),
+        (MOSAIC.replace("arity = [4, 8], ways = [1, \"full\"]", "name = \" \""), "machine[0].mosaic[0].name", "must not be empty"),
+        (MOSAIC.replace("preset = \"single-tlb\"", "preset = \"single-tlb\"\nentries = 0"), "machine[0].entries", "`single-tlb` preset"),
+        (MOSAIC.replace("preset = \"single-tlb\"", "preset = \"single-tlb\"\nways = 3"), "machine[0].ways", "not divisible by 3 ways"),
     ];
     for (text, path, message) in cases {
         let e = config_error(&text);

@@ -21,6 +21,9 @@ pub fn validate(list: &[RawMosaic], path: &str, levels: &[&str]) -> Result<Vec<M
     let mut out: Vec<MosaicSpec> = Vec::new();
     for (i, raw) in list.iter().enumerate() {
         let path = format!("{path}[{i}]");
+        if raw.name.as_deref().is_some_and(|n| n.trim().is_empty()) {
+            return err(format!("{path}.name"), "names must not be empty");
+        }
         let entries = raw.entries.unwrap_or(DEFAULT_ENTRIES);
         // The same bound as conventional arrays: a mistyped size is an error, not an attempt
         // to allocate more host memory than there is.

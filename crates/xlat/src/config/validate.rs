@@ -236,7 +236,7 @@ pub fn machine(m: &RawMachine, path: &str, seed: u64) -> Result<MachineSpec> {
     };
     let os_raw = os::merge(preset_os, m.os.as_ref());
     let os = os::validate(&os_raw, &format!("{path}.os"))?;
-    let tlb = tlb(&levels, &format!("{path}.tlb"))?;
+    let tlb = tlb(&levels, &format!("{path}.tlb")).map_err(|e| preset_param_error(e, m, path))?;
     let level_names: Vec<&str> = levels.iter().map(|l| l.name.as_str()).collect();
     let mosaic = mosaic::validate(m.mosaic.as_deref().unwrap_or_default(), &format!("{path}.mosaic"), &level_names)?;
     if tlb.is_empty() && mosaic.is_empty() {
@@ -251,6 +251,18 @@ pub fn machine(m: &RawMachine, path: &str, seed: u64) -> Result<MachineSpec> {
         return err(format!("{path}.mosaic"), "Mosaic TLBs store CPFNs, which need `os.placement = \"iceberg\"`");
     }
     Ok(MachineSpec { name: m.name.clone(), seed: m.seed.unwrap_or(seed), os, tlb, mosaic })
+}
+
+/// An error in the levels a preset built from the machine's `entries`, `ways` or
+/// `replacement`, named by the field the user wrote rather than the preset's array.
+fn preset_param_error(e: Error, m: &RawMachine, path: &str) -> Error {
+    let Error::Config { path: field, message } = e else { return e };
+    let given = [("entries", m.entries.is_some()), ("ways", m.ways.is_some()), ("replacement", m.replacement.is_some())];
+    let param = given.iter().find(|(name, given)| *given && m.tlb.is_none() && field.ends_with(&format!(".{name}")));
+    match (param, &m.preset) {
+        (Some((name, _)), Some(preset)) => Error::config(format!("{path}.{name}"), format!("{message} (in the `{preset}` preset's TLB)")),
+        _ => Error::Config { path: field, message },
+    }
 }
 
 pub(super) fn page_size_of(bytes: u64, path: &str) -> Result<PageSize> {
