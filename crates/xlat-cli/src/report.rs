@@ -33,10 +33,12 @@ pub fn table(result: &ExperimentResult) -> String {
             let _ = writeln!(out, "  {:<16} {:<10} {:<8} {:>14} {:>14} {:>9.3} {:>9}",
                 row.config, row.level, row.side, thousands(row.accesses), thousands(row.misses), 100.0 * row.miss_rate, mpki);
         }
-        if let Some(m) = w.machines.first() {
-            let _ = writeln!(out, "  footprint {} in {} pages; {} page faults\n",
-                xlat::units::format_bytes(m.os.footprint_bytes), thousands(m.os.mapped_pages), thousands(m.os.page_faults));
+        // Per machine: its page size and memory decide faults and what stays resident.
+        for m in &w.machines {
+            let _ = writeln!(out, "  {:<16} footprint {} touched, {} page faults, {} pages resident at the end",
+                m.machine, xlat::units::format_bytes(m.os.footprint_bytes), thousands(m.os.page_faults), thousands(m.os.mapped_pages));
         }
+        out.push('\n');
     }
     out
 }
