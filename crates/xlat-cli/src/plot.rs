@@ -148,18 +148,21 @@ fn colour(i: usize) -> RGBColor {
     PALETTE[i % PALETTE.len()]
 }
 
-fn y_range(series: &Series, plot: &PlotSpec) -> (f64, f64) {
+fn y_range(series: &Series, plot: &PlotSpec) -> Result<(f64, f64)> {
     if let Some(range) = plot.y_range {
-        return range;
+        return Ok(range);
     }
-    let log = plot.y_log;
     let values = series.iter().flat_map(|(_, p)| p.iter().map(|&(_, y)| y));
-    let (lo, hi) = values.fold((f64::MAX, f64::MIN), |(lo, hi), y| (lo.min(y), hi.max(y)));
-    if log {
-        (lo.max(1e-9) / 2.0, hi.max(1e-9) * 2.0)
-    } else {
-        (lo.min(0.0), if hi > lo.min(0.0) { hi * 1.05 } else { 1.0 })
+    if plot.y_log {
+        // A logarithmic axis shows positive values only; with none there is no axis to draw.
+        let (lo, hi) = values.filter(|&y| y > 0.0).fold((f64::MAX, f64::MIN), |(lo, hi), y| (lo.min(y), hi.max(y)));
+        if lo > hi {
+            bail!("`y_log` needs positive values, and every value of {} is 0 or less", plot.y.join(", "));
+        }
+        return Ok((lo / 2.0, hi * 2.0));
     }
+    let (lo, hi) = values.fold((f64::MAX, f64::MIN), |(lo, hi), y| (lo.min(y), hi.max(y)));
+    Ok((lo.min(0.0), if hi > lo.min(0.0) { hi * 1.05 } else { 1.0 }))
 }
 
 type Area<'a> = DrawingArea<BitMapBackend<'a>, plotters::coord::Shift>;
@@ -178,7 +181,7 @@ fn lines(area: &Area, plot: &PlotSpec, name: &str, series: &Series) -> Result<()
     if x_lo > x_hi {
         bail!("column `{}` has no numbers", plot.x);
     }
-    let (y_lo, y_hi) = y_range(series, plot);
+    let (y_lo, y_hi) = y_range(series, plot)?;
     let mut builder = ChartBuilder::on(area);
     builder.caption(name, ("sans-serif", 16)).margin(10).x_label_area_size(40).y_label_area_size(70);
     let x_hi = if x_hi > x_lo { x_hi } else { x_lo + 1.0 };
@@ -224,7 +227,7 @@ fn bars(area: &Area, plot: &PlotSpec, name: &str, series: &Series) -> Result<()>
             }
         }
     }
-    let (y_lo, y_hi) = y_range(series, plot);
+    let (y_lo, y_hi) = y_range(series, plot)?;
     let mut chart = ChartBuilder::on(area)
         .caption(name, ("sans-serif", 16))
         .margin(10)

@@ -418,6 +418,7 @@ fn plot_errors_give_their_cause() {
     for (only, y, wanted) in [
         ("only = { config = \"zzz\" }", "misses", "no row of results.csv matches `only` (config = \"zzz\")"),
         ("", "mpki", "column `mpki` of results.csv has no numbers"),
+        ("y_log = true", "swap_io_bytes", "`y_log` needs positive values, and every value of swap_io_bytes is 0 or less"),
     ] {
         std::fs::write(dir.path().join("exp.toml"), plot(only, y)).unwrap();
         let out = xlat(&["run", "exp.toml", "--out", "res", "-q"], dir.path());
