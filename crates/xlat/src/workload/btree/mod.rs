@@ -130,11 +130,12 @@ struct Tree<'a> {
     shape: Shape,
     counts: Vec<u32>,
     leaves: Vec<bool>,
-    /// `max_keys` per node.
-    keys: Vec<u64>,
-    /// `order` per node. Inner: child node ids; leaf: values, the last slot the next leaf
-    /// (+1, 0 = none).
-    slots: Vec<u64>,
+    /// Simulated address of each node.
+    addrs: Vec<u64>,
+    /// Per node, its `max_keys` keys then its `order` slots (inner: child node ids; leaf:
+    /// values, the last slot the next leaf, +1, 0 = none), together as in the simulated node
+    /// so that a node's keys and slots share host cache lines.
+    words: Vec<u64>,
     root: usize,
     root_addr: u64,
     slabs: &'a [u64],
@@ -149,26 +150,33 @@ impl Tree<'_> {
         self.counts[id] as usize
     }
 
+    /// Words per node: keys, then slots.
+    fn stride(&self) -> usize {
+        self.shape.max_keys() + self.shape.order
+    }
+
     fn key(&self, id: usize, k: usize) -> u64 {
-        self.keys[id * self.shape.max_keys() + k]
+        self.words[id * self.stride() + k]
     }
 
     fn key_mut(&mut self, id: usize, k: usize) -> &mut u64 {
-        &mut self.keys[id * self.shape.max_keys() + k]
+        let i = id * self.stride() + k;
+        &mut self.words[i]
     }
 
     fn slot(&self, id: usize, s: usize) -> u64 {
-        self.slots[id * self.shape.order + s]
+        self.words[id * self.stride() + self.shape.max_keys() + s]
     }
 
     fn slot_mut(&mut self, id: usize, s: usize) -> &mut u64 {
-        &mut self.slots[id * self.shape.order + s]
+        let i = id * self.stride() + self.shape.max_keys() + s;
+        &mut self.words[i]
     }
 
     /// The keys of node `id`.
     fn node_keys(&self, id: usize) -> &[u64] {
-        let start = id * self.shape.max_keys();
-        &self.keys[start..start + self.count(id)]
+        let start = id * self.stride();
+        &self.words[start..start + self.count(id)]
     }
 
     /// The slot of a leaf holding its next leaf.
@@ -177,8 +185,7 @@ impl Tree<'_> {
     }
 
     fn node_addr(&self, id: usize) -> u64 {
-        let per_slab = self.shape.nodes_per_slab();
-        self.slabs[id / per_slab] + (id % per_slab) as u64 * self.shape.node_bytes()
+        self.addrs[id]
     }
 
     fn key_addr(&self, id: usize, k: usize) -> u64 {
@@ -199,13 +206,14 @@ impl Tree<'_> {
             let fail = |_| "cannot allocate host memory for the tree's nodes".to_string();
             self.counts.try_reserve(more).map_err(fail)?;
             self.leaves.try_reserve(more).map_err(fail)?;
-            self.keys.try_reserve(more * self.shape.max_keys()).map_err(fail)?;
-            self.slots.try_reserve(more * self.shape.order).map_err(fail)?;
+            self.addrs.try_reserve(more).map_err(fail)?;
+            self.words.try_reserve(more * self.stride()).map_err(fail)?;
         }
+        let per_slab = self.shape.nodes_per_slab();
+        self.addrs.push(self.slabs[id / per_slab] + (id % per_slab) as u64 * self.shape.node_bytes());
         self.counts.push(0);
         self.leaves.push(leaf);
-        self.keys.resize(self.keys.len() + self.shape.max_keys(), 0);
-        self.slots.resize(self.slots.len() + self.shape.order, 0);
+        self.words.resize(self.words.len() + self.stride(), 0);
         Ok(id)
     }
 
@@ -502,8 +510,8 @@ impl Workload for Btree {
             shape: self.shape(),
             counts: Vec::new(),
             leaves: Vec::new(),
-            keys: Vec::new(),
-            slots: Vec::new(),
+            addrs: Vec::new(),
+            words: Vec::new(),
             root: 0,
             root_addr: layout.tree,
             slabs: &layout.slabs,
