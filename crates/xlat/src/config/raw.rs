@@ -136,26 +136,7 @@ pub enum RawInactiveRatio {
 
 impl<'de> Deserialize<'de> for RawInactiveRatio {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<RawInactiveRatio, D::Error> {
-        struct V;
-        impl serde::de::Visitor<'_> for V {
-            type Value = RawInactiveRatio;
-            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-                f.write_str("a ratio or \"kernel\"")
-            }
-            fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<RawInactiveRatio, E> {
-                Ok(RawInactiveRatio::Fixed(v))
-            }
-            fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<RawInactiveRatio, E> {
-                u64::try_from(v).map(RawInactiveRatio::Fixed).map_err(|_| E::custom(format!("a ratio of {v} is negative")))
-            }
-            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<RawInactiveRatio, E> {
-                match v {
-                    "kernel" => Ok(RawInactiveRatio::Kernel),
-                    _ => Err(E::custom(format!("`{v}` is neither a ratio nor \"kernel\""))),
-                }
-            }
-        }
-        d.deserialize_any(V)
+        count_or_word(d, "ratio", "kernel").map(|n| n.map_or(RawInactiveRatio::Kernel, RawInactiveRatio::Fixed))
     }
 }
 
@@ -179,27 +160,37 @@ pub enum RawWays {
 
 impl<'de> Deserialize<'de> for RawWays {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<RawWays, D::Error> {
-        struct V;
-        impl serde::de::Visitor<'_> for V {
-            type Value = RawWays;
-            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-                f.write_str("a way count or \"full\"")
-            }
-            fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<RawWays, E> {
-                Ok(RawWays::Count(v as usize))
-            }
-            fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<RawWays, E> {
-                usize::try_from(v).map(RawWays::Count).map_err(|_| E::custom(format!("{v} ways is negative")))
-            }
-            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<RawWays, E> {
-                match v {
-                    "full" => Ok(RawWays::Full),
-                    _ => Err(E::custom(format!("`{v}` is neither a way count nor \"full\""))),
-                }
+        count_or_word(d, "way count", "full").map(|n| n.map_or(RawWays::Full, |n| RawWays::Count(n as usize)))
+    }
+}
+
+/// A count or one keyword, as written (`ways = 4` or `"full"`): `None` for the keyword. Errors
+/// name what the count is (`noun`).
+fn count_or_word<'de, D: serde::Deserializer<'de>>(d: D, noun: &'static str, word: &'static str) -> Result<Option<u64>, D::Error> {
+    struct V {
+        noun: &'static str,
+        word: &'static str,
+    }
+    impl serde::de::Visitor<'_> for V {
+        type Value = Option<u64>;
+        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+            write!(f, "a {} or \"{}\"", self.noun, self.word)
+        }
+        fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<Option<u64>, E> {
+            Ok(Some(v))
+        }
+        fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<Option<u64>, E> {
+            u64::try_from(v).map(Some).map_err(|_| E::custom(format!("a {} of {v} is negative", self.noun)))
+        }
+        fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<Option<u64>, E> {
+            if v == self.word {
+                Ok(None)
+            } else {
+                Err(E::custom(format!("`{v}` is neither a {} nor \"{}\"", self.noun, self.word)))
             }
         }
-        d.deserialize_any(V)
     }
+    d.deserialize_any(V { noun, word })
 }
 
 impl Serialize for RawWays {
