@@ -172,6 +172,41 @@ fn ctrl_c_writes_partial_results_and_exits_130() {
     assert!(csv.lines().nth(1).unwrap().ends_with(",true"), "{csv}");
 }
 
+/// Waits for `child` at most `limit`, killing it if it is still running then.
+fn wait_at_most(child: &mut std::process::Child, limit: std::time::Duration) -> std::process::ExitStatus {
+    let started = std::time::Instant::now();
+    while started.elapsed() < limit {
+        if let Some(status) = child.try_wait().unwrap() {
+            return status;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    child.kill().unwrap();
+    panic!("still running after {limit:?}");
+}
+
+#[test]
+fn ctrl_c_stops_a_run_waiting_for_its_input() {
+    let dir = tempfile::tempdir().unwrap();
+    // A FIFO nobody writes to: opening it blocks for ever.
+    assert!(Command::new("mkfifo").arg(dir.path().join("t.lackey")).status().unwrap().success());
+    let experiment = EXPERIMENT.replace("type = \"uniform\"\nfootprint = \"4MiB\"\nrefs = 20000", "type = \"trace\"\npath = \"t.lackey\"");
+    std::fs::write(dir.path().join("fifo.toml"), experiment).unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_xlat"))
+        .args(["run", "fifo.toml", "--out", "res", "--quiet"])
+        .current_dir(dir.path())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    assert!(Command::new("kill").args(["-INT", &child.id().to_string()]).status().unwrap().success());
+    let status = wait_at_most(&mut child, std::time::Duration::from_secs(10));
+    assert_eq!(status.code(), Some(130));
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join("res/results.json")).unwrap()).unwrap();
+    assert_eq!((&json["partial"], &json["results"][0]["refs"]), (&true.into(), &0.into()), "{json}");
+    assert!(json["results"][0]["input"]["path"].as_str().unwrap().ends_with("t.lackey"), "{json}");
+}
+
 /// Records `/bin/true` with Valgrind Lackey (Valgrind is on every machine of this project's
 /// kind), so the trace tests run on the references of a real program.
 fn lackey_trace(dir: &Path) -> std::path::PathBuf {
