@@ -82,11 +82,13 @@ fn main() -> ExitCode {
     die_quietly_on_closed_stdout();
     let cli = Cli::parse();
     let interrupt = Arc::new(AtomicBool::new(false));
-    install_interrupt_handler(Arc::clone(&interrupt));
+    // A benchmark cut short would measure something else: bench finishes the one it is in.
+    let stopping = if matches!(cli.command, Command::Bench(_)) { "the current benchmark" } else { "the current batch" };
+    install_interrupt_handler(Arc::clone(&interrupt), stopping);
     let result = match cli.command {
         Command::Run(args) => commands::run::run(&args, &interrupt),
         Command::Trace(cmd) => commands::trace::run(&cmd, &interrupt),
-        Command::Bench(args) => commands::bench::run(&args),
+        Command::Bench(args) => commands::bench::run(&args, &interrupt),
         Command::Presets(args) => commands::presets::run(&args),
         Command::Hash(cmd) => commands::hash::run(&cmd),
         Command::Plot(args) => commands::plot::run(&args),
@@ -120,14 +122,15 @@ fn message(e: &anyhow::Error) -> String {
     text
 }
 
-/// The first Ctrl-C asks the command to stop after its current batch (`run` then writes
-/// partial results; trace commands write nothing); a second one exits at once.
-fn install_interrupt_handler(flag: Arc<AtomicBool>) {
+/// The first Ctrl-C asks the command to stop after `stopping` (`run` then writes partial
+/// results, `bench` prints what it measured; trace commands write nothing); a second one
+/// exits at once.
+fn install_interrupt_handler(flag: Arc<AtomicBool>, stopping: &'static str) {
     let _ = ctrlc::set_handler(move || {
         if flag.swap(true, Ordering::SeqCst) {
             std::process::exit(130);
         }
-        eprintln!("\ninterrupted: stopping after the current batch (Ctrl-C again to abort at once)");
+        eprintln!("\ninterrupted: stopping after {stopping} (Ctrl-C again to abort at once)");
     });
 }
 

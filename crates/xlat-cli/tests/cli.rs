@@ -207,6 +207,31 @@ fn ctrl_c_stops_a_run_waiting_for_its_input() {
     assert!(json["results"][0]["input"]["path"].as_str().unwrap().ends_with("t.lackey"), "{json}");
 }
 
+#[test]
+fn ctrl_c_stops_bench_after_the_current_benchmark() {
+    use std::io::{BufRead, Read};
+    let dir = tempfile::tempdir().unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_xlat"))
+        .args(["bench", "--filter", "tlb1024x4-uniform", "--refs", "20000000"])
+        .current_dir(dir.path())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdout = std::io::BufReader::new(child.stdout.take().unwrap());
+    let mut lines = String::new();
+    stdout.read_line(&mut lines).unwrap();
+    // The second of three benchmarks is running: it is measured, the third is not run.
+    assert!(Command::new("kill").args(["-INT", &child.id().to_string()]).status().unwrap().success());
+    stdout.read_to_string(&mut lines).unwrap();
+    let out = child.wait_with_output().unwrap();
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(130), "{err}");
+    assert!(err.contains("stopping after the current benchmark") && err.contains("2 benchmarks measured"), "{err}");
+    let names: Vec<_> = lines.lines().map(|l| l.split_whitespace().next().unwrap()).collect();
+    assert_eq!(names, ["tlb1024x4-uniform-256MiB", "tlb1024x4-uniform-16MiB"], "{lines}");
+}
+
 /// Records `/bin/true` with Valgrind Lackey (Valgrind is on every machine of this project's
 /// kind), so the trace tests run on the references of a real program.
 fn lackey_trace(dir: &Path) -> std::path::PathBuf {
