@@ -2,8 +2,9 @@
 //!
 //! Exit codes: 0 success; 1 error (bad input, bad configuration, simulation failure);
 //! 2 usage error (unknown flag or subcommand, a flag value it does not take); 130
-//! interrupted by Ctrl-C (partial results, flagged `partial`, were written); killed by
-//! SIGPIPE when standard output's reader is gone.
+//! interrupted by Ctrl-C (partial results, flagged `partial`, were written, unless the message
+//! says none were: a second Ctrl-C exits at once); killed by SIGPIPE when standard output's
+//! reader is gone.
 
 // The workspace forbids printing from library code; printing is this binary's job.
 #![allow(clippy::print_stdout)]
@@ -40,6 +41,7 @@ use clap::{Parser, Subcommand};
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 /// xlat: a fast simulator of virtual-memory address translation.
 #[derive(Parser)]
@@ -122,15 +124,26 @@ fn message(e: &anyhow::Error) -> String {
     text
 }
 
+/// A second interrupt this soon after the first is the same request, not a second one:
+/// `timeout -s INT` signals xlat and then its process group, which holds xlat too.
+const SAME_INTERRUPT: Duration = Duration::from_secs(1);
+
 /// The first Ctrl-C asks the command to stop after `stopping` (`run` then writes partial
-/// results, `bench` prints what it measured; trace commands write nothing); a second one
-/// exits at once.
+/// results, `bench` prints what it measured; trace commands write nothing). Another one
+/// within [`SAME_INTERRUPT`] is ignored; a later one exits at once, writing nothing.
 fn install_interrupt_handler(flag: Arc<AtomicBool>, stopping: &'static str) {
-    let _ = ctrlc::set_handler(move || {
-        if flag.swap(true, Ordering::SeqCst) {
+    let mut first: Option<Instant> = None;
+    let _ = ctrlc::set_handler(move || match first {
+        None => {
+            first = Some(Instant::now());
+            flag.store(true, Ordering::SeqCst);
+            eprintln!("\ninterrupted: stopping after {stopping} (interrupt again, a second or more later, to exit at once without writing results)");
+        }
+        Some(at) if at.elapsed() < SAME_INTERRUPT => {}
+        Some(_) => {
+            eprintln!("\ninterrupted again: exiting at once; no results were written");
             std::process::exit(130);
         }
-        eprintln!("\ninterrupted: stopping after {stopping} (Ctrl-C again to abort at once)");
     });
 }
 

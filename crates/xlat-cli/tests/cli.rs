@@ -232,6 +232,57 @@ fn ctrl_c_stops_bench_after_the_current_benchmark() {
     assert_eq!(names, ["tlb1024x4-uniform-256MiB", "tlb1024x4-uniform-16MiB"], "{lines}");
 }
 
+/// Sends SIGINT to `child`.
+fn interrupt(child: &std::process::Child) {
+    assert!(Command::new("kill").args(["-INT", &child.id().to_string()]).status().unwrap().success());
+}
+
+#[test]
+fn a_second_interrupt_soon_after_the_first_is_the_same_one() {
+    let dir = tempfile::tempdir().unwrap();
+    // bench finishes the benchmark it is in (here some seconds), so it is still running when
+    // the second signal comes.
+    let child = Command::new(env!("CARGO_BIN_EXE_xlat"))
+        .args(["bench", "--filter", "tlb1024x4-uniform-2MiB", "--refs", "100000000"])
+        .current_dir(dir.path())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    // As `timeout -s INT` does: to xlat, then to its process group.
+    interrupt(&child);
+    std::thread::sleep(std::time::Duration::from_millis(100));
+    interrupt(&child);
+    let out = child.wait_with_output().unwrap();
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(130), "{err}");
+    assert!(!err.contains("interrupted again"), "{err}");
+    assert!(text(&out.stdout).starts_with("tlb1024x4-uniform-2MiB "), "measured all the same: {}", text(&out.stdout));
+}
+
+#[test]
+fn a_later_second_interrupt_exits_at_once_saying_nothing_was_written() {
+    let dir = tempfile::tempdir().unwrap();
+    // bench finishes the benchmark it is in, which here lasts for ever.
+    let child = Command::new(env!("CARGO_BIN_EXE_xlat"))
+        .args(["bench", "--json", "--filter", "tlb1024x4-uniform-2MiB", "--refs", "1000000000000"])
+        .current_dir(dir.path())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    interrupt(&child);
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    interrupt(&child);
+    let out = child.wait_with_output().unwrap();
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(130), "{err}");
+    assert!(err.contains("interrupted again: exiting at once; no results were written"), "{err}");
+    assert!(out.stdout.is_empty(), "{}", text(&out.stdout));
+}
+
 /// Records `/bin/true` with Valgrind Lackey (Valgrind is on every machine of this project's
 /// kind), so the trace tests run on the references of a real program.
 fn lackey_trace(dir: &Path) -> std::path::PathBuf {
