@@ -2,9 +2,9 @@
 //!
 //! Exit codes: 0 success; 1 error (bad input, bad configuration, simulation failure);
 //! 2 usage error (unknown flag or subcommand, a flag value it does not take); 130
-//! interrupted by Ctrl-C (partial results, flagged `partial`, were written, unless the message
-//! says none were: a second Ctrl-C exits at once); killed by SIGPIPE when standard output's
-//! reader is gone.
+//! interrupted by Ctrl-C, SIGTERM or SIGHUP (partial results, flagged `partial`, were
+//! written, unless the message says none were: a second interrupt exits at once); killed by
+//! SIGPIPE when standard output's reader is gone.
 
 // The workspace forbids printing from library code; printing is this binary's job.
 #![allow(clippy::print_stdout)]
@@ -128,10 +128,12 @@ fn message(e: &anyhow::Error) -> String {
 /// `timeout -s INT` signals xlat and then its process group, which holds xlat too.
 const SAME_INTERRUPT: Duration = Duration::from_secs(1);
 
-/// The first Ctrl-C asks the command to stop after `stopping` (`run` then writes partial
+/// The first Ctrl-C (or SIGTERM, or SIGHUP: the `termination` feature of ctrlc) asks the
+/// command to stop after `stopping` (`run` then writes partial
 /// results, `bench` prints what it measured; trace commands write nothing). Another one
 /// within [`SAME_INTERRUPT`] is ignored; a later one exits at once, writing nothing.
 fn install_interrupt_handler(flag: Arc<AtomicBool>, stopping: &'static str) {
+    keep_sighup_ignored_under_nohup();
     let mut first: Option<Instant> = None;
     let _ = ctrlc::set_handler(move || match first {
         None => {
@@ -145,6 +147,30 @@ fn install_interrupt_handler(flag: Arc<AtomicBool>, stopping: &'static str) {
             std::process::exit(130);
         }
     });
+}
+
+/// The handler catches SIGHUP too, replacing the SIG_IGN that `nohup` sets: closing the
+/// terminal would then stop a run meant to outlive it. Blocking SIGHUP keeps it from the
+/// handler as ignoring it did, and, unlike restoring SIG_IGN, needs no unsafe code; done
+/// before any other thread exists, it holds for every thread, which inherit the mask.
+fn keep_sighup_ignored_under_nohup() {
+    use nix::sys::signal::{SigSet, Signal};
+    if ignored_at_start(Signal::SIGHUP) {
+        let mut set = SigSet::empty();
+        set.add(Signal::SIGHUP);
+        // Should it fail, SIGHUP stops the command as SIGINT does: cleanly.
+        let _ = set.thread_block();
+    }
+}
+
+/// True when `signal` is ignored, read from the `SigIgn` mask of /proc/self/status (Linux;
+/// elsewhere false): asking sigaction would take unsafe code.
+fn ignored_at_start(signal: nix::sys::signal::Signal) -> bool {
+    let Ok(status) = std::fs::read_to_string("/proc/self/status") else {
+        return false;
+    };
+    let mask = status.lines().find_map(|l| l.strip_prefix("SigIgn:")).and_then(|m| u64::from_str_radix(m.trim(), 16).ok());
+    mask.is_some_and(|m| (m >> (signal as u32 - 1)) & 1 == 1)
 }
 
 /// Restores the default action of SIGPIPE, which Rust's runtime ignores: a command whose

@@ -401,6 +401,55 @@ fn ctrl_c_stops_a_trace_command() {
 }
 
 #[test]
+fn sigterm_and_sighup_stop_a_conversion_leaving_no_temporary_file() {
+    use std::io::Write;
+    for signal in ["TERM", "HUP"] {
+        let dir = tempfile::tempdir().unwrap();
+        let mut child = Command::new(env!("CARGO_BIN_EXE_xlat"))
+            .args(["trace", "convert", "-", "out.xlat"])
+            .current_dir(dir.path())
+            .stdin(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut stdin = child.stdin.take().unwrap();
+        let feeder = std::thread::spawn(move || {
+            let chunk = "I  0400000,4\n L 1ffefff000,8\n".repeat(4096);
+            while stdin.write_all(chunk.as_bytes()).is_ok() {}
+        });
+        std::thread::sleep(std::time::Duration::from_millis(1000));
+        assert!(Command::new("kill").args([&format!("-{signal}"), &child.id().to_string()]).status().unwrap().success());
+        let out = child.wait_with_output().unwrap();
+        feeder.join().unwrap();
+        assert_eq!(out.status.code(), Some(130), "SIG{signal}: {:?} {}", out.status, text(&out.stderr));
+        let left: Vec<_> = std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
+        assert!(left.is_empty(), "SIG{signal} left {left:?}");
+    }
+}
+
+#[test]
+fn sighup_stays_ignored_under_nohup() {
+    let dir = tempfile::tempdir().unwrap();
+    let long = EXPERIMENT.replace("refs = 20000", "refs = 100_000_000_000");
+    std::fs::write(dir.path().join("long.toml"), long).unwrap();
+    let mut child = Command::new("nohup")
+        .arg(env!("CARGO_BIN_EXE_xlat"))
+        .args(["run", "long.toml", "--out", "res", "--quiet"])
+        .current_dir(dir.path())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(1000));
+    // nohup runs xlat in its own process: the pid is xlat's.
+    assert!(Command::new("kill").args(["-HUP", &child.id().to_string()]).status().unwrap().success());
+    std::thread::sleep(std::time::Duration::from_millis(1000));
+    assert!(child.try_wait().unwrap().is_none(), "SIGHUP stopped a run under nohup");
+    interrupt(&child);
+    assert_eq!(wait_at_most(&mut child, std::time::Duration::from_secs(10)).code(), Some(130));
+    assert!(dir.path().join("res/results.json").exists());
+}
+
+#[test]
 fn workload_list_info_and_check() {
     let dir = tempfile::tempdir().unwrap();
     let list = text(&xlat(&["workload", "list"], dir.path()).stdout);
