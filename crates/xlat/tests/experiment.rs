@@ -165,6 +165,16 @@ fn results_are_written_with_identity_and_config() {
 }
 
 #[test]
+fn an_earlier_runs_eviction_ages_are_removed() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("eviction_age.csv"), "workload,config,window,mean_age,max_age\nold,m,0,1.0,2.0\n").unwrap();
+    let spec = parse_experiment(SMALL, Path::new(".")).unwrap();
+    let result = run_experiment(&spec, &AtomicBool::new(false), &mut |_| {}).unwrap();
+    write_results(dir.path(), &spec, &result).unwrap();
+    assert!(!dir.path().join("eviction_age.csv").exists(), "no machine tracks eviction ages: no table of them");
+}
+
+#[test]
 fn configuration_errors_name_the_field() {
     let cases = [
         (SMALL.replace("ways = 2", "ways = 3"), "machine[1].tlb[0].arrays[0].ways", "not divisible by 3 ways"),

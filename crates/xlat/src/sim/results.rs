@@ -1,11 +1,12 @@
 //! Writing results: `results.csv` (one row per workload × machine × TLB level) and
 //! `results.json` (the resolved configuration, xlat version, input identities, seed and every
-//! statistic). Each file is written to a temporary file in the output directory and renamed
+//! statistic), and `eviction_age.csv` when some machine tracked eviction ages and evictions
+//! happened. Each file is written to a temporary file in the output directory and renamed
 //! into place, so an interrupted or failed write never leaves a half-written result.
 
 use super::experiment::ExperimentResult;
 use crate::config::ExperimentSpec;
-use crate::atomic::write_atomically;
+use crate::atomic::{check_output, write_atomically};
 use crate::{Error, Result};
 use std::io::Write;
 use std::path::Path;
@@ -44,7 +45,9 @@ struct AgeRow<'a> {
     max_age: f64,
 }
 
-/// Writes `eviction_age.csv` when some machine tracked eviction ages.
+/// Writes `eviction_age.csv` when some machine tracked eviction ages, else removes one an
+/// earlier run left in `dir`: it would sit beside this run's results, and be plotted, as if
+/// it were theirs.
 fn write_eviction_ages(dir: &Path, result: &ExperimentResult) -> Result<()> {
     let tracked = result.workloads.iter().flat_map(|w| w.machines.iter().map(move |m| (w, m)));
     let mut rows = Vec::new();
@@ -55,14 +58,25 @@ fn write_eviction_ages(dir: &Path, result: &ExperimentResult) -> Result<()> {
             }
         }
     }
+    let path = dir.join("eviction_age.csv");
     if rows.is_empty() {
-        return Ok(());
+        return remove_stale(&path);
     }
-    write_atomically(&dir.join("eviction_age.csv"), |out| {
+    write_atomically(&path, |out| {
         let mut w = csv::Writer::from_writer(out);
         for row in &rows {
             w.serialize(row).map_err(std::io::Error::other)?;
         }
         w.flush()
     })
+}
+
+/// Removes the result file `path` if a previous run left one; refuses, as writing it would,
+/// what is not a regular file.
+fn remove_stale(path: &Path) -> Result<()> {
+    check_output(path)?;
+    match std::fs::remove_file(path) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(Error::io(path, e)),
+        _ => Ok(()),
+    }
 }
