@@ -524,6 +524,24 @@ fn a_bad_output_directory_is_reported_before_simulating() {
 }
 
 #[test]
+fn outputs_that_cannot_be_written_are_reported_before_simulating() {
+    let plot = "\n[[plot]]\nfile = \"misses.png\"\nkind = \"bars\"\nx = \"workload\"\ny = [\"misses\"]\n";
+    for (file, make) in [("results.json", "mkfifo"), ("results.csv", "mkdir"), ("eviction_age.csv", "mkdir"), ("misses.png", "mkdir")] {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("exp.toml"), format!("{EXPERIMENT}{plot}")).unwrap();
+        std::fs::create_dir(dir.path().join("res")).unwrap();
+        assert!(Command::new(make).arg(dir.path().join("res").join(file)).status().unwrap().success());
+        let out = xlat(&["run", "exp.toml", "--out", "res"], dir.path());
+        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{file}: {err}");
+        assert!(err.contains(&format!("res/{file}: exists and is not a regular file")), "{file}: {err}");
+        assert!(out.stdout.is_empty(), "{file}: nothing was simulated: {}", text(&out.stdout));
+        let written: Vec<_> = std::fs::read_dir(dir.path().join("res")).unwrap().map(|e| e.unwrap().file_name()).collect();
+        assert_eq!(written, [file], "{file}: nothing was written");
+    }
+}
+
+#[test]
 fn results_are_written_when_the_table_has_no_reader() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("exp.toml"), EXPERIMENT).unwrap();

@@ -7,8 +7,7 @@ use clap::Args;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
 use xlat::config::{self, ExperimentSpec};
-use xlat::atomic::check_output_dir;
-use xlat::sim::{run_experiment, write_results};
+use xlat::sim::{check_outputs, run_experiment, write_results};
 
 /// The built-in experiment run when no file is given.
 pub const DEFAULT_EXPERIMENT: &str = include_str!("../../../../experiments/default.toml");
@@ -41,8 +40,9 @@ fn load(path: Option<&Path>) -> Result<ExperimentSpec> {
 pub fn run(args: &RunArgs, interrupt: &AtomicBool) -> Result<Outcome> {
     let spec = load(args.experiment.as_deref())?;
     if let Some(dir) = &args.out {
-        // Before the run, which may take hours, rather than after it.
-        check_output_dir(dir)?;
+        // Before the run, which may take hours, rather than after it, and every file: one
+        // failing after others were written would leave a mix of new and old results.
+        check_outputs(dir, &spec)?;
     }
     if !args.quiet && args.experiment.is_none() {
         eprintln!("running the built-in default experiment (see `xlat run --help` to run your own)");

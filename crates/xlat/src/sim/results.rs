@@ -6,15 +6,33 @@
 
 use super::experiment::ExperimentResult;
 use crate::config::ExperimentSpec;
-use crate::atomic::{check_output, write_atomically};
+use crate::atomic::{check_output, check_output_dir, write_atomically};
 use crate::{Error, Result};
 use std::io::Write;
 use std::path::Path;
 
-/// Writes both result files into `dir` (created if missing).
+const RESULTS_CSV: &str = "results.csv";
+const EVICTION_AGE_CSV: &str = "eviction_age.csv";
+const RESULTS_JSON: &str = "results.json";
+
+/// The result files [`write_results`] writes (or, for eviction ages, may remove).
+const RESULT_FILES: [&str; 3] = [RESULTS_CSV, EVICTION_AGE_CSV, RESULTS_JSON];
+
+/// Checks, before a run, that every file it will write into `dir` can be written: `dir` (created
+/// if missing) takes files, and none of the result files or `spec`'s plots exists as anything
+/// but a regular file (a directory, a FIFO, a link). Found only when writing, after hours of
+/// simulation, such a path would fail the run halfway through its files, leaving new ones
+/// beside old or missing ones.
+pub fn check_outputs(dir: &Path, spec: &ExperimentSpec) -> Result<()> {
+    check_output_dir(dir)?;
+    let plots = spec.plots.iter().map(|p| dir.join(&p.file));
+    RESULT_FILES.iter().map(|f| dir.join(f)).chain(plots).try_for_each(|p| check_output(&p))
+}
+
+/// Writes the result files into `dir` (created if missing).
 pub fn write_results(dir: &Path, spec: &ExperimentSpec, result: &ExperimentResult) -> Result<()> {
     std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
-    write_atomically(&dir.join("results.csv"), |out| {
+    write_atomically(&dir.join(RESULTS_CSV), |out| {
         let mut w = csv::Writer::from_writer(out);
         for row in result.rows() {
             w.serialize(row).map_err(std::io::Error::other)?;
@@ -29,7 +47,7 @@ pub fn write_results(dir: &Path, spec: &ExperimentSpec, result: &ExperimentResul
         "experiment": spec,
         "results": result.workloads,
     });
-    write_atomically(&dir.join("results.json"), |out| {
+    write_atomically(&dir.join(RESULTS_JSON), |out| {
         serde_json::to_writer_pretty(&mut *out, &json)?;
         out.write_all(b"\n")
     })
@@ -58,7 +76,7 @@ fn write_eviction_ages(dir: &Path, result: &ExperimentResult) -> Result<()> {
             }
         }
     }
-    let path = dir.join("eviction_age.csv");
+    let path = dir.join(EVICTION_AGE_CSV);
     if rows.is_empty() {
         return remove_stale(&path);
     }
