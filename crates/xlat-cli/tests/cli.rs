@@ -283,6 +283,35 @@ fn a_later_second_interrupt_exits_at_once_saying_nothing_was_written() {
     assert!(out.stdout.is_empty(), "{}", text(&out.stdout));
 }
 
+#[test]
+fn an_interrupted_run_warns_of_plots_it_cannot_draw_and_exits_130() {
+    let dir = tempfile::tempdir().unwrap();
+    let long = EXPERIMENT.replace("name = \"uniform\"", "name = \"a\"").replace("refs = 20000", "refs = 100_000_000_000");
+    let b = "[[workload]]\nname = \"b\"\ntype = \"uniform\"\nfootprint = \"4MiB\"\nrefs = 1000\n";
+    let plot = "[[plot]]\nfile = \"b.png\"\nkind = \"bars\"\nx = \"workload\"\ny = [\"misses\"]\nonly = { workload = \"b\" }\n";
+    // The interrupt comes during `a`: `b`, after it, is not run, and its plot has no rows.
+    std::fs::write(dir.path().join("ab.toml"), format!("{long}\n{b}\n{plot}")).unwrap();
+    // An earlier run's drawing must not pass for this run's.
+    std::fs::create_dir(dir.path().join("res")).unwrap();
+    std::fs::write(dir.path().join("res/b.png"), b"old").unwrap();
+    let child = Command::new(env!("CARGO_BIN_EXE_xlat"))
+        .args(["run", "ab.toml", "--out", "res", "--quiet"])
+        .current_dir(dir.path())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    interrupt(&child);
+    let out = child.wait_with_output().unwrap();
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(130), "{err}");
+    assert!(err.contains("warning: drawing b.png: no row of results.csv matches `only`"), "{err}");
+    assert!(!dir.path().join("res/b.png").exists());
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join("res/results.json")).unwrap()).unwrap();
+    assert_eq!(json["partial"], true);
+}
+
 /// Records `/bin/true` with Valgrind Lackey (Valgrind is on every machine of this project's
 /// kind), so the trace tests run on the references of a real program.
 fn lackey_trace(dir: &Path) -> std::path::PathBuf {

@@ -6,7 +6,7 @@
 
 use super::experiment::ExperimentResult;
 use crate::config::ExperimentSpec;
-use crate::atomic::{check_output, check_output_dir, write_atomically};
+use crate::atomic::{check_output, check_output_dir, remove_stale, write_atomically};
 use crate::{Error, Result};
 use std::io::Write;
 use std::path::Path;
@@ -87,14 +87,4 @@ fn write_eviction_ages(dir: &Path, result: &ExperimentResult) -> Result<()> {
         }
         w.flush()
     })
-}
-
-/// Removes the result file `path` if a previous run left one; refuses, as writing it would,
-/// what is not a regular file.
-fn remove_stale(path: &Path) -> Result<()> {
-    check_output(path)?;
-    match std::fs::remove_file(path) {
-        Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(Error::io(path, e)),
-        _ => Ok(()),
-    }
 }
