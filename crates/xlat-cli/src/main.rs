@@ -2,7 +2,8 @@
 //!
 //! Exit codes: 0 success; 1 error (bad input, bad configuration, simulation failure);
 //! 2 usage error (unknown flag or subcommand, a flag value it does not take); 130
-//! interrupted by Ctrl-C (partial results, flagged `partial`, were written); killed by
+//! interrupted by Ctrl-C, SIGTERM or SIGHUP (partial results, flagged `partial`, were
+//! written, unless the message says none were: a second interrupt exits at once); killed by
 //! SIGPIPE when standard output's reader is gone.
 
 // The workspace forbids printing from library code; printing is this binary's job.
@@ -40,6 +41,7 @@ use clap::{Parser, Subcommand};
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 /// xlat: a fast simulator of virtual-memory address translation.
 #[derive(Parser)]
@@ -82,11 +84,13 @@ fn main() -> ExitCode {
     die_quietly_on_closed_stdout();
     let cli = Cli::parse();
     let interrupt = Arc::new(AtomicBool::new(false));
-    install_interrupt_handler(Arc::clone(&interrupt));
+    // A benchmark cut short would measure something else: bench finishes the one it is in.
+    let stopping = if matches!(cli.command, Command::Bench(_)) { "the current benchmark" } else { "the current batch" };
+    install_interrupt_handler(Arc::clone(&interrupt), stopping);
     let result = match cli.command {
         Command::Run(args) => commands::run::run(&args, &interrupt),
         Command::Trace(cmd) => commands::trace::run(&cmd, &interrupt),
-        Command::Bench(args) => commands::bench::run(&args),
+        Command::Bench(args) => commands::bench::run(&args, &interrupt),
         Command::Presets(args) => commands::presets::run(&args),
         Command::Hash(cmd) => commands::hash::run(&cmd),
         Command::Plot(args) => commands::plot::run(&args),
@@ -120,15 +124,53 @@ fn message(e: &anyhow::Error) -> String {
     text
 }
 
-/// The first Ctrl-C asks the command to stop after its current batch (`run` then writes
-/// partial results; trace commands write nothing); a second one exits at once.
-fn install_interrupt_handler(flag: Arc<AtomicBool>) {
-    let _ = ctrlc::set_handler(move || {
-        if flag.swap(true, Ordering::SeqCst) {
+/// A second interrupt this soon after the first is the same request, not a second one:
+/// `timeout -s INT` signals xlat and then its process group, which holds xlat too.
+const SAME_INTERRUPT: Duration = Duration::from_secs(1);
+
+/// The first Ctrl-C (or SIGTERM, or SIGHUP: the `termination` feature of ctrlc) asks the
+/// command to stop after `stopping` (`run` then writes partial
+/// results, `bench` prints what it measured; trace commands write nothing). Another one
+/// within [`SAME_INTERRUPT`] is ignored; a later one exits at once, writing nothing.
+fn install_interrupt_handler(flag: Arc<AtomicBool>, stopping: &'static str) {
+    keep_sighup_ignored_under_nohup();
+    let mut first: Option<Instant> = None;
+    let _ = ctrlc::set_handler(move || match first {
+        None => {
+            first = Some(Instant::now());
+            flag.store(true, Ordering::SeqCst);
+            eprintln!("\ninterrupted: stopping after {stopping} (interrupt again, a second or more later, to exit at once without writing results)");
+        }
+        Some(at) if at.elapsed() < SAME_INTERRUPT => {}
+        Some(_) => {
+            eprintln!("\ninterrupted again: exiting at once; no results were written");
             std::process::exit(130);
         }
-        eprintln!("\ninterrupted: stopping after the current batch (Ctrl-C again to abort at once)");
     });
+}
+
+/// The handler catches SIGHUP too, replacing the SIG_IGN that `nohup` sets: closing the
+/// terminal would then stop a run meant to outlive it. Blocking SIGHUP keeps it from the
+/// handler as ignoring it did, and, unlike restoring SIG_IGN, needs no unsafe code; done
+/// before any other thread exists, it holds for every thread, which inherit the mask.
+fn keep_sighup_ignored_under_nohup() {
+    use nix::sys::signal::{SigSet, Signal};
+    if ignored_at_start(Signal::SIGHUP) {
+        let mut set = SigSet::empty();
+        set.add(Signal::SIGHUP);
+        // Should it fail, SIGHUP stops the command as SIGINT does: cleanly.
+        let _ = set.thread_block();
+    }
+}
+
+/// True when `signal` is ignored, read from the `SigIgn` mask of /proc/self/status (Linux;
+/// elsewhere false): asking sigaction would take unsafe code.
+fn ignored_at_start(signal: nix::sys::signal::Signal) -> bool {
+    let Ok(status) = std::fs::read_to_string("/proc/self/status") else {
+        return false;
+    };
+    let mask = status.lines().find_map(|l| l.strip_prefix("SigIgn:")).and_then(|m| u64::from_str_radix(m.trim(), 16).ok());
+    mask.is_some_and(|m| (m >> (signal as u32 - 1)) & 1 == 1)
 }
 
 /// Restores the default action of SIGPIPE, which Rust's runtime ignores: a command whose

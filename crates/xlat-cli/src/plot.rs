@@ -38,10 +38,18 @@ type Series = Vec<(String, Vec<(String, f64)>)>;
 
 /// Draws every plot of an experiment into `dir`, from the tables there.
 pub fn draw_all(dir: &Path, plots: &[PlotSpec]) -> Result<()> {
-    for plot in plots {
-        draw(dir, plot).with_context(|| format!("drawing {}", plot.file))?;
-    }
-    Ok(())
+    plots.iter().try_for_each(|plot| draw_named(dir, plot))
+}
+
+/// Draws every plot it can, returning each it cannot with its error: partial results may
+/// lack what a plot shows (a workload the run did not reach).
+pub fn draw_those_possible<'a>(dir: &Path, plots: &'a [PlotSpec]) -> Vec<(&'a PlotSpec, anyhow::Error)> {
+    plots.iter().filter_map(|plot| draw_named(dir, plot).err().map(|e| (plot, e))).collect()
+}
+
+/// [`draw`], its error naming the plot.
+fn draw_named(dir: &Path, plot: &PlotSpec) -> Result<()> {
+    draw(dir, plot).with_context(|| format!("drawing {}", plot.file))
 }
 
 /// Draws one plot, writing it to a temporary file renamed into place.

@@ -172,6 +172,146 @@ fn ctrl_c_writes_partial_results_and_exits_130() {
     assert!(csv.lines().nth(1).unwrap().ends_with(",true"), "{csv}");
 }
 
+/// Waits for `child` at most `limit`, killing it if it is still running then.
+fn wait_at_most(child: &mut std::process::Child, limit: std::time::Duration) -> std::process::ExitStatus {
+    let started = std::time::Instant::now();
+    while started.elapsed() < limit {
+        if let Some(status) = child.try_wait().unwrap() {
+            return status;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    child.kill().unwrap();
+    panic!("still running after {limit:?}");
+}
+
+#[test]
+fn ctrl_c_stops_a_run_waiting_for_its_input() {
+    let dir = tempfile::tempdir().unwrap();
+    // A FIFO nobody writes to: opening it blocks for ever.
+    assert!(Command::new("mkfifo").arg(dir.path().join("t.lackey")).status().unwrap().success());
+    let experiment = EXPERIMENT.replace("type = \"uniform\"\nfootprint = \"4MiB\"\nrefs = 20000", "type = \"trace\"\npath = \"t.lackey\"");
+    std::fs::write(dir.path().join("fifo.toml"), experiment).unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_xlat"))
+        .args(["run", "fifo.toml", "--out", "res", "--quiet"])
+        .current_dir(dir.path())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    assert!(Command::new("kill").args(["-INT", &child.id().to_string()]).status().unwrap().success());
+    let status = wait_at_most(&mut child, std::time::Duration::from_secs(10));
+    assert_eq!(status.code(), Some(130));
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join("res/results.json")).unwrap()).unwrap();
+    assert_eq!((&json["partial"], &json["results"][0]["refs"]), (&true.into(), &0.into()), "{json}");
+    assert!(json["results"][0]["input"]["path"].as_str().unwrap().ends_with("t.lackey"), "{json}");
+}
+
+#[test]
+fn ctrl_c_stops_bench_after_the_current_benchmark() {
+    use std::io::{BufRead, Read};
+    let dir = tempfile::tempdir().unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_xlat"))
+        .args(["bench", "--filter", "tlb1024x4-uniform", "--refs", "20000000"])
+        .current_dir(dir.path())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdout = std::io::BufReader::new(child.stdout.take().unwrap());
+    let mut lines = String::new();
+    stdout.read_line(&mut lines).unwrap();
+    // The second of three benchmarks is running: it is measured, the third is not run.
+    assert!(Command::new("kill").args(["-INT", &child.id().to_string()]).status().unwrap().success());
+    stdout.read_to_string(&mut lines).unwrap();
+    let out = child.wait_with_output().unwrap();
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(130), "{err}");
+    assert!(err.contains("stopping after the current benchmark") && err.contains("2 benchmarks measured"), "{err}");
+    let names: Vec<_> = lines.lines().map(|l| l.split_whitespace().next().unwrap()).collect();
+    assert_eq!(names, ["tlb1024x4-uniform-256MiB", "tlb1024x4-uniform-16MiB"], "{lines}");
+}
+
+/// Sends SIGINT to `child`.
+fn interrupt(child: &std::process::Child) {
+    assert!(Command::new("kill").args(["-INT", &child.id().to_string()]).status().unwrap().success());
+}
+
+#[test]
+fn a_second_interrupt_soon_after_the_first_is_the_same_one() {
+    let dir = tempfile::tempdir().unwrap();
+    // bench finishes the benchmark it is in (here some seconds), so it is still running when
+    // the second signal comes.
+    let child = Command::new(env!("CARGO_BIN_EXE_xlat"))
+        .args(["bench", "--filter", "tlb1024x4-uniform-2MiB", "--refs", "100000000"])
+        .current_dir(dir.path())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    // As `timeout -s INT` does: to xlat, then to its process group.
+    interrupt(&child);
+    std::thread::sleep(std::time::Duration::from_millis(100));
+    interrupt(&child);
+    let out = child.wait_with_output().unwrap();
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(130), "{err}");
+    assert!(!err.contains("interrupted again"), "{err}");
+    assert!(text(&out.stdout).starts_with("tlb1024x4-uniform-2MiB "), "measured all the same: {}", text(&out.stdout));
+}
+
+#[test]
+fn a_later_second_interrupt_exits_at_once_saying_nothing_was_written() {
+    let dir = tempfile::tempdir().unwrap();
+    // bench finishes the benchmark it is in, which here lasts for ever.
+    let child = Command::new(env!("CARGO_BIN_EXE_xlat"))
+        .args(["bench", "--json", "--filter", "tlb1024x4-uniform-2MiB", "--refs", "1000000000000"])
+        .current_dir(dir.path())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    interrupt(&child);
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    interrupt(&child);
+    let out = child.wait_with_output().unwrap();
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(130), "{err}");
+    assert!(err.contains("interrupted again: exiting at once; no results were written"), "{err}");
+    assert!(out.stdout.is_empty(), "{}", text(&out.stdout));
+}
+
+#[test]
+fn an_interrupted_run_warns_of_plots_it_cannot_draw_and_exits_130() {
+    let dir = tempfile::tempdir().unwrap();
+    let long = EXPERIMENT.replace("name = \"uniform\"", "name = \"a\"").replace("refs = 20000", "refs = 100_000_000_000");
+    let b = "[[workload]]\nname = \"b\"\ntype = \"uniform\"\nfootprint = \"4MiB\"\nrefs = 1000\n";
+    let plot = "[[plot]]\nfile = \"b.png\"\nkind = \"bars\"\nx = \"workload\"\ny = [\"misses\"]\nonly = { workload = \"b\" }\n";
+    // The interrupt comes during `a`: `b`, after it, is not run, and its plot has no rows.
+    std::fs::write(dir.path().join("ab.toml"), format!("{long}\n{b}\n{plot}")).unwrap();
+    // An earlier run's drawing must not pass for this run's.
+    std::fs::create_dir(dir.path().join("res")).unwrap();
+    std::fs::write(dir.path().join("res/b.png"), b"old").unwrap();
+    let child = Command::new(env!("CARGO_BIN_EXE_xlat"))
+        .args(["run", "ab.toml", "--out", "res", "--quiet"])
+        .current_dir(dir.path())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    interrupt(&child);
+    let out = child.wait_with_output().unwrap();
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(130), "{err}");
+    assert!(err.contains("warning: drawing b.png: no row of results.csv matches `only`"), "{err}");
+    assert!(!dir.path().join("res/b.png").exists());
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join("res/results.json")).unwrap()).unwrap();
+    assert_eq!(json["partial"], true);
+}
+
 /// Records `/bin/true` with Valgrind Lackey (Valgrind is on every machine of this project's
 /// kind), so the trace tests run on the references of a real program.
 fn lackey_trace(dir: &Path) -> std::path::PathBuf {
@@ -290,6 +430,55 @@ fn ctrl_c_stops_a_trace_command() {
 }
 
 #[test]
+fn sigterm_and_sighup_stop_a_conversion_leaving_no_temporary_file() {
+    use std::io::Write;
+    for signal in ["TERM", "HUP"] {
+        let dir = tempfile::tempdir().unwrap();
+        let mut child = Command::new(env!("CARGO_BIN_EXE_xlat"))
+            .args(["trace", "convert", "-", "out.xlat"])
+            .current_dir(dir.path())
+            .stdin(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut stdin = child.stdin.take().unwrap();
+        let feeder = std::thread::spawn(move || {
+            let chunk = "I  0400000,4\n L 1ffefff000,8\n".repeat(4096);
+            while stdin.write_all(chunk.as_bytes()).is_ok() {}
+        });
+        std::thread::sleep(std::time::Duration::from_millis(1000));
+        assert!(Command::new("kill").args([&format!("-{signal}"), &child.id().to_string()]).status().unwrap().success());
+        let out = child.wait_with_output().unwrap();
+        feeder.join().unwrap();
+        assert_eq!(out.status.code(), Some(130), "SIG{signal}: {:?} {}", out.status, text(&out.stderr));
+        let left: Vec<_> = std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
+        assert!(left.is_empty(), "SIG{signal} left {left:?}");
+    }
+}
+
+#[test]
+fn sighup_stays_ignored_under_nohup() {
+    let dir = tempfile::tempdir().unwrap();
+    let long = EXPERIMENT.replace("refs = 20000", "refs = 100_000_000_000");
+    std::fs::write(dir.path().join("long.toml"), long).unwrap();
+    let mut child = Command::new("nohup")
+        .arg(env!("CARGO_BIN_EXE_xlat"))
+        .args(["run", "long.toml", "--out", "res", "--quiet"])
+        .current_dir(dir.path())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(1000));
+    // nohup runs xlat in its own process: the pid is xlat's.
+    assert!(Command::new("kill").args(["-HUP", &child.id().to_string()]).status().unwrap().success());
+    std::thread::sleep(std::time::Duration::from_millis(1000));
+    assert!(child.try_wait().unwrap().is_none(), "SIGHUP stopped a run under nohup");
+    interrupt(&child);
+    assert_eq!(wait_at_most(&mut child, std::time::Duration::from_secs(10)).code(), Some(130));
+    assert!(dir.path().join("res/results.json").exists());
+}
+
+#[test]
 fn workload_list_info_and_check() {
     let dir = tempfile::tempdir().unwrap();
     let list = text(&xlat(&["workload", "list"], dir.path()).stdout);
@@ -361,6 +550,24 @@ fn a_bad_output_directory_is_reported_before_simulating() {
     assert_eq!(out.status.code(), Some(1));
     assert!(text(&out.stderr).contains("afile: is not a directory"), "{}", text(&out.stderr));
     assert!(out.stdout.is_empty(), "nothing was simulated: {}", text(&out.stdout));
+}
+
+#[test]
+fn outputs_that_cannot_be_written_are_reported_before_simulating() {
+    let plot = "\n[[plot]]\nfile = \"misses.png\"\nkind = \"bars\"\nx = \"workload\"\ny = [\"misses\"]\n";
+    for (file, make) in [("results.json", "mkfifo"), ("results.csv", "mkdir"), ("eviction_age.csv", "mkdir"), ("misses.png", "mkdir")] {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("exp.toml"), format!("{EXPERIMENT}{plot}")).unwrap();
+        std::fs::create_dir(dir.path().join("res")).unwrap();
+        assert!(Command::new(make).arg(dir.path().join("res").join(file)).status().unwrap().success());
+        let out = xlat(&["run", "exp.toml", "--out", "res"], dir.path());
+        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{file}: {err}");
+        assert!(err.contains(&format!("res/{file}: exists and is not a regular file")), "{file}: {err}");
+        assert!(out.stdout.is_empty(), "{file}: nothing was simulated: {}", text(&out.stdout));
+        let written: Vec<_> = std::fs::read_dir(dir.path().join("res")).unwrap().map(|e| e.unwrap().file_name()).collect();
+        assert_eq!(written, [file], "{file}: nothing was written");
+    }
 }
 
 #[test]

@@ -148,31 +148,36 @@ fn failing_program_is_recorded_with_its_status() {
     assert!(executed >= info["instructions"].as_u64().unwrap(), "{info}");
 }
 
-/// Ctrl-C kills the program and leaves a valid trace marked partial; exit code 130.
+/// Ctrl-C (or SIGTERM) kills the program and leaves a valid trace marked partial, and no
+/// temporary file; exit code 130.
 #[test]
 fn ctrl_c_keeps_a_partial_trace() {
     if !tools_present("ctrl_c_keeps_a_partial_trace") {
         return;
     }
-    let dir = tempfile::tempdir().unwrap();
-    let child = Command::new(env!("CARGO_BIN_EXE_xlat"))
-        .args(["trace", "record", "-q", "-o", "loop.xlat", "--", "sh", "-c", "while :; do :; done"])
-        .current_dir(dir.path())
-        .env("XDG_CACHE_HOME", cache_dir())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    // Long enough to build the tool on a cold cache and record for a while.
-    std::thread::sleep(std::time::Duration::from_millis(3000));
-    assert!(Command::new("kill").args(["-INT", &child.id().to_string()]).status().unwrap().success());
-    let out = child.wait_with_output().unwrap();
-    assert_eq!(out.status.code(), Some(130), "{}", text(&out.stderr));
-    let info = info_json(dir.path(), "loop.xlat");
-    assert!(info["references"].as_u64().unwrap() > 0, "{info}");
-    assert_eq!(
-        (&info["metadata"]["recording"]["stopped"], &info["metadata"]["partial"]),
-        (&"interrupted".into(), &true.into())
-    );
+    for signal in ["INT", "TERM"] {
+        let dir = tempfile::tempdir().unwrap();
+        let child = Command::new(env!("CARGO_BIN_EXE_xlat"))
+            .args(["trace", "record", "-q", "-o", "loop.xlat", "--", "sh", "-c", "while :; do :; done"])
+            .current_dir(dir.path())
+            .env("XDG_CACHE_HOME", cache_dir())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        // Long enough to build the tool on a cold cache and record for a while.
+        std::thread::sleep(std::time::Duration::from_millis(3000));
+        assert!(Command::new("kill").args([&format!("-{signal}"), &child.id().to_string()]).status().unwrap().success());
+        let out = child.wait_with_output().unwrap();
+        assert_eq!(out.status.code(), Some(130), "SIG{signal}: {:?} {}", out.status, text(&out.stderr));
+        let left: Vec<_> = std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
+        assert_eq!(left, ["loop.xlat"], "SIG{signal}");
+        let info = info_json(dir.path(), "loop.xlat");
+        assert!(info["references"].as_u64().unwrap() > 0, "{info}");
+        assert_eq!(
+            (&info["metadata"]["recording"]["stopped"], &info["metadata"]["partial"]),
+            (&"interrupted".into(), &true.into())
+        );
+    }
 }
 
 /// Usage and lookup errors need no Valgrind: they come before anything runs.

@@ -47,6 +47,16 @@ pub fn check_output_dir(dir: &Path) -> Result<()> {
     temp_for(&dir.join("check")).map(drop)
 }
 
+/// Removes the output `path` if an earlier run left one, so that it is not taken for this
+/// run's; refuses, as writing it would, what is not a regular file.
+pub fn remove_stale(path: &Path) -> Result<()> {
+    check_output(path)?;
+    match std::fs::remove_file(path) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(Error::io(path, e)),
+        _ => Ok(()),
+    }
+}
+
 /// Flushes `tmp` to disk, gives it ordinary permissions (temporary files are created
 /// owner-only) and renames it to `path`.
 pub fn persist(tmp: NamedTempFile, path: &Path) -> Result<()> {

@@ -109,6 +109,38 @@ fn interruption_yields_partial_results() {
     assert!(result.rows().iter().all(|r| r.partial));
 }
 
+/// A source that yields nothing until its sender goes, like a built-in workload deep in its
+/// set-up.
+struct Stalled(std::sync::mpsc::Receiver<()>);
+
+impl RefSource for Stalled {
+    fn fill(&mut self, _: &mut Batch, _: usize) -> Result<usize> {
+        let _ = self.0.recv();
+        Ok(0)
+    }
+    fn identity(&self) -> serde_json::Value {
+        serde_json::Value::Null
+    }
+}
+
+#[test]
+fn an_interrupt_stops_a_source_that_yields_nothing() {
+    let spec = parse_experiment(SMALL, Path::new(".")).unwrap();
+    let mut machines: Vec<Machine> = spec.machines.iter().map(Machine::new).collect();
+    let (_stall, stalled) = std::sync::mpsc::channel();
+    let interrupt = Arc::new(AtomicBool::new(false));
+    let flag = Arc::clone(&interrupt);
+    let (done_tx, done) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let fed = feed(Box::new(Stalled(stalled)), &mut machines, 1000, &flag, &mut |_| {});
+        let _ = done_tx.send(fed.map_err(|e| e.to_string()));
+    });
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    interrupt.store(true, Ordering::Relaxed);
+    let fed = done.recv_timeout(std::time::Duration::from_secs(10)).expect("the run stops soon after the interrupt");
+    assert_eq!(fed.unwrap(), (0, true), "nothing simulated, flagged partial");
+}
+
 #[test]
 fn results_are_written_with_identity_and_config() {
     let dir = tempfile::tempdir().unwrap();
@@ -130,6 +162,16 @@ fn results_are_written_with_identity_and_config() {
     assert_eq!(json["results"][0]["input"]["spec"]["pattern"], "sequential");
     let leftovers: Vec<_> = std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
     assert_eq!(leftovers.len(), 2, "only the two result files remain: {leftovers:?}");
+}
+
+#[test]
+fn an_earlier_runs_eviction_ages_are_removed() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("eviction_age.csv"), "workload,config,window,mean_age,max_age\nold,m,0,1.0,2.0\n").unwrap();
+    let spec = parse_experiment(SMALL, Path::new(".")).unwrap();
+    let result = run_experiment(&spec, &AtomicBool::new(false), &mut |_| {}).unwrap();
+    write_results(dir.path(), &spec, &result).unwrap();
+    assert!(!dir.path().join("eviction_age.csv").exists(), "no machine tracks eviction ages: no table of them");
 }
 
 #[test]

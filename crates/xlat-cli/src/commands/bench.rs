@@ -5,7 +5,7 @@ use crate::report::thousands;
 use crate::Outcome;
 use anyhow::Result;
 use clap::Args;
-use std::sync::atomic::AtomicBool;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 use xlat::config::raw::{OneOrMany, RawMachine, RawMosaic, RawOs, RawWays};
 use xlat::config::size::ByteSize;
@@ -345,26 +345,44 @@ fn filter_arg(text: &str) -> Result<String, String> {
     }
 }
 
-/// Runs the benchmarks and prints their speed.
-pub fn run(args: &BenchArgs) -> Result<Outcome> {
+/// Runs the benchmarks and prints their speed. Setting `interrupt` stops them once the
+/// current one is measured (a benchmark cut short would measure something else); what was
+/// measured is printed, and the outcome is [`Outcome::Interrupted`].
+pub fn run(args: &BenchArgs, interrupt: &AtomicBool) -> Result<Outcome> {
     let selected = |name: &str| args.filter.as_ref().is_none_or(|f| name.contains(f.as_str()));
     let mut results = Vec::new();
     let simulations = CASES.iter().filter(|c| selected(c.name)).map(|case| measure(case, args.refs));
     let workloads = WORKLOAD_CASES.iter().filter(|c| selected(c.name)).map(|case| measure_workload(case, args.refs));
-    let reads = selected(NATIVE_READ).then(|| measure_native_read(args.refs));
+    // Lazy like the others, so that it too runs only if no interrupt came before it.
+    let reads = std::iter::once(NATIVE_READ).filter(|n| selected(n)).map(|_| measure_native_read(args.refs));
+    let mut interrupted = false;
     for m in simulations.chain(workloads).chain(reads) {
         let m = m?;
         if !args.json {
-            outln!("{:<30} {:>8.1} M refs/s  ({} refs in {:.2} s)  {}", m.name, m.refs_per_second / 1e6,
-                thousands(m.refs), m.seconds, m.description)?;
-            if let (Some(first), Some(rate)) = (m.first_batch_seconds, m.streaming_refs_per_second) {
-                outln!("{:<30} {:>8.1} M refs/s  after the first batch ({first:.2} s of computation before it)", "", rate / 1e6)?;
-            }
+            print_measurement(&m)?;
         }
         results.push(m);
+        interrupted = interrupt.load(Ordering::Relaxed);
+        if interrupted {
+            break;
+        }
     }
     if args.json {
         outln!("{}", serde_json::to_string_pretty(&results)?)?;
     }
+    if interrupted {
+        eprintln!("interrupted: {} benchmarks measured, the others not run", results.len());
+        return Ok(Outcome::Interrupted);
+    }
     Ok(Outcome::Done)
+}
+
+/// Prints one measurement as a table line (two for built-in workloads).
+fn print_measurement(m: &Measurement) -> Result<()> {
+    outln!("{:<30} {:>8.1} M refs/s  ({} refs in {:.2} s)  {}", m.name, m.refs_per_second / 1e6,
+        thousands(m.refs), m.seconds, m.description)?;
+    if let (Some(first), Some(rate)) = (m.first_batch_seconds, m.streaming_refs_per_second) {
+        outln!("{:<30} {:>8.1} M refs/s  after the first batch ({first:.2} s of computation before it)", "", rate / 1e6)?;
+    }
+    Ok(())
 }

@@ -7,8 +7,8 @@ use clap::Args;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
 use xlat::config::{self, ExperimentSpec};
-use xlat::atomic::check_output_dir;
-use xlat::sim::{run_experiment, write_results};
+use xlat::atomic::remove_stale;
+use xlat::sim::{check_outputs, run_experiment, write_results, ExperimentResult};
 
 /// The built-in experiment run when no file is given.
 pub const DEFAULT_EXPERIMENT: &str = include_str!("../../../../experiments/default.toml");
@@ -41,8 +41,9 @@ fn load(path: Option<&Path>) -> Result<ExperimentSpec> {
 pub fn run(args: &RunArgs, interrupt: &AtomicBool) -> Result<Outcome> {
     let spec = load(args.experiment.as_deref())?;
     if let Some(dir) = &args.out {
-        // Before the run, which may take hours, rather than after it.
-        check_output_dir(dir)?;
+        // Before the run, which may take hours, rather than after it, and every file: one
+        // failing after others were written would leave a mix of new and old results.
+        check_outputs(dir, &spec)?;
     }
     if !args.quiet && args.experiment.is_none() {
         eprintln!("running the built-in default experiment (see `xlat run --help` to run your own)");
@@ -52,10 +53,7 @@ pub fn run(args: &RunArgs, interrupt: &AtomicBool) -> Result<Outcome> {
     // Results are written before the table is printed: printing ends the process when
     // standard output's reader is gone (`xlat run | head`), and the files must not depend on
     // who reads the table. A failed write still prints the table, then reports the error.
-    let written = match &args.out {
-        Some(dir) => write_results(dir, &spec, &result).map_err(anyhow::Error::from).and_then(|()| crate::plot::draw_all(dir, &spec.plots)),
-        None => Ok(()),
-    };
+    let written = args.out.as_deref().map_or(Ok(()), |dir| write_all(dir, &spec, &result));
     if !args.quiet {
         out!("{}", report::table(&result))?;
     }
@@ -66,6 +64,22 @@ pub fn run(args: &RunArgs, interrupt: &AtomicBool) -> Result<Outcome> {
         }
     }
     Ok(if result.partial { Outcome::Interrupted } else { Outcome::Done })
+}
+
+/// Writes the result files into `dir`, then draws the plots. A plot that partial results
+/// cannot give (its workload was not reached) is a warning, not an error: the run still ends
+/// as interrupted, with exit code 130, and an earlier run's drawing of it is removed rather
+/// than left beside these results.
+fn write_all(dir: &Path, spec: &ExperimentSpec, result: &ExperimentResult) -> Result<()> {
+    write_results(dir, spec, result)?;
+    if !result.partial {
+        return crate::plot::draw_all(dir, &spec.plots);
+    }
+    for (plot, e) in crate::plot::draw_those_possible(dir, &spec.plots) {
+        remove_stale(&dir.join(&plot.file))?;
+        eprintln!("warning: {} (not drawn from these partial results)", crate::message(&e));
+    }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -2,7 +2,9 @@
 //! every machine configuration before the next batch is read.
 //!
 //! The source is read on its own thread, two batches ahead, so decoding a trace or generating
-//! a synthetic stream overlaps with simulation on the machine's other core.
+//! a synthetic stream overlaps with simulation on the machine's other core. It is also opened
+//! on a thread of its own: opening a FIFO blocks until a writer comes, and the run must still
+//! notice an interrupt meanwhile.
 
 use super::machine::Machine;
 use super::stats::{MachineStats, ResultRow};
@@ -13,11 +15,15 @@ use crate::sim::MachineSpec;
 use crate::{Error, Result};
 use serde::Serialize;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc::{channel, sync_channel};
-use std::time::Instant;
+use std::sync::mpsc::{channel, sync_channel, Receiver, RecvTimeoutError, SyncSender};
+use std::time::{Duration, Instant};
 
 /// Batches in flight between the reader thread and the simulation.
 const BATCHES_IN_FLIGHT: usize = 3;
+
+/// How often a wait for the source looks at the interrupt flag: short enough that Ctrl-C
+/// feels immediate, long enough to cost nothing.
+const INTERRUPT_POLL: Duration = Duration::from_millis(100);
 
 /// What a run reports as it goes, for progress bars.
 #[derive(Clone, Copy, Debug)]
@@ -101,24 +107,84 @@ pub fn run_workload(
     interrupt: &AtomicBool,
     progress: &mut dyn FnMut(Progress),
 ) -> Result<WorkloadResult> {
-    let source = workload.open()?;
-    let input = source.identity();
-    progress(Progress::Start { workload: &workload.name, expected: source.len_hint() });
+    let opened = open_interruptibly(workload, interrupt)?;
     let mut sims: Vec<Machine> = machines.iter().filter(|m| workload.runs_on(&m.name)).map(Machine::new).collect();
     let started = Instant::now();
-    let (refs, partial) = feed(source, &mut sims, batch, interrupt, progress).map_err(|e| match e {
+    let Some(source) = opened else {
+        // Interrupted before the input opened: its spec is all that is known of it.
+        let input = serde_json::to_value(&workload.source).unwrap_or_default();
+        return Ok(workload_result(workload, input, (0, true), started, &sims));
+    };
+    let input = source.identity();
+    progress(Progress::Start { workload: &workload.name, expected: source.len_hint() });
+    let fed = feed(source, &mut sims, batch, interrupt, progress).map_err(|e| match e {
         Error::Simulation(message) => Error::Simulation(format!("workload `{}`: {message}", workload.name)),
         other => other,
     })?;
     progress(Progress::Finish);
-    Ok(WorkloadResult {
+    Ok(workload_result(workload, input, fed, started, &sims))
+}
+
+/// The result of `workload` on `sims`, given `(refs, partial)` as [`feed`] returns them.
+fn workload_result(
+    workload: &WorkloadSpec,
+    input: serde_json::Value,
+    (refs, partial): (u64, bool),
+    started: Instant,
+    sims: &[Machine],
+) -> WorkloadResult {
+    WorkloadResult {
         workload: workload.name.clone(),
         input,
         partial,
         refs,
         seconds: started.elapsed().as_secs_f64(),
         machines: sims.iter().map(Machine::stats).collect(),
-    })
+    }
+}
+
+/// Opens `workload`'s source on a helper thread; `None` when `interrupt` is set first. The
+/// thread is then left behind, still blocked (on a FIFO nobody writes to): it holds nothing
+/// the run needs, and ends with the process.
+fn open_interruptibly(workload: &WorkloadSpec, interrupt: &AtomicBool) -> Result<Option<Box<dyn RefSource>>> {
+    let (tx, rx) = channel();
+    let workload = workload.clone();
+    let opener = std::thread::spawn(move || {
+        let _ = tx.send(workload.open());
+    });
+    match receive(&rx, interrupt) {
+        Received::Item(opened) => opened.map(Some),
+        Received::Interrupted => Ok(None),
+        // The opener hung up without sending: it panicked, and the panic is passed on.
+        Received::Ended => match opener.join() {
+            Err(panic) => std::panic::resume_unwind(panic),
+            Ok(()) => unreachable!("the opener sends before it returns"),
+        },
+    }
+}
+
+/// What a wait on a channel gave.
+enum Received<T> {
+    /// The next item.
+    Item(T),
+    /// The sender is gone.
+    Ended,
+    /// The interrupt flag was set while nothing came.
+    Interrupted,
+}
+
+/// Waits for the next item of `rx`, looking at `interrupt` every [`INTERRUPT_POLL`]: a source
+/// can produce nothing for a long time (a built-in workload computing its set-up, a FIFO
+/// nobody writes to), and an interrupt must still stop the run meanwhile.
+fn receive<T>(rx: &Receiver<T>, interrupt: &AtomicBool) -> Received<T> {
+    loop {
+        match rx.recv_timeout(INTERRUPT_POLL) {
+            Ok(item) => return Received::Item(item),
+            Err(RecvTimeoutError::Disconnected) => return Received::Ended,
+            Err(RecvTimeoutError::Timeout) if interrupt.load(Ordering::Relaxed) => return Received::Interrupted,
+            Err(RecvTimeoutError::Timeout) => {}
+        }
+    }
 }
 
 /// Feeds `batch` to every machine. With two or more machines and `parallel` (two cores), the
@@ -140,43 +206,54 @@ fn process_all(machines: &mut [Machine], batch: &Batch, parallel: bool) -> Resul
 
 /// Reads `source` on a helper thread and feeds each batch to every machine. Returns the
 /// references simulated and whether the run was interrupted.
+///
+/// The reader thread is not scoped: when an interrupt comes while it waits for its source
+/// (a built-in workload's set-up may take a minute), the run ends without waiting for it. It
+/// ends by itself once its source yields and finds no one listening.
 pub fn feed(
-    mut source: Box<dyn RefSource>,
+    source: Box<dyn RefSource>,
     machines: &mut [Machine],
     batch: usize,
     interrupt: &AtomicBool,
     progress: &mut dyn FnMut(Progress),
 ) -> Result<(u64, bool)> {
-    std::thread::scope(|scope| {
-        let (full_tx, full_rx) = sync_channel::<Result<Batch>>(BATCHES_IN_FLIGHT);
-        let (empty_tx, empty_rx) = channel::<Batch>();
-        for _ in 0..BATCHES_IN_FLIGHT {
-            empty_tx.send(Batch::with_capacity(batch)).expect("receiver alive");
+    let (full_tx, full_rx) = sync_channel::<Result<Batch>>(BATCHES_IN_FLIGHT);
+    let (empty_tx, empty_rx) = channel::<Batch>();
+    for _ in 0..BATCHES_IN_FLIGHT {
+        empty_tx.send(Batch::with_capacity(batch)).expect("receiver alive");
+    }
+    let reader = std::thread::spawn(move || read_ahead(source, batch, &empty_rx, &full_tx));
+    // Asked once per run: it reads the CPU affinity, which is not free.
+    let parallel = std::thread::available_parallelism().is_ok_and(|n| n.get() >= 2);
+    let mut refs = 0;
+    loop {
+        let b = match receive(&full_rx, interrupt) {
+            Received::Item(item) => item?,
+            Received::Interrupted => return Ok((refs, true)),
+            Received::Ended => break,
+        };
+        process_all(machines, &b, parallel)?;
+        refs += b.len() as u64;
+        progress(Progress::Advance { refs });
+        if interrupt.load(Ordering::Relaxed) {
+            return Ok((refs, true));
         }
-        scope.spawn(move || {
-            // Ends when the stream ends, fails, or the consumer hangs up.
-            while let Ok(mut b) = empty_rx.recv() {
-                b.clear();
-                let filled = source.fill(&mut b, batch);
-                let done = !matches!(filled, Ok(n) if n > 0);
-                if matches!(filled, Ok(0)) || full_tx.send(filled.map(|_| b)).is_err() || done {
-                    return;
-                }
-            }
-        });
-        // Asked once per run: it reads the CPU affinity, which is not free.
-        let parallel = std::thread::available_parallelism().is_ok_and(|n| n.get() >= 2);
-        let mut refs = 0;
-        for item in full_rx {
-            let b = item?;
-            process_all(machines, &b, parallel)?;
-            refs += b.len() as u64;
-            progress(Progress::Advance { refs });
-            if interrupt.load(Ordering::Relaxed) {
-                return Ok((refs, true));
-            }
-            let _ = empty_tx.send(b);
+        let _ = empty_tx.send(b);
+    }
+    // The stream ended: the reader has returned, or panicked, and its panic is passed on.
+    reader.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+    Ok((refs, false))
+}
+
+/// The reader thread: fills the batches `empty` hands back and sends them on `full`. Ends
+/// when the stream ends, fails, or the consumer hangs up.
+fn read_ahead(mut source: Box<dyn RefSource>, batch: usize, empty: &Receiver<Batch>, full: &SyncSender<Result<Batch>>) {
+    while let Ok(mut b) = empty.recv() {
+        b.clear();
+        let filled = source.fill(&mut b, batch);
+        let done = !matches!(filled, Ok(n) if n > 0);
+        if matches!(filled, Ok(0)) || full.send(filled.map(|_| b)).is_err() || done {
+            return;
         }
-        Ok((refs, false))
-    })
+    }
 }

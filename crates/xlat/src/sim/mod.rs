@@ -8,5 +8,5 @@ pub mod stats;
 
 pub use experiment::{run_experiment, ExperimentResult, Progress, WorkloadResult};
 pub use machine::{Machine, MachineSpec, MosaicSpec};
-pub use results::write_results;
+pub use results::{check_outputs, write_results};
 pub use stats::{MachineStats, ResultRow};

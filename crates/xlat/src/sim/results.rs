@@ -1,19 +1,38 @@
 //! Writing results: `results.csv` (one row per workload × machine × TLB level) and
 //! `results.json` (the resolved configuration, xlat version, input identities, seed and every
-//! statistic). Each file is written to a temporary file in the output directory and renamed
+//! statistic), and `eviction_age.csv` when some machine tracked eviction ages and evictions
+//! happened. Each file is written to a temporary file in the output directory and renamed
 //! into place, so an interrupted or failed write never leaves a half-written result.
 
 use super::experiment::ExperimentResult;
 use crate::config::ExperimentSpec;
-use crate::atomic::write_atomically;
+use crate::atomic::{check_output, check_output_dir, remove_stale, write_atomically};
 use crate::{Error, Result};
 use std::io::Write;
 use std::path::Path;
 
-/// Writes both result files into `dir` (created if missing).
+const RESULTS_CSV: &str = "results.csv";
+const EVICTION_AGE_CSV: &str = "eviction_age.csv";
+const RESULTS_JSON: &str = "results.json";
+
+/// The result files [`write_results`] writes (or, for eviction ages, may remove).
+const RESULT_FILES: [&str; 3] = [RESULTS_CSV, EVICTION_AGE_CSV, RESULTS_JSON];
+
+/// Checks, before a run, that every file it will write into `dir` can be written: `dir` (created
+/// if missing) takes files, and none of the result files or `spec`'s plots exists as anything
+/// but a regular file (a directory, a FIFO, a link). Found only when writing, after hours of
+/// simulation, such a path would fail the run halfway through its files, leaving new ones
+/// beside old or missing ones.
+pub fn check_outputs(dir: &Path, spec: &ExperimentSpec) -> Result<()> {
+    check_output_dir(dir)?;
+    let plots = spec.plots.iter().map(|p| dir.join(&p.file));
+    RESULT_FILES.iter().map(|f| dir.join(f)).chain(plots).try_for_each(|p| check_output(&p))
+}
+
+/// Writes the result files into `dir` (created if missing).
 pub fn write_results(dir: &Path, spec: &ExperimentSpec, result: &ExperimentResult) -> Result<()> {
     std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
-    write_atomically(&dir.join("results.csv"), |out| {
+    write_atomically(&dir.join(RESULTS_CSV), |out| {
         let mut w = csv::Writer::from_writer(out);
         for row in result.rows() {
             w.serialize(row).map_err(std::io::Error::other)?;
@@ -28,7 +47,7 @@ pub fn write_results(dir: &Path, spec: &ExperimentSpec, result: &ExperimentResul
         "experiment": spec,
         "results": result.workloads,
     });
-    write_atomically(&dir.join("results.json"), |out| {
+    write_atomically(&dir.join(RESULTS_JSON), |out| {
         serde_json::to_writer_pretty(&mut *out, &json)?;
         out.write_all(b"\n")
     })
@@ -44,7 +63,9 @@ struct AgeRow<'a> {
     max_age: f64,
 }
 
-/// Writes `eviction_age.csv` when some machine tracked eviction ages.
+/// Writes `eviction_age.csv` when some machine tracked eviction ages, else removes one an
+/// earlier run left in `dir`: it would sit beside this run's results, and be plotted, as if
+/// it were theirs.
 fn write_eviction_ages(dir: &Path, result: &ExperimentResult) -> Result<()> {
     let tracked = result.workloads.iter().flat_map(|w| w.machines.iter().map(move |m| (w, m)));
     let mut rows = Vec::new();
@@ -55,10 +76,11 @@ fn write_eviction_ages(dir: &Path, result: &ExperimentResult) -> Result<()> {
             }
         }
     }
+    let path = dir.join(EVICTION_AGE_CSV);
     if rows.is_empty() {
-        return Ok(());
+        return remove_stale(&path);
     }
-    write_atomically(&dir.join("eviction_age.csv"), |out| {
+    write_atomically(&path, |out| {
         let mut w = csv::Writer::from_writer(out);
         for row in &rows {
             w.serialize(row).map_err(std::io::Error::other)?;
