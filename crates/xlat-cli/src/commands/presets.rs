@@ -10,6 +10,7 @@ use xlat::config::raw::RawMachine;
 #[derive(Args)]
 pub struct PresetsArgs {
     /// Print this preset as a `[[machine]]` table with every level spelled out.
+    #[arg(value_parser = clap::builder::PossibleValuesParser::new(presets::NAMES))]
     name: Option<String>,
 }
 

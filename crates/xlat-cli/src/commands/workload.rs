@@ -27,6 +27,7 @@ pub enum WorkloadCommand {
 #[derive(Args)]
 pub struct Selection {
     /// Workload name (see `xlat workload list`).
+    #[arg(value_parser = clap::builder::PossibleValuesParser::new(xlat::workload::WORKLOADS.map(|(name, _)| name)))]
     name: String,
     /// Scale preset: tiny, small or paper.
     #[arg(long, value_parser = scale_arg)]
