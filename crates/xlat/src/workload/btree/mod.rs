@@ -26,7 +26,7 @@
 //! visited, 5 per binary-search probe, 3 per key or slot shifted or copied.
 //!
 //! The expected references and footprint come from a mean-field model of the build
-//! ([`fringe`]), not from running the tree.
+//! (`btree::fringe`), not from running the tree.
 
 use super::address_space::AddressSpace;
 use super::emit::{Emitter, SimVec};
