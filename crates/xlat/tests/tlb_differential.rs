@@ -789,12 +789,12 @@ impl Walker for TestWalker {
 
 /// [`TlbHierarchy::run_express`] with the associativity chosen at run time, alternating the
 /// prefetching form (which must not change results) by batch parity.
-fn run_express(h: &mut TlbHierarchy, ways: usize, refs: &[MemRef], walker: &mut TestWalker, prefetch: bool) -> Result<ExpressRun, usize> {
+fn run_express(h: &mut TlbHierarchy, ways: usize, size: PageSize, refs: &[MemRef], walker: &mut TestWalker, prefetch: bool) -> Result<ExpressRun, usize> {
     macro_rules! dispatch {
         ($($w:literal)*) => {
             match (ways, prefetch) {
-                $(($w, false) => h.run_express::<$w, false, _>(refs, walker, 3),
-                  ($w, true) => h.run_express::<$w, true, _>(refs, walker, 3),)*
+                $(($w, false) => h.run_express::<$w, false, _>(size, refs, walker, 3),
+                  ($w, true) => h.run_express::<$w, true, _>(size, refs, walker, 3),)*
                 _ => unreachable!("not a specialized shape: {ways} ways"),
             }
         };
@@ -802,21 +802,25 @@ fn run_express(h: &mut TlbHierarchy, ways: usize, refs: &[MemRef], walker: &mut 
     dispatch!(1 2 4 8 12 16)
 }
 
+/// One unsplit level of one LRU array of `ways` ways and `sets` sets holding `sizes`.
+fn single_level(ways: usize, sets: usize, sizes: &[PageSize]) -> Vec<LevelGeometry> {
+    vec![level("L1", vec![geometry(ways * sets, ways, Policy::Lru, sizes)], vec![], false)]
+}
+
 /// The express path agrees with the reference hierarchy (hit or miss of every page touched,
 /// statistics after every batch) and leaves exactly the state the general path leaves
-/// (compared through `Debug`, which shows every tag, stamp, counter and the last hit). The OS
-/// maps pages of `sizes[0]` only, as the express path requires.
-fn check_express(ways: usize, sets: usize, sizes: &[PageSize], refs: &[MemRef], batch: usize) {
-    let levels = [level("L1", vec![geometry(ways * sets, ways, Policy::Lru, sizes)], vec![], false)];
-    let mut express = TlbHierarchy::new(&levels, 1);
-    let mut general = TlbHierarchy::new(&levels, 1);
-    let mut reference = RefHierarchy::new(&levels, 1);
-    let (os_size, table) = if sizes[0] == K4 { (K4, BASE_ONLY) } else { (M2, ALL_2M) };
-    assert_eq!(express.express_ways(os_size), Some(ways));
-    assert_eq!(express.express_ways(G1), None, "entries of another size than the OS maps");
+/// (compared through `Debug`, which shows every tag, stamp, counter and the last hit, on
+/// every side of every level). The OS maps pages of `os_size` only, as the express path
+/// requires.
+fn check_express(levels: &[LevelGeometry], os_size: PageSize, refs: &[MemRef], batch: usize) {
+    let mut express = TlbHierarchy::new(levels, 1);
+    let mut general = TlbHierarchy::new(levels, 1);
+    let mut reference = RefHierarchy::new(levels, 1);
+    let ways = express.express_ways(os_size).expect("an express hierarchy");
+    let table = if os_size == K4 { BASE_ONLY } else { ALL_2M };
     let mut walker = TestWalker { table, walks: 0, fail_at: None };
     for (b, chunk) in refs.chunks(batch).enumerate() {
-        let run = run_express(&mut express, ways, chunk, &mut walker, b % 2 == 1).expect("no walk fails");
+        let run = run_express(&mut express, ways, os_size, chunk, &mut walker, b % 2 == 1).expect("no walk fails");
         let mut straddles = 0;
         for r in chunk {
             let (first, last) = (r.first_vpn().0, r.last_vpn().0);
@@ -830,11 +834,16 @@ fn check_express(ways: usize, sets: usize, sizes: &[PageSize], refs: &[MemRef], 
                 }
             }
         }
-        assert_eq!(run.straddles, straddles, "batch {b}");
-        assert_eq!(express.stats(), reference.stats(), "{ways} ways × {sets} sets, batch {b}");
-        assert_eq!(format!("{express:?}"), format!("{general:?}"), "{ways} ways × {sets} sets, batch {b}");
+        let shape = format!("{levels:?}, batch {b}");
+        assert_eq!(run.straddles, straddles, "{shape}");
+        assert_eq!(express.stats(), reference.stats(), "{shape}");
+        assert_eq!(format!("{express:?}"), format!("{general:?}"), "{shape}");
+        assert_eq!(express.express_ways(os_size), Some(ways), "still express: {shape}");
     }
-    assert_eq!(walker.walks as u64, reference.stats()[0].counters.misses);
+    // Every miss of the last level walked.
+    let last = &levels[levels.len() - 1].name;
+    let walks: u64 = reference.stats().iter().filter(|row| &row.level == last).map(|row| row.counters.misses).sum();
+    assert_eq!(walker.walks as u64, walks);
 }
 
 /// A stream over `pages` pages of a few ASIDs, with runs on one page (the last-hit shortcut),
@@ -865,33 +874,74 @@ fn express_matches_reference_every_shape() {
                 // Pages of 2 MiB span 512 base pages: spread the stream to conflict as often.
                 let spread = if sizes[0] == M2 { 512 } else { 1 };
                 let refs = express_stream((ways * sets) as u64 * 3 * spread, 3000, (ways * sets) as u64);
-                check_express(ways, sets, sizes, &refs, 257);
+                let levels = single_level(ways, sets, sizes);
+                assert_eq!(TlbHierarchy::new(&levels, 0).express_ways(G1), None, "entries of another size than the OS maps");
+                check_express(&levels, sizes[0], &refs, 257);
             }
         }
     }
 }
 
+/// Levels below the first, a split first level, and arrays of other page sizes beside the
+/// one the OS fills (empty, so the express path ignores them).
 #[test]
-fn express_is_only_for_single_specialized_arrays() {
+fn express_matches_reference_with_levels_below_and_split_sides() {
+    let lru = |entries, ways, sizes: &[PageSize]| geometry(entries, ways, Policy::Lru, sizes);
+    let shapes = [
+        skylake_like(Policy::Lru, false),
+        vec![level("L1", vec![lru(16, 4, &[K4]), lru(8, 2, &[M2])], vec![lru(8, 8, &[K4])], true)],
+        vec![
+            level("L1", vec![lru(8, 2, &[K4])], vec![], false),
+            level("L2", vec![lru(32, 4, &[K4]), lru(16, 16, &[G1])], vec![], false),
+            level("L3", vec![lru(192, 12, &[K4, M2])], vec![], false),
+        ],
+        vec![level("L1", vec![lru(4, 1, &[K4])], vec![lru(16, 16, &[K4])], false), level("L2", vec![lru(64, 16, &[K4])], vec![], false)],
+    ];
+    for (i, levels) in shapes.iter().enumerate() {
+        for pages in [40, 400, 4000] {
+            check_express(levels, K4, &express_stream(pages, 6000, i as u64 ^ pages), 513);
+        }
+    }
+    let two_mib = [level("L1", vec![lru(16, 4, &[M2])], vec![], false), level("L2", vec![lru(64, 8, &[M2, G1])], vec![], false)];
+    check_express(&two_mib, M2, &express_stream(512 * 200, 4000, 9), 300);
+}
+
+#[test]
+fn express_is_only_for_sides_of_one_specialized_array() {
     let lru = |entries, ways| geometry(entries, ways, Policy::Lru, &[K4]);
     let one = |arrays, instr| TlbHierarchy::new(&[level("L1", arrays, instr, false)], 0);
     assert_eq!(one(vec![lru(64, 4)], vec![]).express_ways(K4), Some(4));
     assert_eq!(one(vec![lru(48, 4)], vec![]).express_ways(K4), None, "12 sets");
     assert_eq!(one(vec![lru(64, 3)], vec![]).express_ways(K4), None, "3 ways");
     assert_eq!(one(vec![geometry(64, 4, Policy::Fifo, &[K4])], vec![]).express_ways(K4), None, "FIFO");
-    assert_eq!(one(vec![lru(64, 4)], vec![lru(64, 4)]).express_ways(K4), None, "split");
-    assert_eq!(one(vec![lru(64, 4), geometry(32, 4, Policy::Lru, &[M2])], vec![]).express_ways(K4), None, "two arrays");
-    assert_eq!(TlbHierarchy::new(&skylake_like(Policy::Lru, false), 0).express_ways(K4), None, "two levels");
+    assert_eq!(one(vec![lru(64, 4)], vec![lru(64, 4)]).express_ways(K4), Some(4), "split");
+    assert_eq!(one(vec![lru(64, 4)], vec![lru(48, 4)]).express_ways(K4), None, "an instruction side of 12 sets");
+    assert_eq!(one(vec![lru(64, 4)], vec![]).express_ways(M2), None, "no array of the OS's size");
+    assert_eq!(one(vec![geometry(64, 4, Policy::Lru, &[M2])], vec![]).express_ways(K4), None, "4 KiB pages splintered");
+    assert_eq!(TlbHierarchy::new(&skylake_like(Policy::Lru, false), 0).express_ways(K4), Some(4), "two levels");
+    assert_eq!(TlbHierarchy::new(&skylake_like(Policy::Lru, true), 0).express_ways(K4), None, "inclusive L2");
+    assert_eq!(TlbHierarchy::new(&skylake_like(Policy::TreePlru, false), 0).express_ways(K4), None, "PLRU");
+    let split_l2 = [level("L1", vec![lru(64, 4)], vec![], false), level("L2", vec![lru(64, 4)], vec![lru(64, 4)], false)];
+    assert_eq!(TlbHierarchy::new(&split_l2, 0).express_ways(K4), None, "split L2");
+    // An array of another page size beside the one the OS fills: express while it is empty.
+    let mut h = one(vec![lru(64, 4), geometry(32, 4, Policy::Lru, &[M2])], vec![]);
+    assert_eq!(h.express_ways(K4), Some(4), "an empty 2 MiB array");
+    let huge = Translation { asid: 0, vpn: Vpn(512), pfn: Pfn(1024), size: M2 };
+    h.fill_after_walk(&huge, 2 << 20, AccessKind::Load);
+    assert_eq!(h.express_ways(K4), None, "a 2 MiB entry to probe");
 }
 
 #[test]
 fn express_stops_at_a_failed_walk() {
-    let levels = [level("L1", vec![geometry(16, 4, Policy::Lru, &[K4])], vec![], false)];
-    let mut h = TlbHierarchy::new(&levels, 0);
-    let refs: Vec<MemRef> = (0..10).map(|p| MemRef::load(p << 12, 8)).collect();
-    let mut walker = TestWalker { table: BASE_ONLY, walks: 0, fail_at: Some(4) };
-    assert_eq!(run_express(&mut h, 4, &refs, &mut walker, false), Err(4));
-    assert_eq!(walker.walks, 5, "no reference after the failed one is simulated");
+    for levels in [single_level(4, 4, &[K4]), skylake_like(Policy::Lru, false)] {
+        let mut h = TlbHierarchy::new(&levels, 0);
+        let refs: Vec<MemRef> = (0..10).map(|p| MemRef::load(p << 12, 8)).collect();
+        let mut walker = TestWalker { table: BASE_ONLY, walks: 0, fail_at: Some(4) };
+        assert_eq!(run_express(&mut h, 4, K4, &refs, &mut walker, false), Err(4));
+        assert_eq!(walker.walks, 5, "no reference after the failed one is simulated");
+        let first = &h.stats()[0].counters;
+        assert_eq!((first.hits, first.misses), (0, 5), "the failed reference missed, as on the general path");
+    }
 }
 
 proptest! {
@@ -913,6 +963,28 @@ proptest! {
         let sizes: &[PageSize] = [&[K4][..], &[K4, M2], &[M2]][sizes_i];
         let spread = if sizes[0] == M2 { 512 } else { 1 };
         let refs = express_stream((ways * sets) as u64 * pages_per_entry * spread, n, seed);
-        check_express(ways, sets, sizes, &refs, batch);
+        check_express(&single_level(ways, sets, sizes), sizes[0], &refs, batch);
+    }
+
+    /// Random hierarchies of two or three levels, the first one split or not.
+    #[test]
+    fn prop_express_matches_reference_deep(
+        shapes in proptest::collection::vec((0usize..6, 0u32..6), 2..5),
+        split in any::<bool>(),
+        pages in 1u64..3000,
+        n in 1usize..3000,
+        batch in 1usize..600,
+        seed in any::<u64>(),
+    ) {
+        let lru = |(ways_i, sets_log): (usize, u32)| {
+            let ways = [1, 2, 4, 8, 12, 16][ways_i];
+            geometry(ways << sets_log, ways, Policy::Lru, &[K4])
+        };
+        let instr = if split { vec![lru(shapes[1])] } else { vec![] };
+        let mut levels = vec![level("L1", vec![lru(shapes[0])], instr, false)];
+        for (i, &shape) in shapes[2..].iter().enumerate() {
+            levels.push(level(&format!("L{}", i + 2), vec![lru(shape)], vec![], false));
+        }
+        check_express(&levels, K4, &express_stream(pages, n, seed), batch);
     }
 }

@@ -208,7 +208,7 @@ impl Machine {
     fn express_shaped<const W: usize, const PREFETCH: bool>(&mut self, batch: &Batch) -> Result<()> {
         let walks = self.os.walks();
         let tlb = self.tlb.as_mut().expect("express_ways found a TLB");
-        let run = tlb.run_express::<W, PREFETCH, _>(&batch.refs, &mut self.os, PREFETCH_DISTANCE).map_err(|oom| self.out_of_memory(oom))?;
+        let run = tlb.run_express::<W, PREFETCH, _>(self.os.page_size(), &batch.refs, &mut self.os, PREFETCH_DISTANCE).map_err(|oom| self.out_of_memory(oom))?;
         self.counters.straddles += run.straddles;
         self.finish_batch(batch, walks);
         Ok(())

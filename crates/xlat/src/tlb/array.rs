@@ -78,6 +78,13 @@ pub struct TlbArray {
     index: Option<FxHashMap<(u64, u32), u32>>,
 }
 
+/// [`TlbArray::probe_lru`] of one associativity: the slot that hit, if any.
+pub(super) type ProbeFn = fn(&mut TlbArray, Asid, u64) -> Option<usize>;
+
+/// [`TlbArray::insert_lru`] of one associativity, for an entry known to be absent: the page
+/// holding the address, of the array's page size, in the ASID, at the base frame.
+pub(super) type InsertFn = fn(&mut TlbArray, Asid, u64, u64);
+
 /// What the scans return when no way matches.
 pub(crate) const NOT_FOUND: usize = usize::MAX;
 
@@ -240,6 +247,31 @@ impl TlbArray {
     #[inline]
     fn find_indexed(&self, tag: u64, meta: u32) -> Option<usize> {
         self.index.as_ref().and_then(|index| index.get(&(tag, meta))).map(|&slot| slot as usize)
+    }
+
+    /// [`TlbArray::probe_lru`] and [`TlbArray::insert_lru`] of this array's specialized
+    /// shape, as functions, for a caller that chooses them once for many references (the
+    /// express path's sides below its first); `None` for the general shape.
+    pub(super) fn lru_fns(&self) -> Option<(ProbeFn, InsertFn)> {
+        fn insert<const W: usize>(array: &mut TlbArray, asid: Asid, vaddr: u64, pfn: u64) {
+            array.insert_lru::<W, false>(asid, vaddr, pfn);
+        }
+        let fns: (ProbeFn, InsertFn) = match self.shape {
+            Shape::Lru1 => (TlbArray::probe_lru::<1>, insert::<1>),
+            Shape::Lru2 => (TlbArray::probe_lru::<2>, insert::<2>),
+            Shape::Lru4 => (TlbArray::probe_lru::<4>, insert::<4>),
+            Shape::Lru8 => (TlbArray::probe_lru::<8>, insert::<8>),
+            Shape::Lru12 => (TlbArray::probe_lru::<12>, insert::<12>),
+            Shape::Lru16 => (TlbArray::probe_lru::<16>, insert::<16>),
+            Shape::General => return None,
+        };
+        Some(fns)
+    }
+
+    /// The first base frame of the entry in `slot`, which must be valid.
+    #[inline(always)]
+    pub(super) fn frame_at(&self, slot: usize) -> u64 {
+        self.pfns[slot]
     }
 
     /// The entry in `slot`, which must be valid.

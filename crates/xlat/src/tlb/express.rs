@@ -1,17 +1,23 @@
-//! The express path: a whole batch through a hierarchy that is one TLB of a specialized shape.
+//! The express path: a whole batch through a hierarchy whose every side uses one array of a
+//! specialized shape.
 //!
-//! The most common simulated machine is a single TLB (`single-tlb`, `mosaic-paper` without
-//! Mosaic TLBs): one unsplit level holding one exact-LRU array, with a power-of-two number of
-//! sets, of the pages the OS maps, over an OS that does not track use.
-//! For it, the per-reference work of the general path (side and level choice, the loop over
-//! arrays, the shape dispatch, the side's bookkeeping in memory) is chosen once per batch
-//! instead, and the loop keeps the side's last hit and counters in registers. The steps and
-//! their results are the same as [`TlbHierarchy::lookup`] followed, on a miss, by the walk and
-//! [`TlbHierarchy::fill_after_walk`]; a differential test checks that they agree.
+//! The most common simulated machines are a single TLB (`single-tlb`, `mosaic-paper`
+//! without Mosaic TLBs) and a first level in front of a second (`skylake-like`), over an OS
+//! that maps pages of one size and does not track use. While the OS maps no other page size,
+//! every side of such a hierarchy uses one exact-LRU array with a power-of-two number of
+//! sets: the one its page size fills. For them, the per-reference work of the general path
+//! (the loop over levels, the side choice, the loop over arrays, the shape dispatch, the
+//! side's bookkeeping in memory) is chosen once per batch instead: the first level's data
+//! side runs in a loop compiled for its associativity, with its last hit and counters in
+//! registers. The sides it reaches only on a miss (the levels below it, the instruction side
+//! of a split first level) are probed and filled through functions chosen for their
+//! associativity once per batch, their state in memory. The steps and
+//! their results are the same as [`TlbHierarchy::lookup`] followed, on a miss, by the walk
+//! and [`TlbHierarchy::fill_after_walk`]; a differential test checks that they agree.
 
-use super::array::TlbArray;
-use super::hierarchy::{LastHit, TlbHierarchy};
-use crate::memref::MemRef;
+use super::array::{InsertFn, ProbeFn, TlbArray};
+use super::hierarchy::{LastHit, SideArrays, TlbHierarchy};
+use crate::memref::{AccessKind, MemRef};
 use crate::types::{Asid, PageSize, Pfn, BASE_PAGE_SHIFT};
 
 /// What a batch on the express path did besides the TLB's own counters.
@@ -33,32 +39,48 @@ pub trait Walker {
 }
 
 impl TlbHierarchy {
-    /// The associativity of the hierarchy's only array when batches can take the express path
-    /// for an OS that maps pages of `size`: one unsplit level with one array of a specialized
-    /// LRU shape whose smallest page size is `size`.
+    /// The associativity of the first level's data array when batches can take the express
+    /// path for an OS that maps pages of `size`: every side uses one array, of a specialized
+    /// LRU shape for `size`, and no level below the first is
+    /// split or inclusive (its evictions would reach into the levels above).
     pub fn express_ways(&self, size: PageSize) -> Option<usize> {
-        let [level] = &self.levels[..] else { return None };
-        if level.instr.is_some() {
+        let (first, lower) = self.levels.split_first()?;
+        if lower.iter().any(|level| level.instr.is_some() || level.inclusive) {
             return None;
         }
-        let [array] = &level.data.arrays[..] else { return None };
-        array.lru_ways(size)
+        let sides = first.instr.iter().chain(lower.iter().map(|level| &level.data));
+        if sides.map(|side| side.express_array(size)).any(|found| found.is_none()) {
+            return None;
+        }
+        first.data.express_array(size).map(|(_, ways)| ways)
     }
 
-    /// Simulates `refs` in order on a hierarchy for which [`TlbHierarchy::express_ways`] is
-    /// `W`, asking `walker` for the frame of every miss (in pages of the size `express_ways`
-    /// was asked about). With `PREFETCH`, reference `i + distance` is handed to
+    /// Simulates `refs` in order on a hierarchy for which [`TlbHierarchy::express_ways`] of
+    /// `size` is `W`, asking `walker` for the frame of every miss (the first base frame of a
+    /// page of `size`). With `PREFETCH`, reference `i + distance` is handed to
     /// [`Walker::prefetch`] before reference `i` is simulated. An error from the walker stops
     /// the batch.
     #[inline(never)]
     pub fn run_express<const W: usize, const PREFETCH: bool, K: Walker>(
         &mut self,
+        size: PageSize,
         refs: &[MemRef],
         walker: &mut K,
         distance: usize,
     ) -> Result<ExpressRun, K::Error> {
-        let side = &mut self.levels[0].data;
-        let mut run = Run { array: &mut side.arrays[0], last: side.last, hits: 0, misses: 0, filled: false };
+        let (first, lower) = self.levels.split_first_mut().expect("express_ways found a level");
+        let (array, _) = first.data.express_array(size).expect("express_ways found the array");
+        let side = &mut first.data;
+        let mut run = Run {
+            array: &mut side.arrays[array],
+            index: array as u32,
+            last: side.last,
+            hits: 0,
+            misses: 0,
+            filled: false,
+            instr: first.instr.as_mut().map(|side| Lower::new(side, size)),
+            below: Below { sides: lower.iter_mut().map(|level| Lower::new(&mut level.data, size)).collect() },
+        };
         let mut straddles = 0;
         let result = refs.iter().enumerate().try_for_each(|(i, r)| {
             if PREFETCH {
@@ -67,7 +89,7 @@ impl TlbHierarchy {
                 }
             }
             let first = r.vaddr >> BASE_PAGE_SHIFT;
-            run.page::<W, _>(r.asid, first, walker)?;
+            run.access::<W, _>(r.asid, first, r.kind, walker)?;
             if r.last_vpn().0 != first {
                 straddles += 1;
                 run.later_pages::<W, _>(r, walker)?;
@@ -78,20 +100,25 @@ impl TlbHierarchy {
         side.last = last;
         side.counters.hits += hits;
         side.counters.misses += misses;
-        side.nonempty |= u64::from(filled);
+        side.nonempty |= u64::from(filled) << array;
         result.map(|()| ExpressRun { straddles })
     }
 }
 
-/// The state of an express run: the side's array, and its last hit and counters, kept in
-/// registers until the batch ends.
+/// The state of an express run: the first level's data array, and its last hit and counters,
+/// kept in registers until the batch ends; and the sides reached only on a miss.
 struct Run<'a> {
     array: &'a mut TlbArray,
+    /// The array's index in its side, for the last hit.
+    index: u32,
     last: LastHit,
     hits: u64,
     misses: u64,
     /// Whether anything was inserted (the side's array is then not empty).
     filled: bool,
+    /// The instruction side of a split first level.
+    instr: Option<Lower<'a>>,
+    below: Below<'a>,
 }
 
 impl Run<'_> {
@@ -99,24 +126,126 @@ impl Run<'_> {
     #[cold]
     #[inline(never)]
     fn later_pages<const W: usize, K: Walker>(&mut self, r: &MemRef, walker: &mut K) -> Result<(), K::Error> {
-        r.later_pages().try_for_each(|page| self.page::<W, _>(r.asid, page.0, walker))
+        r.later_pages().try_for_each(|page| self.access::<W, _>(r.asid, page.0, r.kind, walker))
     }
 
-    /// One access to base page `page` of `asid`.
+    /// One access of `kind` to base page `page` of `asid`.
     #[inline(always)]
-    fn page<const W: usize, K: Walker>(&mut self, asid: Asid, page: u64, walker: &mut K) -> Result<(), K::Error> {
+    fn access<const W: usize, K: Walker>(&mut self, asid: Asid, page: u64, kind: AccessKind, walker: &mut K) -> Result<(), K::Error> {
+        match &mut self.instr {
+            Some(instr) if kind == AccessKind::IFetch => self.below.fetch(instr, asid, page, walker),
+            _ => self.data_page::<W, _>(asid, page, walker),
+        }
+    }
+
+    /// One access to base page `page` of `asid` on the first level's data side.
+    #[inline(always)]
+    fn data_page<const W: usize, K: Walker>(&mut self, asid: Asid, page: u64, walker: &mut K) -> Result<(), K::Error> {
         if self.last.page == page && self.last.asid == asid {
             self.hits += 1;
         } else if let Some(slot) = self.array.probe_lru::<W>(asid, page << BASE_PAGE_SHIFT) {
             self.hits += 1;
-            self.last = LastHit { page, asid, array: 0, slot: slot as u32 };
+            self.last = LastHit { page, asid, array: self.index, slot: slot as u32 };
         } else {
             self.misses += 1;
             self.last = LastHit::NONE;
-            let vaddr = page << BASE_PAGE_SHIFT;
-            let pfn = walker.walk(asid, vaddr)?;
-            self.array.insert_lru::<W, false>(asid, vaddr, pfn.0);
+            // A single level walks here, inline: the call below would cost a tenth of its time.
+            let pfn = if self.below.sides.is_empty() {
+                walker.walk(asid, page << BASE_PAGE_SHIFT)?.0
+            } else {
+                self.below.translate(asid, page, walker)?
+            };
+            self.array.insert_lru::<W, false>(asid, page << BASE_PAGE_SHIFT, pfn);
             self.filled = true;
+        }
+        Ok(())
+    }
+}
+
+/// A side the express path reaches only on a miss above it (a level below the first, or the
+/// instruction side of a split first level): its one array in use, probed and filled through
+/// the functions of its associativity, chosen once per batch. Its last hit and counters stay
+/// in memory.
+struct Lower<'a> {
+    side: &'a mut SideArrays,
+    array: usize,
+    probe: ProbeFn,
+    insert: InsertFn,
+}
+
+impl<'a> Lower<'a> {
+    /// The side's express array for pages of `size`; see [`SideArrays::express_array`].
+    fn new(side: &'a mut SideArrays, size: PageSize) -> Lower<'a> {
+        let (array, _) = side.express_array(size).expect("express_ways checked every side");
+        let (probe, insert) = side.arrays[array].lru_fns().expect("an array of a specialized shape");
+        Lower { side, array, probe, insert }
+    }
+
+    /// [`SideArrays::probe`] of base page `page` of `asid`: on a hit, the entry's first base
+    /// frame.
+    #[inline(always)]
+    fn probe(&mut self, asid: Asid, page: u64) -> Option<u64> {
+        let side = &mut *self.side;
+        if side.last.page == page && side.last.asid == asid {
+            side.counters.hits += 1;
+            return Some(side.arrays[self.array].frame_at(side.last.slot as usize));
+        }
+        let array = &mut side.arrays[self.array];
+        if let Some(slot) = (self.probe)(array, asid, page << BASE_PAGE_SHIFT) {
+            side.counters.hits += 1;
+            side.last = LastHit { page, asid, array: self.array as u32, slot: slot as u32 };
+            return Some(array.frame_at(slot));
+        }
+        side.counters.misses += 1;
+        side.last = LastHit::NONE;
+        None
+    }
+
+    /// [`SideArrays::fill_after_miss`] of the page holding base page `page` of `asid`, at
+    /// first base frame `pfn`, after this side missed on it.
+    #[inline(always)]
+    fn fill(&mut self, asid: Asid, page: u64, pfn: u64) {
+        self.side.nonempty |= 1 << self.array;
+        self.side.last = LastHit::NONE;
+        (self.insert)(&mut self.side.arrays[self.array], asid, page << BASE_PAGE_SHIFT, pfn);
+    }
+}
+
+/// The levels below the first.
+struct Below<'a> {
+    sides: Vec<Lower<'a>>,
+}
+
+impl Below<'_> {
+    /// The first base frame of the page holding base page `page` of `asid`, after the first
+    /// level missed: from the first level below that hits, which fills the levels above it
+    /// (deepest first), or from a walk, which fills them all.
+    #[inline(never)]
+    fn translate<K: Walker>(&mut self, asid: Asid, page: u64, walker: &mut K) -> Result<u64, K::Error> {
+        let mut hit = None;
+        for (i, side) in self.sides.iter_mut().enumerate() {
+            if let Some(pfn) = side.probe(asid, page) {
+                hit = Some((i, pfn));
+                break;
+            }
+        }
+        let (upto, pfn) = match hit {
+            Some(found) => found,
+            None => (self.sides.len(), walker.walk(asid, page << BASE_PAGE_SHIFT)?.0),
+        };
+        for side in self.sides[..upto].iter_mut().rev() {
+            side.fill(asid, page, pfn);
+        }
+        Ok(pfn)
+    }
+
+    /// One access to base page `page` of `asid` on `instr`, the instruction side of the first
+    /// level: out of line, as the data side's loop should stay short.
+    #[inline(never)]
+    fn fetch<K: Walker>(&mut self, instr: &mut Lower, asid: Asid, page: u64, walker: &mut K) -> Result<(), K::Error> {
+        if instr.probe(asid, page).is_none() {
+            let pfn = self.translate(asid, page, walker)?;
+            instr.fill(asid, page, pfn);
         }
         Ok(())
     }

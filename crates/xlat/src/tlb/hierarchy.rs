@@ -198,6 +198,19 @@ impl SideArrays {
         }
     }
 
+    /// The array the express path uses on this side for an OS mapping pages of `size`, and its
+    /// ways: the array `size` fills (stored as `size`, not splintered), of a specialized LRU
+    /// shape for `size`, while no other array of the side may hold an entry. Then every probe
+    /// and fill of the side touches that array alone, as [`SideArrays::probe`] and
+    /// [`SideArrays::fill_after_miss`] would.
+    pub(super) fn express_array(&self, size: PageSize) -> Option<(usize, usize)> {
+        let (array, stored) = self.fill_target[size.index()]?;
+        if stored != size || self.nonempty & !(1 << array) != 0 {
+            return None;
+        }
+        Some((array, self.arrays[array].lru_ways(size)?))
+    }
+
     fn invalidate(&mut self, asid: Asid, vaddr: u64) -> usize {
         let removed = self.arrays.iter_mut().map(|a| a.invalidate(asid, vaddr)).sum();
         self.forget_empty();
@@ -227,7 +240,7 @@ pub(super) struct Level {
     name: String,
     pub(super) data: SideArrays,
     pub(super) instr: Option<SideArrays>,
-    inclusive: bool,
+    pub(super) inclusive: bool,
 }
 
 impl Level {
