@@ -122,11 +122,17 @@ impl Os {
             EvictionSpec::IcebergLru { delta } | EvictionSpec::LazyIcebergLru { delta } => delta,
             _ => 0.0,
         };
+        let placer = spec.placement.build(frames, seed);
+        // Unmapped pages carry the Mosaic TLBs' unmapped code, so that a ToC is read as is.
+        let no_tag = match &placer {
+            Placer::Iceberg(layout) => layout.unmapped(),
+            _ => u8::MAX,
+        };
         Os {
             spec: spec.clone(),
-            table: PageTable::new(spec.page_size),
+            table: PageTable::new(spec.page_size, no_tag),
             frames: Frames::new(frames),
-            placer: spec.placement.build(frames, seed),
+            placer,
             lru: global_lru.then(LruHeap::default),
             linux: match spec.eviction {
                 EvictionSpec::Linux { inactive_ratio, .. } => Some(LinuxLists::new(frames, spec.page_size.bytes(), inactive_ratio)),
@@ -459,21 +465,15 @@ impl Os {
     /// The CPFN of the page holding `vaddr` if it is mapped, else `None`. Only meaningful
     /// for iceberg placement.
     pub fn cpfn(&mut self, asid: Asid, vaddr: u64) -> Option<u8> {
-        self.table.tags(asid, vaddr, 1).map(|tag| tag[0]).filter(|&tag| tag != page_table::NO_TAG)
+        let no_tag = self.table.no_tag();
+        self.table.tags(asid, vaddr, 1).map(|tag| tag[0]).filter(|&tag| tag != no_tag)
     }
 
-    /// Writes the ToC of the `toc.len()` pages from `vaddr` (an aligned run of at most 512
-    /// base pages): each mapped page's CPFN, `unmapped` for the others. Only meaningful for
-    /// iceberg placement.
-    pub fn toc(&mut self, asid: Asid, vaddr: u64, unmapped: u8, toc: &mut [u8]) {
-        match self.table.tags(asid, vaddr, toc.len()) {
-            Some(tags) => {
-                for (out, &tag) in toc.iter_mut().zip(tags) {
-                    *out = if tag == page_table::NO_TAG { unmapped } else { tag };
-                }
-            }
-            None => toc.fill(unmapped),
-        }
+    /// The ToC of the `count` pages from `vaddr` (an aligned run of at most 512 base pages):
+    /// each mapped page's CPFN, the iceberg layout's unmapped code for the others; `None`
+    /// when none of them was ever mapped. Only meaningful for iceberg placement.
+    pub fn toc(&mut self, asid: Asid, vaddr: u64, count: usize) -> Option<&[u8]> {
+        self.table.tags(asid, vaddr, count)
     }
 
     /// The iceberg layout, when placement is iceberg.

@@ -69,17 +69,17 @@ pub struct PageTable {
     leaves: Vec<Node>,
     /// A byte per leaf entry for the OS's own use (the CPFN of a hashed placement), so that a
     /// Mosaic walk reads a whole ToC from one place, like the paper's ToC leaves.
-    /// [`NO_TAG`] where nothing is mapped.
+    /// `no_tag` where nothing is mapped.
     tags: Vec<[u8; 1 << LEAF_BITS]>,
+    /// The tag of an unmapped page: the Mosaic TLBs' unmapped code, so that a run of tags is
+    /// a ToC as it stands.
+    no_tag: u8,
     mapped: usize,
 }
 
-/// The tag of an unmapped page.
-pub const NO_TAG: u8 = u8::MAX;
-
 impl PageTable {
-    /// An empty table of pages of `size`.
-    pub fn new(size: PageSize) -> PageTable {
+    /// An empty table of pages of `size` whose unmapped pages have tag `no_tag`.
+    pub fn new(size: PageSize, no_tag: u8) -> PageTable {
         PageTable {
             size,
             directory: FxHashMap::default(),
@@ -87,6 +87,7 @@ impl PageTable {
             mids: Vec::new(),
             leaves: Vec::new(),
             tags: Vec::new(),
+            no_tag,
             mapped: 0,
         }
     }
@@ -168,19 +169,24 @@ impl PageTable {
             return None;
         }
         self.leaves[leaf][leaf_slot(page)] = SWAPPED;
-        self.tags[leaf][leaf_slot(page)] = NO_TAG;
+        self.tags[leaf][leaf_slot(page)] = self.no_tag;
         self.mapped -= 1;
         Some(u64::from(frame))
     }
 
     /// The tags of `count` consecutive pages from the one holding `vaddr`, which must lie in
-    /// one leaf (an aligned run of at most 512 pages); `None` when no page of the leaf was
-    /// ever mapped.
+    /// one leaf (an aligned run of at most 512 pages), the unmapped ones [`PageTable::no_tag`];
+    /// `None` when no page of the leaf was ever mapped.
     pub fn tags(&mut self, asid: Asid, vaddr: u64, count: usize) -> Option<&[u8]> {
         let page = vaddr >> self.size.shift();
         debug_assert!(leaf_slot(page) + count <= 1 << LEAF_BITS);
         let leaf = self.leaf_of(asid, page)?;
         Some(&self.tags[leaf][leaf_slot(page)..leaf_slot(page) + count])
+    }
+
+    /// The tag of an unmapped page.
+    pub fn no_tag(&self) -> u8 {
+        self.no_tag
     }
 
     /// Adds (or replaces) the mapping `t` with a zero tag; see [`PageTable::insert_tagged`].
@@ -204,7 +210,7 @@ impl PageTable {
             leaf = u32::try_from(self.leaves.len()).expect("leaf count fits 32 bits");
             self.mids[mid as usize][mid_slot(page)] = leaf;
             self.leaves.push([UNMAPPED; 1 << LEAF_BITS]);
-            self.tags.push([NO_TAG; 1 << LEAF_BITS]);
+            self.tags.push([self.no_tag; 1 << LEAF_BITS]);
         }
         self.tags[leaf as usize][leaf_slot(page)] = tag;
         let slot = &mut self.leaves[leaf as usize][leaf_slot(page)];
@@ -236,6 +242,9 @@ mod tests {
     use proptest::prelude::*;
     use std::collections::HashMap;
 
+    /// The unmapped tag of the tests: a 7-bit CPFN's unmapped code.
+    const NO_TAG: u8 = 0x7f;
+
     proptest! {
         /// The table agrees with a plain map on every lookup.
         #[test]
@@ -243,7 +252,7 @@ mod tests {
             inserts in proptest::collection::vec((0u16..3, 0u64..5000, 0u32..100_000), 0..300),
             probes in proptest::collection::vec((0u16..3, 0u64..5000), 0..300),
         ) {
-            let mut table = PageTable::new(PageSize::Size4K);
+            let mut table = PageTable::new(PageSize::Size4K, NO_TAG);
             let mut model = HashMap::new();
             for &(asid, page, frame) in &inserts {
                 table.insert(Translation { asid, vpn: Vpn(page), pfn: Pfn(u64::from(frame)), size: PageSize::Size4K });
@@ -259,7 +268,7 @@ mod tests {
 
     #[test]
     fn swapped_pages_are_unmapped_and_remembered() {
-        let mut table = PageTable::new(PageSize::Size4K);
+        let mut table = PageTable::new(PageSize::Size4K, NO_TAG);
         let t = Translation { asid: 2, vpn: Vpn(77), pfn: Pfn(5), size: PageSize::Size4K };
         table.insert(t);
         assert_eq!(table.swap_out(2, 77 << 12), Some(5));
@@ -280,7 +289,7 @@ mod tests {
 
     #[test]
     fn huge_page_frames_are_in_base_units() {
-        let mut table = PageTable::new(PageSize::Size2M);
+        let mut table = PageTable::new(PageSize::Size2M, NO_TAG);
         table.insert(Translation { asid: 0, vpn: Vpn(1024), pfn: Pfn(3 * 512), size: PageSize::Size2M });
         let t = table.lookup(0, 0x40_0000 + 0x1f_ffff).unwrap();
         assert_eq!((t.vpn, t.pfn), (Vpn(1024), Pfn(1536)));

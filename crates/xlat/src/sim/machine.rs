@@ -72,8 +72,9 @@ pub struct Machine {
     /// of them, and the first TLB's decode serves the others.
     decoded: DecodedFrames,
     os: Os,
-    /// Scratch space for the CPFNs of one Mosaic page.
-    toc: Vec<u8>,
+    /// The ToC of a Mosaic page none of whose pages was ever mapped: all unmapped codes, as
+    /// many as the largest arity filled so far.
+    unmapped_toc: Vec<u8>,
     counters: RefCounters,
     /// Whether the next batch prefetches page-table entries: only when the last batch walked
     /// often enough for the hints to pay for themselves.
@@ -114,7 +115,7 @@ impl Machine {
             mosaic,
             decoded: DecodedFrames::new(),
             os,
-            toc: Vec::new(),
+            unmapped_toc: Vec::new(),
             counters: RefCounters::default(),
             prefetch: false,
         }
@@ -294,12 +295,18 @@ impl Machine {
     /// Fills Mosaic TLB `i` with the ToC of the Mosaic page holding `vpn`: the CPFN of every
     /// sub-page mapped now.
     fn fill_toc(&mut self, i: usize, asid: Asid, vpn: Vpn) {
-        let arity = u64::from(self.mosaic[i].tlb.geometry().arity);
-        let unmapped = self.mosaic[i].tlb.unmapped();
-        let base = vpn.0 & !(arity - 1);
-        self.toc.resize(arity as usize, unmapped);
-        self.os.toc(asid, base << BASE_PAGE_SHIFT, unmapped, &mut self.toc);
-        self.mosaic[i].tlb.fill(asid, vpn, &self.toc);
+        let arity = self.mosaic[i].tlb.geometry().arity as usize;
+        let base = vpn.0 & !(arity as u64 - 1);
+        let toc = match self.os.toc(asid, base << BASE_PAGE_SHIFT, arity) {
+            Some(toc) => toc,
+            None => {
+                if self.unmapped_toc.len() < arity {
+                    self.unmapped_toc.resize(arity, self.mosaic[i].tlb.unmapped());
+                }
+                &self.unmapped_toc[..arity]
+            }
+        };
+        self.mosaic[i].tlb.fill(asid, vpn, toc);
     }
 
     /// A page-table walk, with the error naming this machine; `first` when it is the walk
