@@ -144,6 +144,7 @@ fn install_interrupt_handler(flag: Arc<AtomicBool>, stopping: &'static str) {
         Some(at) if at.elapsed() < SAME_INTERRUPT => {}
         Some(_) => {
             eprintln!("\ninterrupted again: exiting at once; no results were written");
+            xlat::atomic::remove_temporaries();
             std::process::exit(130);
         }
     });

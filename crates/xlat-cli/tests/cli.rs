@@ -284,6 +284,38 @@ fn a_later_second_interrupt_exits_at_once_saying_nothing_was_written() {
 }
 
 #[test]
+fn a_forced_exit_leaves_no_temporary_file() {
+    use std::io::Write;
+    let dir = tempfile::tempdir().unwrap();
+    // The converter waits on a standard input that stays open, its output's temporary file
+    // created: only the forced exit of a later second interrupt ends it.
+    let mut child = Command::new(env!("CARGO_BIN_EXE_xlat"))
+        .args(["trace", "convert", "-", "out.xlat"])
+        .current_dir(dir.path())
+        .stdin(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all(b"I  0400d7d4,8\n L 7ff000398,8\n").unwrap();
+    let listing = || std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name().into_string().unwrap()).collect::<Vec<_>>();
+    let started = std::time::Instant::now();
+    while !listing().iter().any(|name| name.starts_with(".xlat-partial-")) {
+        assert!(started.elapsed() < std::time::Duration::from_secs(20), "no temporary file appeared: {:?}", listing());
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    interrupt(&child);
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    interrupt(&child);
+    let out = child.wait_with_output().unwrap();
+    drop(stdin);
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(130), "{err}");
+    assert!(err.contains("interrupted again"), "{err}");
+    assert!(listing().is_empty(), "left behind: {:?}", listing());
+}
+
+#[test]
 fn an_interrupted_run_warns_of_plots_it_cannot_draw_and_exits_130() {
     let dir = tempfile::tempdir().unwrap();
     let long = EXPERIMENT.replace("name = \"uniform\"", "name = \"a\"").replace("refs = 20000", "refs = 100_000_000_000");

@@ -4,8 +4,28 @@
 
 use crate::{Error, Result};
 use std::io::Write;
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
 use tempfile::NamedTempFile;
+
+/// Temporary files [`temp_for`] created and [`persist`] has not renamed yet. A temporary
+/// file deletes itself when dropped, but a process that exits at once (a second Ctrl-C)
+/// drops nothing: [`remove_temporaries`] then deletes what is listed here.
+static PENDING: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
+
+/// The list of pending temporary files, even if a thread panicked while holding it (a path
+/// list cannot be left inconsistent).
+fn pending() -> std::sync::MutexGuard<'static, Vec<PathBuf>> {
+    PENDING.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// Deletes every temporary file of an output not yet renamed into place, for a process
+/// about to exit without unwinding. Those already dropped are gone and are skipped.
+pub fn remove_temporaries() {
+    for path in pending().drain(..) {
+        let _ = std::fs::remove_file(path);
+    }
+}
 
 /// Checks that `path` can take an atomic output: it is not `-` (standard output cannot be
 /// renamed into place; the file would silently be named `-`), and if it exists it is a
@@ -33,7 +53,13 @@ pub fn temp_for(path: &Path) -> Result<NamedTempFile> {
         Some(d) if !d.as_os_str().is_empty() => d,
         _ => Path::new("."),
     };
-    tempfile::Builder::new().prefix(".xlat-partial-").tempfile_in(dir).map_err(|e| Error::io(path, e))
+    let tmp = tempfile::Builder::new().prefix(".xlat-partial-").tempfile_in(dir).map_err(|e| Error::io(path, e))?;
+    let mut list = pending();
+    // Entries of temporaries dropped since are stale: keep the list as short as the files
+    // actually open.
+    list.retain(|p| p.exists());
+    list.push(tmp.path().to_path_buf());
+    Ok(tmp)
 }
 
 /// Checks that files can be written to `dir`, creating it if missing, by creating (and
@@ -67,7 +93,10 @@ pub fn persist(tmp: NamedTempFile, path: &Path) -> Result<()> {
         let mode = std::fs::Permissions::from_mode(0o644);
         tmp.as_file().set_permissions(mode).map_err(|e| Error::io(path, e))?;
     }
-    tmp.persist(path).map_err(|e| Error::io(path, e.error))?;
+    let name = tmp.path().to_path_buf();
+    let result = tmp.persist(path);
+    pending().retain(|p| *p != name);
+    result.map_err(|e| Error::io(path, e.error))?;
     Ok(())
 }
 
