@@ -283,20 +283,26 @@ fn a_later_second_interrupt_exits_at_once_saying_nothing_was_written() {
     assert!(out.stdout.is_empty(), "{}", text(&out.stdout));
 }
 
+/// `xlat trace convert - out.xlat` in `dir`, reading Lackey text from the pipe returned.
+fn convert_from_stdin(dir: &Path) -> (std::process::Child, std::process::ChildStdin) {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_xlat"))
+        .args(["trace", "convert", "-", "out.xlat"])
+        .current_dir(dir)
+        .stdin(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stdin = child.stdin.take().unwrap();
+    (child, stdin)
+}
+
 #[test]
 fn a_forced_exit_leaves_no_temporary_file() {
     use std::io::Write;
     let dir = tempfile::tempdir().unwrap();
     // The converter waits on a standard input that stays open, its output's temporary file
     // created: only the forced exit of a later second interrupt ends it.
-    let mut child = Command::new(env!("CARGO_BIN_EXE_xlat"))
-        .args(["trace", "convert", "-", "out.xlat"])
-        .current_dir(dir.path())
-        .stdin(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stdin = child.stdin.take().unwrap();
+    let (child, mut stdin) = convert_from_stdin(dir.path());
     stdin.write_all(b"I  0400d7d4,8\n L 7ff000398,8\n").unwrap();
     let listing = || std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name().into_string().unwrap()).collect::<Vec<_>>();
     let started = std::time::Instant::now();
@@ -466,14 +472,7 @@ fn sigterm_and_sighup_stop_a_conversion_leaving_no_temporary_file() {
     use std::io::Write;
     for signal in ["TERM", "HUP"] {
         let dir = tempfile::tempdir().unwrap();
-        let mut child = Command::new(env!("CARGO_BIN_EXE_xlat"))
-            .args(["trace", "convert", "-", "out.xlat"])
-            .current_dir(dir.path())
-            .stdin(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped())
-            .spawn()
-            .unwrap();
-        let mut stdin = child.stdin.take().unwrap();
+        let (child, mut stdin) = convert_from_stdin(dir.path());
         let feeder = std::thread::spawn(move || {
             let chunk = "I  0400000,4\n L 1ffefff000,8\n".repeat(4096);
             while stdin.write_all(chunk.as_bytes()).is_ok() {}

@@ -13,7 +13,7 @@ use crate::hash::page_key;
 use crate::memref::{AccessKind, Batch, MemRef};
 use crate::os::{Os, OsSpec};
 use crate::tlb::mosaic::{MosaicGeometry, MosaicLookup, MosaicTlb};
-use crate::tlb::{LevelGeometry, TlbHierarchy, Walker};
+use crate::tlb::{LevelGeometry, TlbHierarchy, UnifiedArray, Walker};
 use crate::types::{Asid, Pfn, Translation, Vpn, BASE_PAGE_SHIFT};
 use crate::Result;
 use serde::Serialize;
@@ -135,19 +135,45 @@ impl Machine {
                 return self.process_express(ways, batch);
             }
         }
+        if let Some(unified) = self.tlb.as_ref().and_then(|tlb| tlb.express_unified(self.os.page_size())) {
+            return match (track, mosaic) {
+                (true, false) => self.process_unified::<true, false>(unified, batch),
+                (false, true) => self.process_unified::<false, true>(unified, batch),
+                _ => self.process_unified::<true, true>(unified, batch),
+            };
+        }
         match (one_level, track, mosaic) {
-            (true, false, false) => self.process_shaped::<true, false, false>(batch),
-            (false, false, false) => self.process_shaped::<false, false, false>(batch),
-            (true, true, false) => self.process_shaped::<true, true, false>(batch),
-            (false, true, false) => self.process_shaped::<false, true, false>(batch),
-            (true, false, true) => self.process_shaped::<true, false, true>(batch),
-            (false, false, true) => self.process_shaped::<false, false, true>(batch),
-            (true, true, true) => self.process_shaped::<true, true, true>(batch),
-            (false, true, true) => self.process_shaped::<false, true, true>(batch),
+            (true, false, false) => self.process_shaped::<true, false, false, 0>(batch, None),
+            (false, false, false) => self.process_shaped::<false, false, false, 0>(batch, None),
+            (true, true, false) => self.process_shaped::<true, true, false, 0>(batch, None),
+            (false, true, false) => self.process_shaped::<false, true, false, 0>(batch, None),
+            (true, false, true) => self.process_shaped::<true, false, true, 0>(batch, None),
+            (false, false, true) => self.process_shaped::<false, false, true, 0>(batch, None),
+            (true, true, true) => self.process_shaped::<true, true, true, 0>(batch, None),
+            (false, true, true) => self.process_shaped::<false, true, true, 0>(batch, None),
         }
     }
 
-    fn process_shaped<const ONE_LEVEL: bool, const TRACK: bool, const MOSAIC: bool>(&mut self, batch: &Batch) -> Result<()> {
+    /// [`Machine::process`] for a machine whose TLB is one unified level of a specialized
+    /// shape (see [`TlbHierarchy::express_unified`]) that the express path cannot take (Mosaic
+    /// TLBs ride its OS, or the OS tracks use): the loop compiled for the level's ways.
+    fn process_unified<const TRACK: bool, const MOSAIC: bool>(&mut self, unified: UnifiedArray, batch: &Batch) -> Result<()> {
+        let unified = Some(unified);
+        match unified.map_or(0, |u| u.ways) {
+            1 => self.process_shaped::<true, TRACK, MOSAIC, 1>(batch, unified),
+            2 => self.process_shaped::<true, TRACK, MOSAIC, 2>(batch, unified),
+            4 => self.process_shaped::<true, TRACK, MOSAIC, 4>(batch, unified),
+            8 => self.process_shaped::<true, TRACK, MOSAIC, 8>(batch, unified),
+            12 => self.process_shaped::<true, TRACK, MOSAIC, 12>(batch, unified),
+            16 => self.process_shaped::<true, TRACK, MOSAIC, 16>(batch, unified),
+            _ => unreachable!("express_unified returns the ways of a specialized shape"),
+        }
+    }
+
+    /// The simulation loop of a machine of one shape: one level or any number, use tracked or
+    /// not, Mosaic TLBs or none, and `W` ways of the `unified` array (0 and `None` for the
+    /// general path).
+    fn process_shaped<const ONE_LEVEL: bool, const TRACK: bool, const MOSAIC: bool, const W: usize>(&mut self, batch: &Batch, unified: Option<UnifiedArray>) -> Result<()> {
         let walks = self.os.walks();
         for (i, r) in batch.refs.iter().enumerate() {
             if self.prefetch {
@@ -157,10 +183,10 @@ impl Machine {
             }
             let first = r.vaddr >> BASE_PAGE_SHIFT;
             let last = r.last_vpn().0;
-            self.translate::<ONE_LEVEL, TRACK, MOSAIC>(r.asid, r.vaddr, r.kind)?;
+            self.translate::<ONE_LEVEL, TRACK, MOSAIC, W>(unified, r.asid, r.vaddr, r.kind)?;
             if last != first {
                 self.counters.straddles += 1;
-                self.translate_later_pages::<ONE_LEVEL, TRACK, MOSAIC>(r)?;
+                self.translate_later_pages::<ONE_LEVEL, TRACK, MOSAIC, W>(unified, r)?;
             }
         }
         self.finish_batch(batch, walks);
@@ -170,8 +196,8 @@ impl Machine {
     /// Translates the pages of `r` after its first: rare, so kept out of the loop.
     #[cold]
     #[inline(never)]
-    fn translate_later_pages<const ONE_LEVEL: bool, const TRACK: bool, const MOSAIC: bool>(&mut self, r: &MemRef) -> Result<()> {
-        r.later_pages().try_for_each(|page| self.translate::<ONE_LEVEL, TRACK, MOSAIC>(r.asid, page.addr().0, r.kind))
+    fn translate_later_pages<const ONE_LEVEL: bool, const TRACK: bool, const MOSAIC: bool, const W: usize>(&mut self, unified: Option<UnifiedArray>, r: &MemRef) -> Result<()> {
+        r.later_pages().try_for_each(|page| self.translate::<ONE_LEVEL, TRACK, MOSAIC, W>(unified, r.asid, page.addr().0, r.kind))
     }
 
     /// Counts a simulated batch, during which the OS had walked `walks` times before it, and
@@ -217,20 +243,32 @@ impl Machine {
 
     /// One page's translation in every TLB; with `TRACK`, reports the use to the OS.
     #[inline(always)]
-    fn translate<const ONE_LEVEL: bool, const TRACK: bool, const MOSAIC: bool>(&mut self, asid: Asid, vaddr: u64, kind: AccessKind) -> Result<()> {
+    fn translate<const ONE_LEVEL: bool, const TRACK: bool, const MOSAIC: bool, const W: usize>(
+        &mut self,
+        unified: Option<UnifiedArray>,
+        asid: Asid,
+        vaddr: u64,
+        kind: AccessKind,
+    ) -> Result<()> {
         let mut pfn = None;
         if let Some(tlb) = &mut self.tlb {
             // With Mosaic TLBs, their decoded frame serves (it is computed anyway).
-            let hit = if TRACK && !MOSAIC {
-                pfn = tlb.lookup_frame_shaped::<ONE_LEVEL>(asid, vaddr, kind);
-                pfn.is_some()
-            } else {
-                tlb.lookup_shaped::<ONE_LEVEL>(asid, vaddr, kind).is_some()
+            let frame = TRACK && !MOSAIC;
+            let found = match unified {
+                Some(unified) if W != 0 => tlb.lookup_unified::<W>(unified, asid, vaddr, frame),
+                _ if frame => tlb.lookup_frame_shaped::<ONE_LEVEL>(asid, vaddr, kind),
+                _ => tlb.lookup_shaped::<ONE_LEVEL>(asid, vaddr, kind).map(|_| Pfn(0)),
             };
-            if !hit {
+            if frame {
+                pfn = found;
+            }
+            if found.is_none() {
                 let t = self.walk(asid, vaddr, true)?;
                 let tlb = self.tlb.as_mut().expect("checked above");
-                tlb.fill_after_walk_shaped::<ONE_LEVEL>(&t, vaddr, kind);
+                match unified {
+                    Some(unified) if W != 0 => tlb.fill_unified::<W>(unified, &t, vaddr),
+                    _ => tlb.fill_after_walk_shaped::<ONE_LEVEL>(&t, vaddr, kind),
+                }
                 if TRACK {
                     pfn = Some(t.pfn_of(vaddr));
                     self.shoot_down();

@@ -18,7 +18,7 @@
 use super::array::{InsertFn, ProbeFn, TlbArray};
 use super::hierarchy::{LastHit, SideArrays, TlbHierarchy};
 use crate::memref::{AccessKind, MemRef};
-use crate::types::{Asid, PageSize, Pfn, BASE_PAGE_SHIFT};
+use crate::types::{Asid, PageSize, Pfn, Translation, BASE_PAGE_SHIFT};
 
 /// What a batch on the express path did besides the TLB's own counters.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -102,6 +102,64 @@ impl TlbHierarchy {
         side.counters.misses += misses;
         side.nonempty |= u64::from(filled) << array;
         result.map(|()| ExpressRun { straddles })
+    }
+}
+
+/// The array of a single unified level that a simulation loop reaching past the TLB on
+/// every reference (Mosaic TLBs riding the same OS, an OS that tracks use) probes and fills
+/// through [`TlbHierarchy::lookup_unified`] and [`TlbHierarchy::fill_unified`], chosen once
+/// per batch by [`TlbHierarchy::express_unified`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct UnifiedArray {
+    /// The array's index in the level's data side.
+    array: usize,
+    /// Its associativity, the `W` of the two methods.
+    pub ways: usize,
+}
+
+impl TlbHierarchy {
+    /// For a hierarchy of one level, not split into instruction and data sides, whose side
+    /// uses one array of a specialized LRU shape for pages of `size` (as
+    /// [`TlbHierarchy::express_ways`] requires of every side): that array.
+    pub fn express_unified(&self, size: PageSize) -> Option<UnifiedArray> {
+        match &self.levels[..] {
+            [level] if level.instr.is_none() => level.data.express_array(size).map(|(array, ways)| UnifiedArray { array, ways }),
+            _ => None,
+        }
+    }
+
+    /// [`TlbHierarchy::lookup_shaped`] (with `frame`, [`TlbHierarchy::lookup_frame_shaped`])
+    /// of `vaddr` for a hierarchy whose [`TlbHierarchy::express_unified`] is `unified`, whose
+    /// ways are `W`: the same steps, with the probe compiled for the associativity. On a hit,
+    /// the base frame of `vaddr` when `frame`, else `Pfn(0)`.
+    #[inline(always)]
+    pub fn lookup_unified<const W: usize>(&mut self, unified: UnifiedArray, asid: Asid, vaddr: u64, frame: bool) -> Option<Pfn> {
+        debug_assert_eq!(unified.ways, W);
+        let side = &mut self.levels[0].data;
+        let page = vaddr >> BASE_PAGE_SHIFT;
+        let array = &mut side.arrays[unified.array];
+        let slot = if side.last.page == page && side.last.asid == asid {
+            side.last.slot as usize
+        } else if let Some(slot) = array.probe_lru::<W>(asid, vaddr) {
+            side.last = LastHit { page, asid, array: unified.array as u32, slot: slot as u32 };
+            slot
+        } else {
+            side.counters.misses += 1;
+            side.last = LastHit::NONE;
+            return None;
+        };
+        side.counters.hits += 1;
+        Some(if frame { array.frame_of(slot, vaddr) } else { Pfn(0) })
+    }
+
+    /// [`TlbHierarchy::fill_after_walk_shaped`] of `t` (which the OS's page size fills as it
+    /// is) after [`TlbHierarchy::lookup_unified`] missed on `vaddr` (the miss cleared the
+    /// side's last hit).
+    #[inline(always)]
+    pub fn fill_unified<const W: usize>(&mut self, unified: UnifiedArray, t: &Translation, vaddr: u64) {
+        let side = &mut self.levels[0].data;
+        side.nonempty |= 1 << unified.array;
+        side.arrays[unified.array].insert_lru::<W, false>(t.asid, vaddr, t.pfn.0);
     }
 }
 

@@ -127,7 +127,7 @@ pub struct MosaicTlb {
     tags: Vec<u64>,
     /// `VALID | asid`; 0 for a way never filled.
     metas: Vec<u32>,
-    /// `entries * arity` CPFNs, slot by slot, then [`TOC_PADDING`] bytes.
+    /// `entries * arity` CPFNs, slot by slot.
     toc: Vec<u8>,
     /// Bit `i` of a slot: sub-page `i` is valid.
     valid: Vec<u64>,
@@ -159,32 +159,59 @@ fn meta(asid: Asid) -> u32 {
     VALID | u32::from(asid)
 }
 
-/// Bytes past the last ToC in the table, so that [`valid_mask`] can load 8 codes at a time
-/// even from the last slot's ToC when it is shorter.
-const TOC_PADDING: usize = 7;
-
-/// Bit `i` set for each of the first `len` codes from `codes` that differs from `unmapped`.
-/// `codes` must extend to a multiple of 8 bytes past `len` (see [`TOC_PADDING`]).
+/// Copies the ToC `codes` into `dst` (of the same length, a power of two up to 64) and
+/// returns its valid bits: bit `i` set where `codes[i]` differs from `unmapped`.
+///
+/// Eight codes at a time (SWAR): a 64-page ToC costs 8 steps rather than 64, and a short one
+/// a single step. Each word is read from `codes` and written to `dst` whole: a ToC shorter
+/// than 8 codes moves as one 2- or 4-byte word, where `copy_from_slice` of a length known
+/// only at run time calls `memmove`, and an 8-byte read of what was just written in smaller
+/// pieces would wait for the stores (no store-to-load forwarding).
 #[inline]
-fn valid_mask(codes: &[u8], len: usize, unmapped: u8) -> u64 {
-    // Eight codes at a time (SWAR): a 64-page ToC costs 8 steps rather than 64, and a short
-    // one a single step, with no loop over its codes.
+fn copy_codes(dst: &mut [u8], codes: &[u8], unmapped: u8) -> u64 {
+    debug_assert!(codes.len().is_power_of_two() && codes.len() <= 64 && dst.len() == codes.len());
+    match codes.len() {
+        1 => {
+            dst[0] = codes[0];
+            word_mask(u64::from(codes[0]), unmapped, 1)
+        }
+        2 => {
+            let word: [u8; 2] = codes.try_into().expect("2 codes");
+            dst.copy_from_slice(&word);
+            word_mask(u64::from(u16::from_le_bytes(word)), unmapped, 2)
+        }
+        4 => {
+            let word: [u8; 4] = codes.try_into().expect("4 codes");
+            dst.copy_from_slice(&word);
+            word_mask(u64::from(u32::from_le_bytes(word)), unmapped, 4)
+        }
+        _ => {
+            let mut mask = 0u64;
+            for (k, (to, from)) in dst.chunks_exact_mut(8).zip(codes.chunks_exact(8)).enumerate() {
+                let word: [u8; 8] = from.try_into().expect("8 codes");
+                to.copy_from_slice(&word);
+                mask |= word_mask(u64::from_le_bytes(word), unmapped, 8) << (8 * k);
+            }
+            mask
+        }
+    }
+}
+
+/// Bit `i` set for each of the low `len` bytes (1 to 8) of `word` that differs from
+/// `unmapped`.
+#[inline(always)]
+fn word_mask(word: u64, unmapped: u8, len: usize) -> u64 {
     const LOW7: u64 = 0x7f7f_7f7f_7f7f_7f7f;
     const BROADCAST: u64 = 0x0101_0101_0101_0101;
     // Gathers bit 0 of every byte into the top byte: the partial products do not overlap, so
     // there are no carries.
     const GATHER: u64 = 0x0102_0408_1020_4080;
-    let mut mask = 0u64;
-    for k in 0..len.div_ceil(8) {
-        let chunk: [u8; 8] = codes[8 * k..8 * k + 8].try_into().expect("8 codes");
-        // A byte of x is zero exactly where the code is the unmapped one; the top bit of a
-        // byte of `nonzero` is set where x's byte is not zero.
-        let x = u64::from_le_bytes(chunk) ^ (BROADCAST * u64::from(unmapped));
-        let nonzero = (((x & LOW7) + LOW7) | x) & !LOW7;
-        mask |= ((nonzero >> 7).wrapping_mul(GATHER) >> 56) << (8 * k);
-    }
-    // Codes past `len` (the next ToC, or padding) are dropped.
-    mask & (u64::MAX >> (64 - len))
+    // A byte of x is zero exactly where the code is the unmapped one; the top bit of a byte of
+    // `nonzero` is set where x's byte is not zero.
+    let x = word ^ (BROADCAST * u64::from(unmapped));
+    let nonzero = (((x & LOW7) + LOW7) | x) & !LOW7;
+    // Bytes above `len` (zero in a short word, so unlike `unmapped`) are dropped.
+    ((nonzero >> 7).wrapping_mul(GATHER) >> 56) & (u64::MAX >> (64 - len))
 }
 
 impl MosaicTlb {
@@ -213,7 +240,7 @@ impl MosaicTlb {
             unmapped,
             tags: vec![0; entries],
             metas: vec![0; entries],
-            toc: vec![unmapped; entries * geometry.arity as usize + TOC_PADDING],
+            toc: vec![unmapped; entries * geometry.arity as usize],
             valid: vec![0; entries],
             filled: vec![0; sets],
             repl: ReplacementState::new(geometry.policy, sets, ways, seed),
@@ -340,8 +367,7 @@ impl MosaicTlb {
     #[inline]
     fn write_toc(&mut self, slot: usize, toc: &[u8]) {
         let start = slot << self.shift;
-        self.toc[start..start + toc.len()].copy_from_slice(toc);
-        self.valid[slot] = valid_mask(&self.toc[start..], toc.len(), self.unmapped);
+        self.valid[slot] = copy_codes(&mut self.toc[start..start + toc.len()], toc, self.unmapped);
     }
 
     /// Invalidates the sub-entry of the 4 KiB page `vpn` of `asid` (its valid bit; its code
@@ -468,9 +494,9 @@ mod tests {
     }
 
     #[test]
-    fn valid_mask_matches_a_plain_loop() {
+    fn copy_codes_copies_and_matches_a_plain_loop() {
         let mut x = 0x9e37_79b9_7f4a_7c15u64;
-        for len in [2, 4, 8, 16, 32, 64] {
+        for len in [1, 2, 4, 8, 16, 32, 64] {
             for unmapped in [0x01, 0x7f, 0xff] {
                 for _ in 0..200 {
                     let toc: Vec<u8> = (0..len)
@@ -487,9 +513,9 @@ mod tests {
                         })
                         .collect();
                     let plain = toc.iter().enumerate().fold(0u64, |m, (i, &c)| m | u64::from(c != unmapped) << i);
-                    // Whatever follows the ToC (here: its own codes again) is ignored.
-                    let padded: Vec<u8> = toc.iter().chain(&toc).copied().chain([0; TOC_PADDING]).collect();
-                    assert_eq!(valid_mask(&padded, len, unmapped), plain, "{toc:?} unmapped {unmapped:#x}");
+                    let mut copy = vec![!unmapped; len];
+                    assert_eq!(copy_codes(&mut copy, &toc, unmapped), plain, "{toc:?} unmapped {unmapped:#x}");
+                    assert_eq!(copy, toc);
                 }
             }
         }
