@@ -180,6 +180,14 @@ impl Os {
         self.fault(asid, vaddr)
     }
 
+    /// Counts a walk whose translation the caller already has: that of another TLB's walk of
+    /// the same page for the same reference, with nothing changed in between (a walk that is
+    /// not the first TLB's records nothing but its count, see [`Os::translate_for`]).
+    #[inline(always)]
+    pub fn walk_again(&mut self) {
+        self.stats.walks += 1;
+    }
+
     /// The first base frame of the page holding `vaddr`: [`Os::translate`]'s frame, for an OS
     /// that does not track use (whose walks record nothing but their count).
     #[inline(always)]
@@ -472,6 +480,7 @@ impl Os {
     /// The ToC of the `count` pages from `vaddr` (an aligned run of at most 512 base pages):
     /// each mapped page's CPFN, the iceberg layout's unmapped code for the others; `None`
     /// when none of them was ever mapped. Only meaningful for iceberg placement.
+    #[inline(always)]
     pub fn toc(&mut self, asid: Asid, vaddr: u64, count: usize) -> Option<&[u8]> {
         self.table.tags(asid, vaddr, count)
     }

@@ -177,6 +177,7 @@ impl PageTable {
     /// The tags of `count` consecutive pages from the one holding `vaddr`, which must lie in
     /// one leaf (an aligned run of at most 512 pages), the unmapped ones [`PageTable::no_tag`];
     /// `None` when no page of the leaf was ever mapped.
+    #[inline(always)]
     pub fn tags(&mut self, asid: Asid, vaddr: u64, count: usize) -> Option<&[u8]> {
         let page = vaddr >> self.size.shift();
         debug_assert!(leaf_slot(page) + count <= 1 << LEAF_BITS);

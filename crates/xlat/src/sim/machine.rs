@@ -251,6 +251,9 @@ impl Machine {
         kind: AccessKind,
     ) -> Result<()> {
         let mut pfn = None;
+        // This reference's walk, which a Mosaic TLB that misses too reuses: no walk changes the
+        // page table once the page is mapped, and the TLBs' own work changes none of it.
+        let mut walked = None;
         if let Some(tlb) = &mut self.tlb {
             // With Mosaic TLBs, their decoded frame serves (it is computed anyway).
             let frame = TRACK && !MOSAIC;
@@ -264,6 +267,7 @@ impl Machine {
             }
             if found.is_none() {
                 let t = self.walk(asid, vaddr, true)?;
+                walked = Some(t);
                 let tlb = self.tlb.as_mut().expect("checked above");
                 match unified {
                     Some(unified) if W != 0 => tlb.fill_unified::<W>(unified, &t, vaddr),
@@ -277,7 +281,7 @@ impl Machine {
         }
         if MOSAIC {
             for i in 0..self.mosaic.len() {
-                let frame = self.translate_mosaic::<TRACK>(i, asid, vaddr)?;
+                let frame = self.translate_mosaic::<TRACK>(i, asid, vaddr, &mut walked)?;
                 pfn.get_or_insert(frame);
             }
         }
@@ -287,12 +291,13 @@ impl Machine {
         Ok(())
     }
 
-    /// Translates `vaddr` in Mosaic TLB `i`, returning its frame.
+    /// Translates `vaddr` in Mosaic TLB `i`, returning its frame; `walked` is the walk of
+    /// `vaddr` another TLB made for this reference, if any.
     #[inline(always)]
-    fn translate_mosaic<const TRACK: bool>(&mut self, i: usize, asid: Asid, vaddr: u64) -> Result<Pfn> {
+    fn translate_mosaic<const TRACK: bool>(&mut self, i: usize, asid: Asid, vaddr: u64, walked: &mut Option<Translation>) -> Result<Pfn> {
         let vpn = Vpn(vaddr >> BASE_PAGE_SHIFT);
         let MosaicLookup::Hit(cpfn) = self.mosaic[i].tlb.lookup(asid, vpn) else {
-            return self.mosaic_miss::<TRACK>(i, asid, vaddr);
+            return self.mosaic_miss::<TRACK>(i, asid, vaddr, walked);
         };
         let frame = match self.decoded.get(asid, vpn, cpfn) {
             Some(frame) => frame,
@@ -317,12 +322,24 @@ impl Machine {
         frame
     }
 
-    /// A miss or sub-miss of Mosaic TLB `i`: walks, fills the ToC and returns the frame.
-    /// Only the machine's first TLB records its fills as uses (see [`Os::translate_for`]).
+    /// A miss or sub-miss of Mosaic TLB `i`: walks (or counts again the walk `walked` of
+    /// this reference), fills the ToC and returns the frame. Only the machine's first TLB
+    /// records its fills as uses (see [`Os::translate_for`]), and only the first walk of a
+    /// reference can be the first TLB's.
     #[inline(never)]
-    fn mosaic_miss<const TRACK: bool>(&mut self, i: usize, asid: Asid, vaddr: u64) -> Result<Pfn> {
-        let first = self.tlb.is_none() && i == 0;
-        let t = self.walk(asid, vaddr, first)?;
+    fn mosaic_miss<const TRACK: bool>(&mut self, i: usize, asid: Asid, vaddr: u64, walked: &mut Option<Translation>) -> Result<Pfn> {
+        let t = match *walked {
+            Some(t) => {
+                self.os.walk_again();
+                t
+            }
+            None => {
+                let first = self.tlb.is_none() && i == 0;
+                let t = self.walk(asid, vaddr, first)?;
+                *walked = Some(t);
+                t
+            }
+        };
         self.fill_toc(i, asid, Vpn(vaddr >> BASE_PAGE_SHIFT));
         if TRACK {
             self.shoot_down();

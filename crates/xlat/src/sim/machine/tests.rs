@@ -250,6 +250,34 @@ fn fill_recency_follows_the_first_tlb_only() {
 }
 
 #[test]
+fn every_tlb_miss_counts_one_walk() {
+    // A Mosaic TLB that misses on a page the conventional TLB (or another Mosaic TLB) has just
+    // walked for the same reference reuses that walk, but still counts its own: walks are
+    // the misses and sub-page misses of every TLB, with and without eviction, with and
+    // without a conventional TLB.
+    for eviction in [EvictionSpec::None, EvictionSpec::HorizonLru] {
+        for conventional in [true, false] {
+            let mut spec = mosaic_spec(2 * 64 * 4096 * 3, eviction, 4);
+            let geometry = MosaicGeometry { entries: 16, ways: 2, policy: Policy::Lru, arity: 8 };
+            spec.mosaic.push(MosaicSpec { name: "mosaic-8".into(), geometry });
+            if !conventional {
+                spec.tlb.clear();
+            }
+            if eviction == EvictionSpec::None {
+                spec.os.memory = 64 << 20;
+            }
+            let mut m = Machine::new(&spec);
+            m.process(&skewed_refs(30_000)).unwrap();
+            let s = m.stats();
+            let conventional_misses: u64 = s.levels.iter().map(|l| l.counters.misses).sum();
+            let mosaic_misses: u64 = s.mosaic.iter().map(|t| t.counters.misses + t.counters.sub_misses).sum();
+            assert_eq!(s.os.walks, conventional_misses + mosaic_misses, "{eviction:?}, conventional TLB: {conventional}");
+            assert!(mosaic_misses > 1000 && s.os.page_faults > 100, "{:?}", s.os);
+        }
+    }
+}
+
+#[test]
 fn a_scan_shoots_down_the_pages_whose_accessed_bit_it_clears() {
     // Four pages in turn, 2000 references, a scan every 100 (20 scans, the last one after
     // the last reference): a scan that clears a page's bit invalidates its TLB entry, so the
