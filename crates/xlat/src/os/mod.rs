@@ -101,6 +101,12 @@ pub struct Os {
     resident_limit: u64,
     /// Uses so far: the timestamp of the next use.
     clock: u64,
+    /// Every use retimes its page (`recency = "access"` under an eviction policy): read on
+    /// every reference, so kept as a flag rather than matched from the spec.
+    retime_uses: bool,
+    /// Walks of the first TLB retime their page (`recency = "fill"` under an eviction
+    /// policy): read on every walk.
+    retime_fills: bool,
     /// Pages whose TLB entries must go, since the machine last took them: evicted pages,
     /// and pages whose accessed bit a scan cleared.
     shootdowns: Vec<(Asid, Vpn)>,
@@ -144,6 +150,8 @@ impl Os {
             horizon: 0,
             resident_limit: frames - (frames as f64 * kept_free).floor() as u64,
             clock: 0,
+            retime_uses: spec.recency == Recency::Access,
+            retime_fills: spec.recency == Recency::Fill && spec.eviction != EvictionSpec::None,
             shootdowns: Vec::new(),
             utilization: Utilization::default(),
             stats: OsStats::default(),
@@ -172,7 +180,7 @@ impl Os {
     pub fn translate_for(&mut self, asid: Asid, vaddr: u64, first_tlb: bool) -> std::result::Result<Translation, OutOfMemory> {
         self.stats.walks += 1;
         if let Some(t) = self.table.lookup(asid, vaddr) {
-            if first_tlb && self.spec.recency == Recency::Fill && self.tracks_use() {
+            if first_tlb && self.retime_fills {
                 self.filled(t.pfn);
             }
             return Ok(t);
@@ -230,23 +238,20 @@ impl Os {
     pub fn access(&mut self, pfn: Pfn) -> bool {
         self.clock += 1;
         let frame = self.frame_of(pfn);
-        match self.spec.recency {
-            Recency::Access => {
-                self.retime(frame);
-                if let Some(linux) = &mut self.linux {
-                    linux.reference(frame);
-                }
-                false
+        if self.retime_uses {
+            self.retime(frame);
+            if let Some(linux) = &mut self.linux {
+                linux.reference(frame);
             }
-            Recency::Fill => false,
-            Recency::Scan { .. } => {
-                let due = self.scanner.as_mut().expect("scan recency has a scanner").reference(frame, self.clock);
-                if due {
-                    self.scan();
-                }
-                due
-            }
+            return false;
         }
+        // Recency on fill records nothing here; a scan's accessed bits have a scanner.
+        let Some(scanner) = &mut self.scanner else { return false };
+        let due = scanner.reference(frame, self.clock);
+        if due {
+            self.scan();
+        }
+        due
     }
 
     #[inline(always)]

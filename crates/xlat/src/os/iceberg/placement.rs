@@ -30,10 +30,11 @@ fn free_or_oldest_ghost(frames: &Frames, base: u64, count: u32, slot: impl Fn(u3
     if let Some(frame) = frames.first_free(base, u64::from(count)) {
         return Some(Placed { slot: slot((frame - base) as u32), frame, evicts_ghost: false });
     }
+    // No frame is free now: a frame that is not live holds a ghost.
     let mut oldest: Option<(u64, u32)> = None;
     for i in 0..count {
         let frame = base + u64::from(i);
-        if !live(frames, frame, &ghost) && oldest.is_none_or(|(stamp, _)| frames.stamp(frame) < stamp) {
+        if ghost(frame) && oldest.is_none_or(|(stamp, _)| frames.stamp(frame) < stamp) {
             oldest = Some((frames.stamp(frame), i));
         }
     }
