@@ -158,14 +158,14 @@ impl Machine {
     /// shape (see [`TlbHierarchy::express_unified`]) that the express path cannot take (Mosaic
     /// TLBs ride its OS, or the OS tracks use): the loop compiled for the level's ways.
     fn process_unified<const TRACK: bool, const MOSAIC: bool>(&mut self, unified: UnifiedArray, batch: &Batch) -> Result<()> {
-        let unified = Some(unified);
-        match unified.map_or(0, |u| u.ways) {
-            1 => self.process_shaped::<true, TRACK, MOSAIC, 1>(batch, unified),
-            2 => self.process_shaped::<true, TRACK, MOSAIC, 2>(batch, unified),
-            4 => self.process_shaped::<true, TRACK, MOSAIC, 4>(batch, unified),
-            8 => self.process_shaped::<true, TRACK, MOSAIC, 8>(batch, unified),
-            12 => self.process_shaped::<true, TRACK, MOSAIC, 12>(batch, unified),
-            16 => self.process_shaped::<true, TRACK, MOSAIC, 16>(batch, unified),
+        let array = Some(unified);
+        match unified.ways {
+            1 => self.process_shaped::<true, TRACK, MOSAIC, 1>(batch, array),
+            2 => self.process_shaped::<true, TRACK, MOSAIC, 2>(batch, array),
+            4 => self.process_shaped::<true, TRACK, MOSAIC, 4>(batch, array),
+            8 => self.process_shaped::<true, TRACK, MOSAIC, 8>(batch, array),
+            12 => self.process_shaped::<true, TRACK, MOSAIC, 12>(batch, array),
+            16 => self.process_shaped::<true, TRACK, MOSAIC, 16>(batch, array),
             _ => unreachable!("express_unified returns the ways of a specialized shape"),
         }
     }
