@@ -11,7 +11,7 @@ use proptest::prelude::*;
 use rand::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
 use xlat::memref::MemRef;
-use xlat::tlb::{ArrayGeometry, ExpressRun, LevelGeometry, Policy, TlbArray, TlbHierarchy, UnifiedArray, Walker};
+use xlat::tlb::{ArrayGeometry, ExpressRun, LevelGeometry, Policy, TlbArray, TlbHierarchy, SingleLevel, Walker};
 use xlat::{AccessKind, Asid, PageSize, Pfn, Translation, Vpn};
 
 const POLICIES: [Policy; 4] = [Policy::Lru, Policy::TreePlru, Policy::Fifo, Policy::Random];
@@ -944,16 +944,16 @@ fn express_stops_at_a_failed_walk() {
     }
 }
 
-/// [`TlbHierarchy::lookup_unified`] with the frame, and on a miss
-/// [`TlbHierarchy::fill_unified`] of `t`, for the associativity chosen at run time.
-fn access_unified(h: &mut TlbHierarchy, unified: UnifiedArray, asid: Asid, va: u64, t: &Translation) -> Option<Pfn> {
+/// [`TlbHierarchy::lookup_single`] with the frame, and on a miss
+/// [`TlbHierarchy::fill_single`] of `t`, for the associativity chosen at run time.
+fn access_single(h: &mut TlbHierarchy, single: SingleLevel, r: &MemRef, t: &Translation) -> Option<Pfn> {
     macro_rules! dispatch {
         ($($w:literal)*) => {
-            match unified.ways {
+            match single.ways {
                 $($w => {
-                    let hit = h.lookup_unified::<$w>(unified, asid, va, true);
+                    let hit = h.lookup_single::<$w>(single, r.asid, r.vaddr, r.kind, true);
                     if hit.is_none() {
-                        h.fill_unified::<$w>(unified, t, va);
+                        h.fill_single::<$w>(single, t, r.vaddr, r.kind);
                     }
                     hit
                 })*
@@ -964,55 +964,67 @@ fn access_unified(h: &mut TlbHierarchy, unified: UnifiedArray, asid: Asid, va: u
     dispatch!(1 2 4 8 12 16)
 }
 
-/// The per-reference express forms for one unified level (used by machines whose loop also
-/// drives Mosaic TLBs or an OS that tracks use) agree with the general path: the same hits,
-/// the hit's frame, and the same state (every tag, stamp, counter and the last hit), with
-/// shootdowns between references.
+/// The per-reference express forms for one level (used by machines whose loop also drives
+/// Mosaic TLBs or an OS that tracks use) agree with the general path: the same hits, the
+/// hit's frame, and the same state (every tag, stamp, counter and the last hit), with
+/// shootdowns between references; unsplit, and split with an instruction side of the
+/// general shape or of a specialized one (which takes the general path there).
 #[test]
-fn unified_lookup_and_fill_match_the_general_path() {
+fn single_level_lookup_and_fill_match_the_general_path() {
     for ways in [1, 2, 4, 8, 12, 16] {
         for sets in [1, 4, 64] {
             for sizes in [&[K4][..], &[K4, M2], &[M2]] {
-                let levels = single_level(ways, sets, sizes);
-                let (mut unified, mut general) = (TlbHierarchy::new(&levels, 1), TlbHierarchy::new(&levels, 1));
-                let table = if sizes[0] == K4 { BASE_ONLY } else { ALL_2M };
-                let spread = if sizes[0] == M2 { 512 } else { 1 };
-                let refs = express_stream((ways * sets) as u64 * 3 * spread, 3000, (ways * sets) as u64);
-                let mut rng = Xoshiro256PlusPlus::seed_from_u64(ways as u64);
-                for (i, r) in refs.iter().enumerate() {
-                    let array = unified.express_unified(sizes[0]).expect("one unified specialized level");
-                    assert_eq!(array.ways, ways);
-                    let (va, t) = (r.vaddr, table.walk(r.asid, r.vaddr));
-                    let hit = access_unified(&mut unified, array, r.asid, va, &t);
-                    let expected = general.lookup_frame_shaped::<true>(r.asid, va, r.kind);
-                    if expected.is_none() {
-                        general.fill_after_walk_shaped::<true>(&t, va, r.kind);
-                    }
-                    let shape = format!("{levels:?}, reference {i}");
-                    assert_eq!(hit, expected, "{shape}");
-                    assert!(hit.is_none_or(|pfn| pfn == t.pfn_of(va)), "{shape}");
-                    if rng.random_bool(0.05) {
-                        let victim = refs[rng.random_range(0..refs.len())];
-                        let page = table.walk(victim.asid, victim.vaddr);
-                        assert_eq!(unified.invalidate(page.asid, page.vpn, page.size), general.invalidate(page.asid, page.vpn, page.size));
-                    }
-                    if i % 64 == 0 || i == refs.len() - 1 {
-                        assert_eq!(format!("{unified:?}"), format!("{general:?}"), "{shape}");
-                    }
+                let data = geometry(ways * sets, ways, Policy::Lru, sizes);
+                for instr in [vec![], vec![geometry(12, 3, Policy::Fifo, sizes)], vec![data.clone()]] {
+                    let levels = vec![level("L1", vec![data.clone()], instr, false)];
+                    check_single_level(&levels, sizes[0], ways, (ways * sets) as u64);
                 }
             }
         }
     }
 }
 
+/// Runs a stream through `levels` (one level whose data array has `ways` ways and holds
+/// `os_size` pages) on the express forms and on the general path, comparing as
+/// [`single_level_lookup_and_fill_match_the_general_path`] says; `entries` sizes the stream.
+fn check_single_level(levels: &[LevelGeometry], os_size: PageSize, ways: usize, entries: u64) {
+    let (mut single, mut general) = (TlbHierarchy::new(levels, 1), TlbHierarchy::new(levels, 1));
+    let table = if os_size == K4 { BASE_ONLY } else { ALL_2M };
+    let spread = if os_size == M2 { 512 } else { 1 };
+    let refs = express_stream(entries * 3 * spread, 3000, entries);
+    let mut rng = Xoshiro256PlusPlus::seed_from_u64(ways as u64);
+    for (i, r) in refs.iter().enumerate() {
+        let array = single.express_single_level(os_size).expect("one level with a specialized data array");
+        assert_eq!(array.ways, ways);
+        let t = table.walk(r.asid, r.vaddr);
+        let hit = access_single(&mut single, array, r, &t);
+        let expected = general.lookup_frame_shaped::<true>(r.asid, r.vaddr, r.kind);
+        if expected.is_none() {
+            general.fill_after_walk_shaped::<true>(&t, r.vaddr, r.kind);
+        }
+        let shape = format!("{levels:?}, reference {i}");
+        assert_eq!(hit, expected, "{shape}");
+        assert!(hit.is_none_or(|pfn| pfn == t.pfn_of(r.vaddr)), "{shape}");
+        if rng.random_bool(0.05) {
+            let victim = refs[rng.random_range(0..refs.len())];
+            let page = table.walk(victim.asid, victim.vaddr);
+            assert_eq!(single.invalidate(page.asid, page.vpn, page.size), general.invalidate(page.asid, page.vpn, page.size));
+        }
+        if i % 64 == 0 || i == refs.len() - 1 {
+            assert_eq!(format!("{single:?}"), format!("{general:?}"), "{shape}");
+        }
+    }
+}
+
 #[test]
-fn unified_is_only_for_one_level_not_split() {
+fn single_level_is_for_one_level_with_a_specialized_data_array() {
     let lru = |entries, ways| geometry(entries, ways, Policy::Lru, &[K4]);
     let one = |arrays, instr| TlbHierarchy::new(&[level("L1", arrays, instr, false)], 0);
-    assert_eq!(one(vec![lru(64, 4)], vec![]).express_unified(K4).map(|u| u.ways), Some(4));
-    assert_eq!(one(vec![lru(64, 4)], vec![lru(64, 4)]).express_unified(K4), None, "split");
-    assert_eq!(one(vec![lru(48, 4)], vec![]).express_unified(K4), None, "12 sets");
-    assert_eq!(TlbHierarchy::new(&skylake_like(Policy::Lru, false), 0).express_unified(K4), None, "two levels");
+    assert_eq!(one(vec![lru(64, 4)], vec![]).express_single_level(K4).map(|u| u.ways), Some(4));
+    assert_eq!(one(vec![lru(64, 4)], vec![lru(48, 4)]).express_single_level(K4).map(|u| u.ways), Some(4), "split, any instruction side");
+    assert_eq!(one(vec![lru(48, 4)], vec![]).express_single_level(K4), None, "12 sets");
+    assert_eq!(one(vec![geometry(64, 4, Policy::TreePlru, &[K4])], vec![]).express_single_level(K4), None, "PLRU");
+    assert_eq!(TlbHierarchy::new(&skylake_like(Policy::Lru, false), 0).express_single_level(K4), None, "two levels");
 }
 
 proptest! {

@@ -13,7 +13,7 @@ use crate::hash::page_key;
 use crate::memref::{AccessKind, Batch, MemRef};
 use crate::os::{Os, OsSpec};
 use crate::tlb::mosaic::{MosaicGeometry, MosaicLookup, MosaicTlb};
-use crate::tlb::{LevelGeometry, TlbHierarchy, UnifiedArray, Walker};
+use crate::tlb::{LevelGeometry, TlbHierarchy, SingleLevel, Walker};
 use crate::types::{Asid, Pfn, Translation, Vpn, BASE_PAGE_SHIFT};
 use crate::Result;
 use serde::Serialize;
@@ -135,11 +135,11 @@ impl Machine {
                 return self.process_express(ways, batch);
             }
         }
-        if let Some(unified) = self.tlb.as_ref().and_then(|tlb| tlb.express_unified(self.os.page_size())) {
+        if let Some(single) = self.tlb.as_ref().and_then(|tlb| tlb.express_single_level(self.os.page_size())) {
             return match (track, mosaic) {
-                (true, false) => self.process_unified::<true, false>(unified, batch),
-                (false, true) => self.process_unified::<false, true>(unified, batch),
-                _ => self.process_unified::<true, true>(unified, batch),
+                (true, false) => self.process_single_level::<true, false>(single, batch),
+                (false, true) => self.process_single_level::<false, true>(single, batch),
+                _ => self.process_single_level::<true, true>(single, batch),
             };
         }
         match (one_level, track, mosaic) {
@@ -154,26 +154,27 @@ impl Machine {
         }
     }
 
-    /// [`Machine::process`] for a machine whose TLB is one unified level of a specialized
-    /// shape (see [`TlbHierarchy::express_unified`]) that the express path cannot take (Mosaic
-    /// TLBs ride its OS, or the OS tracks use): the loop compiled for the level's ways.
-    fn process_unified<const TRACK: bool, const MOSAIC: bool>(&mut self, unified: UnifiedArray, batch: &Batch) -> Result<()> {
-        let array = Some(unified);
-        match unified.ways {
+    /// [`Machine::process`] for a machine whose TLB is one level with a data array of a
+    /// specialized shape (see [`TlbHierarchy::express_single_level`]) that the express path
+    /// cannot take (Mosaic TLBs ride its OS, or the OS tracks use): the loop compiled for the
+    /// data array's ways.
+    fn process_single_level<const TRACK: bool, const MOSAIC: bool>(&mut self, single: SingleLevel, batch: &Batch) -> Result<()> {
+        let array = Some(single);
+        match single.ways {
             1 => self.process_shaped::<true, TRACK, MOSAIC, 1>(batch, array),
             2 => self.process_shaped::<true, TRACK, MOSAIC, 2>(batch, array),
             4 => self.process_shaped::<true, TRACK, MOSAIC, 4>(batch, array),
             8 => self.process_shaped::<true, TRACK, MOSAIC, 8>(batch, array),
             12 => self.process_shaped::<true, TRACK, MOSAIC, 12>(batch, array),
             16 => self.process_shaped::<true, TRACK, MOSAIC, 16>(batch, array),
-            _ => unreachable!("express_unified returns the ways of a specialized shape"),
+            _ => unreachable!("express_single_level returns the ways of a specialized shape"),
         }
     }
 
     /// The simulation loop of a machine of one shape: one level or any number, use tracked or
-    /// not, Mosaic TLBs or none, and `W` ways of the `unified` array (0 and `None` for the
-    /// general path).
-    fn process_shaped<const ONE_LEVEL: bool, const TRACK: bool, const MOSAIC: bool, const W: usize>(&mut self, batch: &Batch, unified: Option<UnifiedArray>) -> Result<()> {
+    /// not, Mosaic TLBs or none, and `W` ways of the `single` level's data array (0 and `None`
+    /// for the general path).
+    fn process_shaped<const ONE_LEVEL: bool, const TRACK: bool, const MOSAIC: bool, const W: usize>(&mut self, batch: &Batch, single: Option<SingleLevel>) -> Result<()> {
         let walks = self.os.walks();
         for (i, r) in batch.refs.iter().enumerate() {
             if self.prefetch {
@@ -183,10 +184,10 @@ impl Machine {
             }
             let first = r.vaddr >> BASE_PAGE_SHIFT;
             let last = r.last_vpn().0;
-            self.translate::<ONE_LEVEL, TRACK, MOSAIC, W>(unified, r.asid, r.vaddr, r.kind)?;
+            self.translate::<ONE_LEVEL, TRACK, MOSAIC, W>(single, r.asid, r.vaddr, r.kind)?;
             if last != first {
                 self.counters.straddles += 1;
-                self.translate_later_pages::<ONE_LEVEL, TRACK, MOSAIC, W>(unified, r)?;
+                self.translate_later_pages::<ONE_LEVEL, TRACK, MOSAIC, W>(single, r)?;
             }
         }
         self.finish_batch(batch, walks);
@@ -196,8 +197,8 @@ impl Machine {
     /// Translates the pages of `r` after its first: rare, so kept out of the loop.
     #[cold]
     #[inline(never)]
-    fn translate_later_pages<const ONE_LEVEL: bool, const TRACK: bool, const MOSAIC: bool, const W: usize>(&mut self, unified: Option<UnifiedArray>, r: &MemRef) -> Result<()> {
-        r.later_pages().try_for_each(|page| self.translate::<ONE_LEVEL, TRACK, MOSAIC, W>(unified, r.asid, page.addr().0, r.kind))
+    fn translate_later_pages<const ONE_LEVEL: bool, const TRACK: bool, const MOSAIC: bool, const W: usize>(&mut self, single: Option<SingleLevel>, r: &MemRef) -> Result<()> {
+        r.later_pages().try_for_each(|page| self.translate::<ONE_LEVEL, TRACK, MOSAIC, W>(single, r.asid, page.addr().0, r.kind))
     }
 
     /// Counts a simulated batch, during which the OS had walked `walks` times before it, and
@@ -245,7 +246,7 @@ impl Machine {
     #[inline(always)]
     fn translate<const ONE_LEVEL: bool, const TRACK: bool, const MOSAIC: bool, const W: usize>(
         &mut self,
-        unified: Option<UnifiedArray>,
+        single: Option<SingleLevel>,
         asid: Asid,
         vaddr: u64,
         kind: AccessKind,
@@ -257,8 +258,8 @@ impl Machine {
         if let Some(tlb) = &mut self.tlb {
             // With Mosaic TLBs, their decoded frame serves (it is computed anyway).
             let frame = TRACK && !MOSAIC;
-            let found = match unified {
-                Some(unified) if W != 0 => tlb.lookup_unified::<W>(unified, asid, vaddr, frame),
+            let found = match single {
+                Some(single) if W != 0 => tlb.lookup_single::<W>(single, asid, vaddr, kind, frame),
                 _ if frame => tlb.lookup_frame_shaped::<ONE_LEVEL>(asid, vaddr, kind),
                 _ => tlb.lookup_shaped::<ONE_LEVEL>(asid, vaddr, kind).map(|_| Pfn(0)),
             };
@@ -269,8 +270,8 @@ impl Machine {
                 let t = self.walk(asid, vaddr, true)?;
                 walked = Some(t);
                 let tlb = self.tlb.as_mut().expect("checked above");
-                match unified {
-                    Some(unified) if W != 0 => tlb.fill_unified::<W>(unified, &t, vaddr),
+                match single {
+                    Some(single) if W != 0 => tlb.fill_single::<W>(single, &t, vaddr, kind),
                     _ => tlb.fill_after_walk_shaped::<ONE_LEVEL>(&t, vaddr, kind),
                 }
                 if TRACK {

@@ -105,12 +105,12 @@ impl TlbHierarchy {
     }
 }
 
-/// The array of a single unified level that a simulation loop reaching past the TLB on
+/// The data array of a single-level hierarchy that a simulation loop reaching past the TLB on
 /// every reference (Mosaic TLBs riding the same OS, an OS that tracks use) probes and fills
-/// through [`TlbHierarchy::lookup_unified`] and [`TlbHierarchy::fill_unified`], chosen once
-/// per batch by [`TlbHierarchy::express_unified`].
+/// through [`TlbHierarchy::lookup_single`] and [`TlbHierarchy::fill_single`], chosen once per
+/// batch by [`TlbHierarchy::express_single_level`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct UnifiedArray {
+pub struct SingleLevel {
     /// The array's index in the level's data side.
     array: usize,
     /// Its associativity, the `W` of the two methods.
@@ -118,30 +118,36 @@ pub struct UnifiedArray {
 }
 
 impl TlbHierarchy {
-    /// For a hierarchy of one level, not split into instruction and data sides, whose side
-    /// uses one array of a specialized LRU shape for pages of `size` (as
-    /// [`TlbHierarchy::express_ways`] requires of every side): that array.
-    pub fn express_unified(&self, size: PageSize) -> Option<UnifiedArray> {
+    /// For a hierarchy of one level whose data side uses one array of a specialized LRU
+    /// shape for pages of `size` (as [`TlbHierarchy::express_ways`] requires of every side):
+    /// that array. An instruction side, if the level is split, takes the general path.
+    pub fn express_single_level(&self, size: PageSize) -> Option<SingleLevel> {
         match &self.levels[..] {
-            [level] if level.instr.is_none() => level.data.express_array(size).map(|(array, ways)| UnifiedArray { array, ways }),
+            [level] => level.data.express_array(size).map(|(array, ways)| SingleLevel { array, ways }),
             _ => None,
         }
     }
 
     /// [`TlbHierarchy::lookup_shaped`] (with `frame`, [`TlbHierarchy::lookup_frame_shaped`])
-    /// of `vaddr` for a hierarchy whose [`TlbHierarchy::express_unified`] is `unified`, whose
-    /// ways are `W`: the same steps, with the probe compiled for the associativity. On a hit,
-    /// the base frame of `vaddr` when `frame`, else `Pfn(0)`.
+    /// of a `kind` access to `vaddr`, for a hierarchy whose
+    /// [`TlbHierarchy::express_single_level`] is `single`, of `W` ways: the same steps, with
+    /// the data side's probe compiled for its associativity. On a hit, the base frame of
+    /// `vaddr` when `frame`, else `Pfn(0)`.
     #[inline(always)]
-    pub fn lookup_unified<const W: usize>(&mut self, unified: UnifiedArray, asid: Asid, vaddr: u64, frame: bool) -> Option<Pfn> {
-        debug_assert_eq!(unified.ways, W);
-        let side = &mut self.levels[0].data;
+    pub fn lookup_single<const W: usize>(&mut self, single: SingleLevel, asid: Asid, vaddr: u64, kind: AccessKind, frame: bool) -> Option<Pfn> {
+        debug_assert_eq!(single.ways, W);
+        let level = &mut self.levels[0];
+        if let Some(instr) = level.instr.as_mut().filter(|_| kind == AccessKind::IFetch) {
+            let (array, slot) = instr.probe(asid, vaddr)?;
+            return Some(if frame { instr.hit_frame::<true>(array, slot, vaddr) } else { Pfn(0) });
+        }
+        let side = &mut level.data;
         let page = vaddr >> BASE_PAGE_SHIFT;
-        let array = &mut side.arrays[unified.array];
+        let array = &mut side.arrays[single.array];
         let slot = if side.last.page == page && side.last.asid == asid {
             side.last.slot as usize
         } else if let Some(slot) = array.probe_lru::<W>(asid, vaddr) {
-            side.last = LastHit { page, asid, array: unified.array as u32, slot: slot as u32 };
+            side.last = LastHit { page, asid, array: single.array as u32, slot: slot as u32 };
             slot
         } else {
             side.counters.misses += 1;
@@ -153,13 +159,18 @@ impl TlbHierarchy {
     }
 
     /// [`TlbHierarchy::fill_after_walk_shaped`] of `t` (which the OS's page size fills as it
-    /// is) after [`TlbHierarchy::lookup_unified`] missed on `vaddr` (the miss cleared the
-    /// side's last hit).
+    /// is) after [`TlbHierarchy::lookup_single`] missed on a `kind` access to `vaddr` (the
+    /// miss cleared the side's last hit).
     #[inline(always)]
-    pub fn fill_unified<const W: usize>(&mut self, unified: UnifiedArray, t: &Translation, vaddr: u64) {
-        let side = &mut self.levels[0].data;
-        side.nonempty |= 1 << unified.array;
-        side.arrays[unified.array].insert_lru::<W, false>(t.asid, vaddr, t.pfn.0);
+    pub fn fill_single<const W: usize>(&mut self, single: SingleLevel, t: &Translation, vaddr: u64, kind: AccessKind) {
+        let level = &mut self.levels[0];
+        if let Some(instr) = level.instr.as_mut().filter(|_| kind == AccessKind::IFetch) {
+            instr.fill_after_miss::<false>(t, vaddr);
+            return;
+        }
+        let side = &mut level.data;
+        side.nonempty |= 1 << single.array;
+        side.arrays[single.array].insert_lru::<W, false>(t.asid, vaddr, t.pfn.0);
     }
 }
 

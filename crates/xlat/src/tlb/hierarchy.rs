@@ -150,7 +150,7 @@ impl SideArrays {
 
     /// Probes every array; on a hit returns the array and slot (see [`TlbArray::probe`]).
     #[inline(always)]
-    fn probe(&mut self, asid: Asid, vaddr: u64) -> Option<(usize, usize)> {
+    pub(super) fn probe(&mut self, asid: Asid, vaddr: u64) -> Option<(usize, usize)> {
         let page = vaddr >> BASE_PAGE_SHIFT;
         if self.last.page == page && self.last.asid == asid {
             self.counters.hits += 1;
@@ -174,7 +174,7 @@ impl SideArrays {
     /// With `FRAME`, the base frame of `vaddr` in the entry in `slot` of `array` (a hit just
     /// found); without, `Pfn(0)`, and nothing is read.
     #[inline(always)]
-    fn hit_frame<const FRAME: bool>(&self, array: usize, slot: usize, vaddr: u64) -> Pfn {
+    pub(super) fn hit_frame<const FRAME: bool>(&self, array: usize, slot: usize, vaddr: u64) -> Pfn {
         if FRAME {
             self.arrays[array].translation_at(slot).pfn_of(vaddr)
         } else {
@@ -185,7 +185,7 @@ impl SideArrays {
     /// Fills `t` after this side missed on `vaddr` (so the entry is absent). With `REPORT`,
     /// returns the entry evicted; without, always `None` (a level that is not inclusive).
     #[inline(always)]
-    fn fill_after_miss<const REPORT: bool>(&mut self, t: &Translation, vaddr: u64) -> Option<Translation> {
+    pub(super) fn fill_after_miss<const REPORT: bool>(&mut self, t: &Translation, vaddr: u64) -> Option<Translation> {
         let (array, size) = self.fill_target[t.size.index()]?;
         let entry = if size == t.size { *t } else { t.splinter(vaddr, size) };
         self.nonempty |= 1 << array;
