@@ -159,14 +159,14 @@ impl Machine {
     /// cannot take (Mosaic TLBs ride its OS, or the OS tracks use): the loop compiled for the
     /// data array's ways.
     fn process_single_level<const TRACK: bool, const MOSAIC: bool>(&mut self, single: SingleLevel, batch: &Batch) -> Result<()> {
-        let array = Some(single);
+        let level = Some(single);
         match single.ways {
-            1 => self.process_shaped::<true, TRACK, MOSAIC, 1>(batch, array),
-            2 => self.process_shaped::<true, TRACK, MOSAIC, 2>(batch, array),
-            4 => self.process_shaped::<true, TRACK, MOSAIC, 4>(batch, array),
-            8 => self.process_shaped::<true, TRACK, MOSAIC, 8>(batch, array),
-            12 => self.process_shaped::<true, TRACK, MOSAIC, 12>(batch, array),
-            16 => self.process_shaped::<true, TRACK, MOSAIC, 16>(batch, array),
+            1 => self.process_shaped::<true, TRACK, MOSAIC, 1>(batch, level),
+            2 => self.process_shaped::<true, TRACK, MOSAIC, 2>(batch, level),
+            4 => self.process_shaped::<true, TRACK, MOSAIC, 4>(batch, level),
+            8 => self.process_shaped::<true, TRACK, MOSAIC, 8>(batch, level),
+            12 => self.process_shaped::<true, TRACK, MOSAIC, 12>(batch, level),
+            16 => self.process_shaped::<true, TRACK, MOSAIC, 16>(batch, level),
             _ => unreachable!("express_single_level returns the ways of a specialized shape"),
         }
     }

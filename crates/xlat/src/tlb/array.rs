@@ -274,13 +274,6 @@ impl TlbArray {
         self.pfns[slot]
     }
 
-    /// The base frame of `vaddr` in the entry in `slot`, which must be valid and cover it.
-    #[inline(always)]
-    pub(super) fn frame_of(&self, slot: usize, vaddr: u64) -> Pfn {
-        let within = (vaddr & ((1 << self.shift) - 1)) >> BASE_PAGE_SHIFT;
-        Pfn(self.pfns[slot] + within)
-    }
-
     /// The entry in `slot`, which must be valid.
     #[inline]
     pub(crate) fn translation_at(&self, slot: usize) -> Translation {

@@ -137,16 +137,15 @@ impl TlbHierarchy {
     pub fn lookup_single<const W: usize>(&mut self, single: SingleLevel, asid: Asid, vaddr: u64, kind: AccessKind, frame: bool) -> Option<Pfn> {
         debug_assert_eq!(single.ways, W);
         let level = &mut self.levels[0];
-        if let Some(instr) = level.instr.as_mut().filter(|_| kind == AccessKind::IFetch) {
+        if let Some(instr) = level.fetch_side(kind == AccessKind::IFetch) {
             let (array, slot) = instr.probe(asid, vaddr)?;
             return Some(if frame { instr.hit_frame::<true>(array, slot, vaddr) } else { Pfn(0) });
         }
         let side = &mut level.data;
         let page = vaddr >> BASE_PAGE_SHIFT;
-        let array = &mut side.arrays[single.array];
         let slot = if side.last.page == page && side.last.asid == asid {
             side.last.slot as usize
-        } else if let Some(slot) = array.probe_lru::<W>(asid, vaddr) {
+        } else if let Some(slot) = side.arrays[single.array].probe_lru::<W>(asid, vaddr) {
             side.last = LastHit { page, asid, array: single.array as u32, slot: slot as u32 };
             slot
         } else {
@@ -155,7 +154,7 @@ impl TlbHierarchy {
             return None;
         };
         side.counters.hits += 1;
-        Some(if frame { array.frame_of(slot, vaddr) } else { Pfn(0) })
+        Some(if frame { side.hit_frame::<true>(single.array, slot, vaddr) } else { Pfn(0) })
     }
 
     /// [`TlbHierarchy::fill_after_walk_shaped`] of `t` (which the OS's page size fills as it
@@ -164,7 +163,7 @@ impl TlbHierarchy {
     #[inline(always)]
     pub fn fill_single<const W: usize>(&mut self, single: SingleLevel, t: &Translation, vaddr: u64, kind: AccessKind) {
         let level = &mut self.levels[0];
-        if let Some(instr) = level.instr.as_mut().filter(|_| kind == AccessKind::IFetch) {
+        if let Some(instr) = level.fetch_side(kind == AccessKind::IFetch) {
             instr.fill_after_miss::<false>(t, vaddr);
             return;
         }

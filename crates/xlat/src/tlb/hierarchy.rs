@@ -253,6 +253,18 @@ impl Level {
         }
     }
 
+    /// The side [`Level::side`] picks when it is not the data side: the instruction side,
+    /// for a fetch (`instr`) on a split level. The fetch is tested first: most references
+    /// are not fetches.
+    #[inline(always)]
+    pub(super) fn fetch_side(&mut self, instr: bool) -> Option<&mut SideArrays> {
+        if instr {
+            self.instr.as_mut()
+        } else {
+            None
+        }
+    }
+
     fn invalidate(&mut self, asid: Asid, vaddr: u64) -> usize {
         self.data.invalidate(asid, vaddr) + self.instr.as_mut().map_or(0, |s| s.invalidate(asid, vaddr))
     }

@@ -159,7 +159,7 @@ fn meta(asid: Asid) -> u32 {
     VALID | u32::from(asid)
 }
 
-/// Copies the ToC `codes` into `dst` (of the same length, a power of two up to 64) and
+/// Copies the ToC `codes` into `dst` (of the same length, a power of two from 2 to 64) and
 /// returns its valid bits: bit `i` set where `codes[i]` differs from `unmapped`.
 ///
 /// Eight codes at a time (SWAR): a 64-page ToC costs 8 steps rather than 64, and a short one
@@ -169,12 +169,8 @@ fn meta(asid: Asid) -> u32 {
 /// pieces would wait for the stores (no store-to-load forwarding).
 #[inline]
 fn copy_codes(dst: &mut [u8], codes: &[u8], unmapped: u8) -> u64 {
-    debug_assert!(codes.len().is_power_of_two() && codes.len() <= 64 && dst.len() == codes.len());
+    debug_assert!(codes.len().is_power_of_two() && (2..=64).contains(&codes.len()) && dst.len() == codes.len());
     match codes.len() {
-        1 => {
-            dst[0] = codes[0];
-            word_mask(u64::from(codes[0]), unmapped, 1)
-        }
         2 => {
             let word: [u8; 2] = codes.try_into().expect("2 codes");
             dst.copy_from_slice(&word);
@@ -210,7 +206,7 @@ fn word_mask(word: u64, unmapped: u8, len: usize) -> u64 {
     // `nonzero` is set where x's byte is not zero.
     let x = word ^ (BROADCAST * u64::from(unmapped));
     let nonzero = (((x & LOW7) + LOW7) | x) & !LOW7;
-    // Bytes above `len` (zero in a short word, so unlike `unmapped`) are dropped.
+    // Bytes above `len` (zero in a short word, which would read as mapped codes) are dropped.
     ((nonzero >> 7).wrapping_mul(GATHER) >> 56) & (u64::MAX >> (64 - len))
 }
 
@@ -496,7 +492,7 @@ mod tests {
     #[test]
     fn copy_codes_copies_and_matches_a_plain_loop() {
         let mut x = 0x9e37_79b9_7f4a_7c15u64;
-        for len in [1, 2, 4, 8, 16, 32, 64] {
+        for len in [2, 4, 8, 16, 32, 64] {
             for unmapped in [0x01, 0x7f, 0xff] {
                 for _ in 0..200 {
                     let toc: Vec<u8> = (0..len)
