@@ -22,9 +22,26 @@ const ARITIES: [u32; 4] = [2, 4, 16, 64];
 const UNMAPPED: u8 = 0x7f;
 
 /// (entries, ways): associativities 1, 2, 3, 4, 8, 16, 33, 64 and fully associative, mostly with
-/// set counts that are not powers of two. Ways above 32 use the model's hash index.
-const SHAPES: &[(usize, usize)] =
-    &[(10, 1), (12, 2), (21, 3), (32, 4), (24, 8), (80, 16), (66, 33), (128, 64), (48, 48), (1024, 1024)];
+/// set counts that are not powers of two; and the specialized shapes (power-of-two set counts,
+/// 1, 2, 4, 8, 12 or 16 ways), whose LRU lookups and fills are compiled for their ways. Ways
+/// above 32 use the model's hash index.
+const SHAPES: &[(usize, usize)] = &[
+    (10, 1),
+    (12, 2),
+    (21, 3),
+    (32, 4),
+    (24, 8),
+    (80, 16),
+    (66, 33),
+    (128, 64),
+    (48, 48),
+    (1024, 1024),
+    (8, 1),
+    (16, 2),
+    (64, 8),
+    (48, 12),
+    (32, 16),
+];
 
 fn geometry(entries: usize, ways: usize, policy: Policy, arity: u32) -> MosaicGeometry {
     MosaicGeometry { entries, ways, policy, arity }

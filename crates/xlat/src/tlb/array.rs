@@ -92,7 +92,7 @@ pub(crate) const NOT_FOUND: usize = usize::MAX;
 /// [`NOT_FOUND`]. The set is taken as arrays of length `N`, so there is one bounds check and
 /// the loop is unrolled.
 #[inline(always)]
-fn scan<const N: usize>(tags: &[u64], metas: &[u32], base: usize, tag: u64, meta: u32) -> usize {
+pub(crate) fn scan<const N: usize>(tags: &[u64], metas: &[u32], base: usize, tag: u64, meta: u32) -> usize {
     let tags: &[u64; N] = tags[base..base + N].try_into().expect("a whole set");
     let metas: &[u32; N] = metas[base..base + N].try_into().expect("a whole set");
     scan_slices(tags, metas, tag, meta)

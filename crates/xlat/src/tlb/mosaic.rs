@@ -44,7 +44,7 @@
 //! skip searches: a repeated lookup of the Mosaic page last touched costs two compares, and
 //! the fill that follows a tag miss does not search again.
 
-use super::array::{scan_set, INDEX_ABOVE_WAYS, NOT_FOUND, VALID};
+use super::array::{scan, scan_set, INDEX_ABOVE_WAYS, NOT_FOUND, VALID};
 use super::replacement::{Policy, ReplacementState};
 use super::set_index::SetIndex;
 use crate::types::{Asid, Vpn};
@@ -120,6 +120,12 @@ pub struct MosaicTlb {
     geometry: MosaicGeometry,
     ways: usize,
     set_index: SetIndex,
+    /// The ways of a specialized shape, whose lookup and insertion are compiled for its
+    /// associativity (as [`super::array::TlbArray`]'s are): exact LRU kept as stamps, a
+    /// power-of-two number of sets, 1, 2, 4, 8, 12 or 16 ways. 0 for any other geometry.
+    lru_ways: usize,
+    /// The set mask of a specialized shape.
+    mask: u64,
     /// log2 of the arity: MVPN = VPN >> shift, and a slot's ToC starts at slot << shift.
     shift: u32,
     unmapped: u8,
@@ -228,10 +234,14 @@ impl MosaicTlb {
         );
         let (entries, ways) = (geometry.entries, geometry.ways);
         let sets = entries / ways;
+        let repl = ReplacementState::new(geometry.policy, sets, ways, seed);
+        let specialized = repl.is_lru_stamps() && sets.is_power_of_two() && matches!(ways, 1 | 2 | 4 | 8 | 12 | 16);
         MosaicTlb {
             geometry: geometry.clone(),
             ways,
             set_index: SetIndex::new(sets),
+            lru_ways: if specialized { ways } else { 0 },
+            mask: sets as u64 - 1,
             shift: geometry.arity.trailing_zeros(),
             unmapped,
             tags: vec![0; entries],
@@ -239,7 +249,7 @@ impl MosaicTlb {
             toc: vec![unmapped; entries * geometry.arity as usize],
             valid: vec![0; entries],
             filled: vec![0; sets],
-            repl: ReplacementState::new(geometry.policy, sets, ways, seed),
+            repl,
             index: (ways > INDEX_ABOVE_WAYS).then(FxHashMap::default),
             last: (0, 0, 0),
             absent: (0, 0),
@@ -283,7 +293,16 @@ impl MosaicTlb {
         let slot = if self.last.0 == m && self.last.1 == mvpn {
             self.last.2
         } else {
-            match self.probe(mvpn, m) {
+            let found = match self.lru_ways {
+                1 => self.probe_lru::<1>(mvpn, m),
+                2 => self.probe_lru::<2>(mvpn, m),
+                4 => self.probe_lru::<4>(mvpn, m),
+                8 => self.probe_lru::<8>(mvpn, m),
+                12 => self.probe_lru::<12>(mvpn, m),
+                16 => self.probe_lru::<16>(mvpn, m),
+                _ => self.probe(mvpn, m),
+            };
+            match found {
                 Some(slot) => slot,
                 None => {
                     self.misses += 1;
@@ -312,6 +331,19 @@ impl MosaicTlb {
         Some(slot)
     }
 
+    /// [`MosaicTlb::probe`] for a specialized shape of `W` ways.
+    #[inline(always)]
+    fn probe_lru<const W: usize>(&mut self, mvpn: u64, m: u32) -> Option<usize> {
+        let base = (mvpn & self.mask) as usize * W;
+        let way = scan::<W>(&self.tags, &self.metas, base, mvpn, m);
+        if way == NOT_FOUND {
+            return None;
+        }
+        self.repl.stamp_slot(base + way, way);
+        self.last = (m, mvpn, base + way);
+        Some(base + way)
+    }
+
     /// Writes the ToC of the Mosaic page holding `vpn`: `toc[i]` is the CPFN of its sub-page
     /// `i`, the unmapped code for a sub-page not mapped. Rewrites a present entry in place
     /// (no eviction, no replacement update); otherwise inserts one, evicting per the policy.
@@ -324,11 +356,51 @@ impl MosaicTlb {
         assert_eq!(toc.len(), 1 << self.shift, "a Mosaic ToC holds one CPFN per sub-page");
         debug_assert!(toc.iter().all(|&c| c <= self.unmapped), "CPFN wider than the unmapped code");
         let (m, mvpn) = (meta(asid), vpn.0 >> self.shift);
+        let slot = match self.lru_ways {
+            1 => self.place_lru::<1>(mvpn, m),
+            2 => self.place_lru::<2>(mvpn, m),
+            4 => self.place_lru::<4>(mvpn, m),
+            8 => self.place_lru::<8>(mvpn, m),
+            12 => self.place_lru::<12>(mvpn, m),
+            16 => self.place_lru::<16>(mvpn, m),
+            _ => self.place(mvpn, m),
+        };
+        self.write_toc(slot, toc);
+    }
+
+    /// The slot for the ToC of (`mvpn`, `m`): its entry if present, else a new one.
+    #[inline(always)]
+    fn place(&mut self, mvpn: u64, m: u32) -> usize {
         let set = self.set_of(mvpn);
         // The usual fill follows a tag miss on this very tag: no second search then.
         let found = if self.absent == (m, mvpn) { None } else { self.find(set, mvpn, m) };
-        let slot = found.unwrap_or_else(|| self.insert(set, mvpn, m));
-        self.write_toc(slot, toc);
+        found.unwrap_or_else(|| self.insert(set, mvpn, m))
+    }
+
+    /// [`MosaicTlb::place`] for a specialized shape of `W` ways. A new entry takes the way
+    /// with the oldest stamp, which while the set has a free way is its lowest free way (a
+    /// way never filled holds its bare way number, older than any stamp), as `insert` takes.
+    #[inline(always)]
+    fn place_lru<const W: usize>(&mut self, mvpn: u64, m: u32) -> usize {
+        let set = (mvpn & self.mask) as usize;
+        let base = set * W;
+        if self.absent != (m, mvpn) {
+            let way = scan::<W>(&self.tags, &self.metas, base, mvpn, m);
+            if way != NOT_FOUND {
+                return base + way;
+            }
+        }
+        let way = self.repl.replace_stamped::<W>(base);
+        let slot = base + way;
+        if self.metas[slot] == 0 {
+            debug_assert_eq!(self.filled[set] as usize, way, "a set's free ways are its last ones");
+            self.filled[set] += 1;
+        }
+        self.tags[slot] = mvpn;
+        self.metas[slot] = m;
+        self.last = (m, mvpn, slot);
+        self.absent = (0, 0);
+        slot
     }
 
     /// Takes a way of `set` for a new entry (mvpn, m): the first free way, else the victim.
