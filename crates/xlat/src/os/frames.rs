@@ -126,6 +126,23 @@ impl Frames {
         self.stamp[frame as usize]
     }
 
+    /// The frame with the oldest stamp among the `count` (at least one) frames from `first`
+    /// (the lowest of equal ones).
+    #[inline]
+    pub fn oldest_in(&self, first: u64, count: u64) -> u64 {
+        debug_assert!(count > 0, "the oldest of no frames");
+        let stamps = &self.stamp[first as usize..(first + count) as usize];
+        // A running minimum with its index, which compiles to conditional moves: no branch
+        // on the stamps, whose order is random.
+        let (mut best, mut at) = (u64::MAX, 0);
+        for (i, &stamp) in stamps.iter().enumerate() {
+            if stamp < best {
+                (best, at) = (stamp, i);
+            }
+        }
+        first + at as u64
+    }
+
     /// Records a use of the page in `frame` at time `now`.
     #[inline]
     pub fn touch(&mut self, frame: u64, now: u64) {
@@ -179,6 +196,20 @@ mod tests {
     }
 
     proptest::proptest! {
+        /// The oldest frame of a run is the first of its least stamps (few distinct stamps,
+        /// so that ties are common).
+        #[test]
+        fn oldest_in_is_the_first_least_stamp(stamps in proptest::collection::vec(1u64..6, 1..200), first in 0usize..200, len in 1usize..80) {
+            let mut frames = Frames::new(stamps.len() as u64);
+            for (frame, &stamp) in stamps.iter().enumerate() {
+                frames.occupy(frame as u64, 0, Vpn(frame as u64), stamp);
+            }
+            let first = first % stamps.len();
+            let len = len.min(stamps.len() - first);
+            let expected = (first..first + len).min_by_key(|&f| stamps[f]).expect("a run of one frame or more");
+            proptest::prop_assert_eq!(frames.oldest_in(first as u64, len as u64), expected as u64);
+        }
+
         /// Against a map from frame to (owner, stamp, generation), over memories that are
         /// not a whole number of groups: every frame reads as the model says, whether or
         /// not its group was ever written, and the lowest free frame of a run is the first

@@ -27,7 +27,7 @@ use eviction::linux::LinuxLists;
 use eviction::lru_heap::LruHeap;
 use eviction::scan::Scanner;
 use frames::Frames;
-use iceberg::placement as iceberg_placement;
+use iceberg::placement::{self as iceberg_placement, Ghosts};
 use placement::Placer;
 use stats::Utilization;
 
@@ -359,11 +359,13 @@ impl Os {
     fn choose_iceberg_frame(&mut self, asid: Asid, vpn: Vpn) -> std::result::Result<(u64, u8), NoFrame> {
         self.evict_down_to_limit()?;
         let key = page_key(asid, vpn);
-        let horizon = (self.spec.eviction == EvictionSpec::HorizonLru).then_some(self.horizon);
-        let (frames, evictable) = (&self.frames, self.evictable.as_ref());
-        let ghost = |frame| horizon.is_some_and(|h| frames.stamp(frame) < h) || evictable.is_some_and(|e| e.is_marked(frame));
+        let ghosts = match &self.evictable {
+            Some(evictable) => Ghosts::Marked(evictable),
+            None if self.spec.eviction == EvictionSpec::HorizonLru => Ghosts::Before(self.horizon),
+            None => Ghosts::None,
+        };
         let Placer::Iceberg(layout) = &self.placer else { unreachable!("iceberg placement") };
-        let placed = match iceberg_placement::place(layout, &self.frames, key, ghost) {
+        let placed = match iceberg_placement::place(layout, &self.frames, key, ghosts) {
             Some(p) => p,
             None => {
                 let oldest = iceberg_placement::oldest_candidate(layout, &self.frames, key);

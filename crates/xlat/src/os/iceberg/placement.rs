@@ -5,7 +5,31 @@
 //! load.
 
 use super::geometry::{Layout, Slot, TieBreak};
+use crate::os::eviction::evictable::Evictable;
 use crate::os::frames::Frames;
+
+/// Which occupied frames hold ghosts, per eviction policy.
+#[derive(Clone, Copy, Debug)]
+pub enum Ghosts<'a> {
+    /// None: every occupied frame holds a live page.
+    None,
+    /// Horizon LRU's: the pages last used before this time (the horizon).
+    Before(u64),
+    /// Lazy Iceberg LRU's: the pages marked evictable.
+    Marked(&'a Evictable),
+}
+
+impl Ghosts<'_> {
+    /// Whether the (occupied) `frame` holds a ghost.
+    #[inline]
+    fn holds(self, frames: &Frames, frame: u64) -> bool {
+        match self {
+            Ghosts::None => false,
+            Ghosts::Before(horizon) => frames.stamp(frame) < horizon,
+            Ghosts::Marked(evictable) => evictable.is_marked(frame),
+        }
+    }
+}
 
 /// A slot chosen for a new page.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -20,25 +44,28 @@ pub struct Placed {
 
 /// Whether the page in `frame` is live: present and not a ghost.
 #[inline]
-fn live(frames: &Frames, frame: u64, ghost: impl Fn(u64) -> bool) -> bool {
-    !frames.is_free(frame) && !ghost(frame)
+fn live(frames: &Frames, frame: u64, ghosts: Ghosts) -> bool {
+    !frames.is_free(frame) && !ghosts.holds(frames, frame)
 }
 
 /// The first free slot of a yard of `count` consecutive frames from `base` (its lowest free
-/// frame: slots are frames in slot order), else its oldest ghost; `slot(i)` names slot `i`.
-fn free_or_oldest_ghost(frames: &Frames, base: u64, count: u32, slot: impl Fn(u32) -> Slot, ghost: impl Fn(u64) -> bool) -> Option<Placed> {
+/// frame: slots are frames in slot order), else its oldest ghost (the lowest such frame
+/// among equal stamps); `slot(i)` names slot `i`.
+fn free_or_oldest_ghost(frames: &Frames, base: u64, count: u32, slot: impl Fn(u32) -> Slot, ghosts: Ghosts) -> Option<Placed> {
     if let Some(frame) = frames.first_free(base, u64::from(count)) {
         return Some(Placed { slot: slot((frame - base) as u32), frame, evicts_ghost: false });
     }
     // No frame is free now: a frame that is not live holds a ghost.
-    let mut oldest: Option<(u64, u32)> = None;
-    for i in 0..count {
-        let frame = base + u64::from(i);
-        if ghost(frame) && oldest.is_none_or(|(stamp, _)| frames.stamp(frame) < stamp) {
-            oldest = Some((frames.stamp(frame), i));
-        }
-    }
-    oldest.map(|(_, i)| Placed { slot: slot(i), frame: base + u64::from(i), evicts_ghost: true })
+    let oldest = match ghosts {
+        Ghosts::None => None,
+        // Horizon LRU's ghosts are the pages older than the horizon, so the yard's oldest
+        // page is its oldest ghost if it has any: one pass over the stamps, no test per frame.
+        Ghosts::Before(horizon) => Some(frames.oldest_in(base, u64::from(count))).filter(|&frame| frames.stamp(frame) < horizon),
+        Ghosts::Marked(_) => (base..base + u64::from(count))
+            .filter(|&frame| ghosts.holds(frames, frame))
+            .min_by_key(|&frame| frames.stamp(frame)),
+    };
+    oldest.map(|frame| Placed { slot: slot((frame - base) as u32), frame, evicts_ghost: true })
 }
 
 /// The first frame of the front yard of `key`.
@@ -70,10 +97,10 @@ pub fn candidates(layout: &Layout, key: u64) -> impl Iterator<Item = (Slot, u64)
 }
 
 /// Where the page of `key` goes, or `None` when every candidate slot holds a live page (an
-/// associativity conflict). `ghost(frame)` says whether the (occupied) frame holds a ghost.
-pub fn place(layout: &Layout, frames: &Frames, key: u64, ghost: impl Fn(u64) -> bool) -> Option<Placed> {
+/// associativity conflict). `ghosts` says which occupied frames hold ghosts.
+pub fn place(layout: &Layout, frames: &Frames, key: u64, ghosts: Ghosts) -> Option<Placed> {
     let spec = layout.spec();
-    if let Some(p) = free_or_oldest_ghost(frames, front_base(layout, key), spec.front, Slot::Front, &ghost) {
+    if let Some(p) = free_or_oldest_ghost(frames, front_base(layout, key), spec.front, Slot::Front, ghosts) {
         return Some(p);
     }
     let mut best: Option<(u32, u32)> = None;
@@ -85,13 +112,13 @@ pub fn place(layout: &Layout, frames: &Frames, key: u64, ghost: impl Fn(u64) -> 
     };
     for i in 0..spec.choices {
         let choice = 1 + (start + i) % spec.choices;
-        let load = back_slots(layout, key, choice).filter(|&(_, f)| live(frames, f, &ghost)).count() as u32;
+        let load = back_slots(layout, key, choice).filter(|&(_, f)| live(frames, f, ghosts)).count() as u32;
         if load < spec.back && best.is_none_or(|(_, l)| load < l) {
             best = Some((choice, load));
         }
     }
     let (choice, _) = best?;
-    free_or_oldest_ghost(frames, back_base(layout, key, choice), spec.back, |slot| Slot::Back { choice, slot }, ghost)
+    free_or_oldest_ghost(frames, back_base(layout, key, choice), spec.back, |slot| Slot::Back { choice, slot }, ghosts)
 }
 
 /// A hash of `key` independent of the placement hashes, for a tie-break drawn per page.
@@ -126,14 +153,14 @@ mod tests {
         let mut frames = Frames::new(64 * 60);
         let key = 12345;
         for i in 0..56 {
-            let p = place(&layout, &frames, key, |_| false).unwrap();
+            let p = place(&layout, &frames, key, Ghosts::None).unwrap();
             assert_eq!(p.slot, Slot::Front(i));
             frames.occupy(p.frame, 0, Vpn(i.into()), 1);
         }
         // Load choice 1's backyard with one page: the next page goes to choice 2.
         let c1 = layout.frame(key, Slot::Back { choice: 1, slot: 0 });
         frames.occupy(c1, 1, Vpn(0), 1);
-        let p = place(&layout, &frames, key, |_| false).unwrap();
+        let p = place(&layout, &frames, key, Ghosts::None).unwrap();
         assert_eq!(p.slot, Slot::Back { choice: 2, slot: 0 });
     }
 
@@ -149,11 +176,9 @@ mod tests {
             };
             frames.occupy(frame, 0, Vpn(frame), stamp);
         }
-        let stamps = &frames;
-        let below = |horizon: u64| move |f: u64| stamps.stamp(f) < horizon;
-        assert_eq!(place(&layout, &frames, key, |_| false), None, "all live: conflict");
-        assert_eq!(place(&layout, &frames, key, below(100)), None, "nothing below the horizon");
-        let p = place(&layout, &frames, key, below(103)).unwrap();
+        assert_eq!(place(&layout, &frames, key, Ghosts::None), None, "all live: conflict");
+        assert_eq!(place(&layout, &frames, key, Ghosts::Before(100)), None, "nothing below the horizon");
+        let p = place(&layout, &frames, key, Ghosts::Before(103)).unwrap();
         assert_eq!((p.slot, p.evicts_ghost), (Slot::Front(0), true));
         assert_eq!(oldest_candidate(&layout, &frames, key).slot, Slot::Front(0));
     }
