@@ -38,6 +38,13 @@ fn mid_key(asid: Asid, page: u64) -> u64 {
     u64::from(asid) << 48 | page >> (LEAF_BITS + MID_BITS)
 }
 
+/// The key of `page`'s leaf: its ASID and the page number above the leaf's bits (as
+/// [`mid_key`], pages are below 2^52).
+#[inline]
+fn leaf_key(asid: Asid, page: u64) -> u64 {
+    u64::from(asid) << 48 | page >> LEAF_BITS
+}
+
 /// The slot of `page`'s leaf in its middle node.
 #[inline]
 fn mid_slot(page: u64) -> usize {
@@ -65,6 +72,9 @@ pub struct PageTable {
     /// A direct-mapped cache of directory entries (like a page-walk cache), checked before the
     /// hash map: one compare instead of hashing and probing on most walks.
     recent: [(u64, u32); RECENT],
+    /// The last leaf a lookup found: (ASID and page number above the leaf's bits, leaf).
+    /// A Mosaic miss reads the ToC of the page its walk just found, from the same leaf.
+    last_leaf: (u64, u32),
     mids: Vec<Node>,
     leaves: Vec<Node>,
     /// A byte per leaf entry for the OS's own use (the CPFN of a hashed placement), so that a
@@ -84,6 +94,7 @@ impl PageTable {
             size,
             directory: FxHashMap::default(),
             recent: [(NO_KEY, 0); RECENT],
+            last_leaf: (NO_KEY, 0),
             mids: Vec::new(),
             leaves: Vec::new(),
             tags: Vec::new(),
@@ -98,9 +109,13 @@ impl PageTable {
     /// The mapping covering `vaddr`, if any.
     #[inline(always)]
     pub fn lookup(&mut self, asid: Asid, vaddr: u64) -> Option<Translation> {
-        let pfn = self.frame(asid, vaddr)?;
         let shift = self.size.shift();
-        Some(Translation { asid, vpn: Vpn(vaddr >> shift << (shift - BASE_PAGE_SHIFT)), pfn, size: self.size })
+        let page = vaddr >> shift;
+        let leaf = self.leaf_of(asid, page)?;
+        // Remembered for the ToC read of a Mosaic miss that follows the walk.
+        self.last_leaf = (leaf_key(asid, page), leaf as u32);
+        let frame = self.leaves[leaf][leaf_slot(page)];
+        (frame < SWAPPED).then(|| Translation { asid, vpn: Vpn(page << (shift - BASE_PAGE_SHIFT)), pfn: Pfn(u64::from(frame) << (shift - BASE_PAGE_SHIFT)), size: self.size })
     }
 
     /// The first base frame of the page holding `vaddr`, if mapped: [`PageTable::lookup`]
@@ -181,7 +196,7 @@ impl PageTable {
     pub fn tags(&mut self, asid: Asid, vaddr: u64, count: usize) -> Option<&[u8]> {
         let page = vaddr >> self.size.shift();
         debug_assert!(leaf_slot(page) + count <= 1 << LEAF_BITS);
-        let leaf = self.leaf_of(asid, page)?;
+        let leaf = if self.last_leaf.0 == leaf_key(asid, page) { self.last_leaf.1 as usize } else { self.leaf_of(asid, page)? };
         Some(&self.tags[leaf][leaf_slot(page)..leaf_slot(page) + count])
     }
 
@@ -255,14 +270,26 @@ mod tests {
         ) {
             let mut table = PageTable::new(PageSize::Size4K, NO_TAG);
             let mut model = HashMap::new();
+            // Each page's tag is derived from its frame, so that a tag read from the wrong
+            // leaf shows.
+            let tag = |frame: u32| (frame % 100) as u8;
             for &(asid, page, frame) in &inserts {
-                table.insert(Translation { asid, vpn: Vpn(page), pfn: Pfn(u64::from(frame)), size: PageSize::Size4K });
+                table.insert_tagged(Translation { asid, vpn: Vpn(page), pfn: Pfn(u64::from(frame)), size: PageSize::Size4K }, tag(frame));
                 model.insert((asid, page), frame);
             }
             prop_assert_eq!(table.len(), model.len());
             for &(asid, page) in probes.iter().chain(inserts.iter().map(|(a, p, _)| (a, p)).map(|(a, p)| (*a, *p)).collect::<Vec<_>>().iter()) {
                 let got = table.lookup(asid, (page << 12) + 0x123).map(|t| t.pfn.0);
                 prop_assert_eq!(got, model.get(&(asid, page)).map(|&f| u64::from(f)));
+                // A ToC read after the walk (through the leaf the lookup remembered), and of
+                // a neighbour that may lie in another leaf.
+                for page in [page, page ^ 0x200] {
+                    let tags = table.tags(asid, page << 12, 1).map(|t| t[0]);
+                    match model.get(&(asid, page)) {
+                        Some(&frame) => prop_assert_eq!(tags, Some(tag(frame))),
+                        None => prop_assert!(tags.is_none_or(|t| t == NO_TAG)),
+                    }
+                }
             }
         }
     }
