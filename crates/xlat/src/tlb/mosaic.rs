@@ -396,11 +396,7 @@ impl MosaicTlb {
             debug_assert_eq!(self.filled[set] as usize, way, "a set's free ways are its last ones");
             self.filled[set] += 1;
         }
-        self.tags[slot] = mvpn;
-        self.metas[slot] = m;
-        self.last = (m, mvpn, slot);
-        self.absent = (0, 0);
-        slot
+        self.claim(slot, mvpn, m)
     }
 
     /// Takes a way of `set` for a new entry (mvpn, m): the first free way, else the victim.
@@ -424,6 +420,13 @@ impl MosaicTlb {
             }
             index.insert((mvpn, m), slot as u32);
         }
+        self.claim(slot, mvpn, m)
+    }
+
+    /// Tags `slot` with the new entry (`mvpn`, `m`), which becomes the last one touched (and
+    /// no tag is known absent any more); returns the slot.
+    #[inline(always)]
+    fn claim(&mut self, slot: usize, mvpn: u64, m: u32) -> usize {
         self.tags[slot] = mvpn;
         self.metas[slot] = m;
         self.last = (m, mvpn, slot);
