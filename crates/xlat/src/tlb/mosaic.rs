@@ -39,8 +39,9 @@
 //!
 //! Struct of arrays, as [`super::array::TlbArray`]: tags and metadata (`VALID | asid`) per
 //! slot, scanned by the same constant-length scans, with the same hash index above 32 ways;
-//! the ToCs as one flat `Vec<u8>` of `entries * a` codes; the valid bits as one `u64` per entry,
-//! derived from a ToC eight codes at a time. Two memos, both checked by the differential tests,
+//! the ToCs as one flat `Vec<u8>` of `entries * a` codes. A sub-page's valid bit is not stored
+//! apart: the CPFN encoding reserves the unmapped code, so a sub-page is valid exactly when its
+//! code is another one, and a lookup reads one byte for both. Two memos, both checked by the differential tests,
 //! skip searches: a repeated lookup of the Mosaic page last touched costs two compares, and
 //! the fill that follows a tag miss does not search again.
 
@@ -51,7 +52,7 @@ use crate::types::{Asid, Vpn};
 use rustc_hash::FxHashMap;
 use serde::Serialize;
 
-/// Largest arity: the valid bits of an entry are one `u64`.
+/// Largest arity: the largest the Mosaic paper studies (4 to 64).
 pub const MAX_ARITY: u32 = 64;
 
 /// Shape and policy of a Mosaic TLB array.
@@ -133,10 +134,8 @@ pub struct MosaicTlb {
     tags: Vec<u64>,
     /// `VALID | asid`; 0 for a way never filled.
     metas: Vec<u32>,
-    /// `entries * arity` CPFNs, slot by slot.
+    /// `entries * arity` CPFNs, slot by slot; the unmapped code where a sub-page is not valid.
     toc: Vec<u8>,
-    /// Bit `i` of a slot: sub-page `i` is valid.
-    valid: Vec<u64>,
     /// Ways filled so far in each set. Entries never leave (see the module notes), so the
     /// free ways of a set are the ways from this one on.
     filled: Vec<u32>,
@@ -148,7 +147,7 @@ pub struct MosaicTlb {
     /// stamps keep their order, the recency list and PLRU bits already point away from it,
     /// FIFO and random ignore hits). A repeated lookup of the same Mosaic page therefore skips
     /// the set scan or hash probe and the touch. Misses, in-place refills and invalidations
-    /// leave it valid (they change no replacement state, and the valid bits and ToC are read
+    /// leave it valid (they change no replacement state, and the ToC is read
     /// afresh); insertions replace it.
     last: (u32, u64, usize),
     /// The tag the last tag miss looked for, (metadata, MVPN), metadata 0 when none: known
@@ -165,55 +164,30 @@ fn meta(asid: Asid) -> u32 {
     VALID | u32::from(asid)
 }
 
-/// Copies the ToC `codes` into `dst` (of the same length, a power of two from 2 to 64) and
-/// returns its valid bits: bit `i` set where `codes[i]` differs from `unmapped`.
+/// Copies the ToC `codes` into `dst` (of the same length, a power of two from 2 to 64).
 ///
-/// Eight codes at a time (SWAR): a 64-page ToC costs 8 steps rather than 64, and a short one
-/// a single step. Each word is read from `codes` and written to `dst` whole: a ToC shorter
-/// than 8 codes moves as one 2- or 4-byte word, where `copy_from_slice` of a length known
-/// only at run time calls `memmove`, and an 8-byte read of what was just written in smaller
-/// pieces would wait for the stores (no store-to-load forwarding).
+/// In whole words: a ToC shorter than 8 codes moves as one 2- or 4-byte word, a longer one 8
+/// codes at a time, where `copy_from_slice` of a length known only at run time calls
+/// `memmove`.
 #[inline]
-fn copy_codes(dst: &mut [u8], codes: &[u8], unmapped: u8) -> u64 {
+fn copy_codes(dst: &mut [u8], codes: &[u8]) {
     debug_assert!(codes.len().is_power_of_two() && (2..=64).contains(&codes.len()) && dst.len() == codes.len());
     match codes.len() {
         2 => {
             let word: [u8; 2] = codes.try_into().expect("2 codes");
             dst.copy_from_slice(&word);
-            word_mask(u64::from(u16::from_le_bytes(word)), unmapped, 2)
         }
         4 => {
             let word: [u8; 4] = codes.try_into().expect("4 codes");
             dst.copy_from_slice(&word);
-            word_mask(u64::from(u32::from_le_bytes(word)), unmapped, 4)
         }
         _ => {
-            let mut mask = 0u64;
-            for (k, (to, from)) in dst.chunks_exact_mut(8).zip(codes.chunks_exact(8)).enumerate() {
+            for (to, from) in dst.chunks_exact_mut(8).zip(codes.chunks_exact(8)) {
                 let word: [u8; 8] = from.try_into().expect("8 codes");
                 to.copy_from_slice(&word);
-                mask |= word_mask(u64::from_le_bytes(word), unmapped, 8) << (8 * k);
             }
-            mask
         }
     }
-}
-
-/// Bit `i` set for each of the low `len` bytes (1 to 8) of `word` that differs from
-/// `unmapped`.
-#[inline(always)]
-fn word_mask(word: u64, unmapped: u8, len: usize) -> u64 {
-    const LOW7: u64 = 0x7f7f_7f7f_7f7f_7f7f;
-    const BROADCAST: u64 = 0x0101_0101_0101_0101;
-    // Gathers bit 0 of every byte into the top byte: the partial products do not overlap, so
-    // there are no carries.
-    const GATHER: u64 = 0x0102_0408_1020_4080;
-    // A byte of x is zero exactly where the code is the unmapped one; the top bit of a byte of
-    // `nonzero` is set where x's byte is not zero.
-    let x = word ^ (BROADCAST * u64::from(unmapped));
-    let nonzero = (((x & LOW7) + LOW7) | x) & !LOW7;
-    // Bytes above `len` (zero in a short word, which would read as mapped codes) are dropped.
-    ((nonzero >> 7).wrapping_mul(GATHER) >> 56) & (u64::MAX >> (64 - len))
 }
 
 impl MosaicTlb {
@@ -247,7 +221,6 @@ impl MosaicTlb {
             tags: vec![0; entries],
             metas: vec![0; entries],
             toc: vec![unmapped; entries * geometry.arity as usize],
-            valid: vec![0; entries],
             filled: vec![0; sets],
             repl,
             index: (ways > INDEX_ABOVE_WAYS).then(FxHashMap::default),
@@ -312,9 +285,10 @@ impl MosaicTlb {
             }
         };
         let sub = (vpn.0 & ((1 << self.shift) - 1)) as usize;
-        if self.valid[slot] >> sub & 1 != 0 {
+        let code = self.toc[(slot << self.shift) + sub];
+        if code != self.unmapped {
             self.hits += 1;
-            MosaicLookup::Hit(self.toc[(slot << self.shift) + sub])
+            MosaicLookup::Hit(code)
         } else {
             self.sub_misses += 1;
             MosaicLookup::SubMiss
@@ -434,11 +408,11 @@ impl MosaicTlb {
         slot
     }
 
-    /// Copies `toc` into `slot` and derives its valid bits.
+    /// Copies `toc` into `slot`.
     #[inline]
     fn write_toc(&mut self, slot: usize, toc: &[u8]) {
         let start = slot << self.shift;
-        self.valid[slot] = copy_codes(&mut self.toc[start..start + toc.len()], toc, self.unmapped);
+        copy_codes(&mut self.toc[start..start + toc.len()], toc);
     }
 
     /// Invalidates the sub-entry of the 4 KiB page `vpn` of `asid` (its valid bit; its code
@@ -449,10 +423,9 @@ impl MosaicTlb {
         let Some(slot) = self.find(self.set_of(mvpn), mvpn, meta(asid)) else {
             return false;
         };
-        let sub = (vpn.0 & ((1 << self.shift) - 1)) as usize;
-        let was_valid = self.valid[slot] >> sub & 1 != 0;
-        self.valid[slot] &= !(1 << sub);
-        self.toc[(slot << self.shift) + sub] = self.unmapped;
+        let code = &mut self.toc[(slot << self.shift) + (vpn.0 & ((1 << self.shift) - 1)) as usize];
+        let was_valid = *code != self.unmapped;
+        *code = self.unmapped;
         was_valid
     }
 
@@ -565,30 +538,12 @@ mod tests {
     }
 
     #[test]
-    fn copy_codes_copies_and_matches_a_plain_loop() {
-        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+    fn copy_codes_copies_every_arity() {
         for len in [2, 4, 8, 16, 32, 64] {
-            for unmapped in [0x01, 0x7f, 0xff] {
-                for _ in 0..200 {
-                    let toc: Vec<u8> = (0..len)
-                        .map(|_| {
-                            x ^= x << 13;
-                            x ^= x >> 7;
-                            x ^= x << 17;
-                            // The unmapped code, one a bit away from it, or any byte.
-                            match x % 3 {
-                                0 => unmapped,
-                                1 => unmapped ^ 1 << (x >> 8 & 7),
-                                _ => (x >> 16) as u8,
-                            }
-                        })
-                        .collect();
-                    let plain = toc.iter().enumerate().fold(0u64, |m, (i, &c)| m | u64::from(c != unmapped) << i);
-                    let mut copy = vec![!unmapped; len];
-                    assert_eq!(copy_codes(&mut copy, &toc, unmapped), plain, "{toc:?} unmapped {unmapped:#x}");
-                    assert_eq!(copy, toc);
-                }
-            }
+            let toc: Vec<u8> = (0..len).map(|i| (i * 37 + 11) as u8).collect();
+            let mut copy = vec![0xff; len];
+            copy_codes(&mut copy, &toc);
+            assert_eq!(copy, toc, "arity {len}");
         }
     }
 
