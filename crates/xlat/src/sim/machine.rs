@@ -11,7 +11,7 @@ use super::stats::{MachineStats, MosaicStats, RefCounters};
 use decoded::DecodedFrames;
 use crate::hash::page_key;
 use crate::memref::{AccessKind, Batch, MemRef};
-use crate::os::{Os, OsSpec};
+use crate::os::{Os, OsSpec, OutOfMemory};
 use crate::tlb::mosaic::{MosaicGeometry, MosaicLookup, MosaicTlb};
 use crate::tlb::{LevelGeometry, TlbHierarchy, SingleLevel, Walker};
 use crate::types::{Asid, Pfn, Translation, Vpn, BASE_PAGE_SHIFT};
@@ -175,6 +175,13 @@ impl Machine {
     /// not, Mosaic TLBs or none, and `W` ways of the `single` level's data array (0 and `None`
     /// for the general path).
     fn process_shaped<const ONE_LEVEL: bool, const TRACK: bool, const MOSAIC: bool, const W: usize>(&mut self, batch: &Batch, single: Option<SingleLevel>) -> Result<()> {
+        self.run_shaped::<ONE_LEVEL, TRACK, MOSAIC, W>(batch, single).map_err(|oom| self.out_of_memory(oom))
+    }
+
+    /// [`Machine::process_shaped`] with the error of a fault that found no frame as the OS
+    /// gives it: one word or two through the loop, named after the machine once it stops.
+    #[inline(always)]
+    fn run_shaped<const ONE_LEVEL: bool, const TRACK: bool, const MOSAIC: bool, const W: usize>(&mut self, batch: &Batch, single: Option<SingleLevel>) -> std::result::Result<(), OutOfMemory> {
         let walks = self.os.walks();
         for (i, r) in batch.refs.iter().enumerate() {
             if self.prefetch {
@@ -197,7 +204,7 @@ impl Machine {
     /// Translates the pages of `r` after its first: rare, so kept out of the loop.
     #[cold]
     #[inline(never)]
-    fn translate_later_pages<const ONE_LEVEL: bool, const TRACK: bool, const MOSAIC: bool, const W: usize>(&mut self, single: Option<SingleLevel>, r: &MemRef) -> Result<()> {
+    fn translate_later_pages<const ONE_LEVEL: bool, const TRACK: bool, const MOSAIC: bool, const W: usize>(&mut self, single: Option<SingleLevel>, r: &MemRef) -> std::result::Result<(), OutOfMemory> {
         r.later_pages().try_for_each(|page| self.translate::<ONE_LEVEL, TRACK, MOSAIC, W>(single, r.asid, page.addr().0, r.kind))
     }
 
@@ -250,7 +257,7 @@ impl Machine {
         asid: Asid,
         vaddr: u64,
         kind: AccessKind,
-    ) -> Result<()> {
+    ) -> std::result::Result<(), OutOfMemory> {
         let mut pfn = None;
         // This reference's walk, which a Mosaic TLB that misses too reuses: no walk changes the
         // page table once the page is mapped, and the TLBs' own work changes none of it.
@@ -295,7 +302,7 @@ impl Machine {
     /// Translates `vaddr` in Mosaic TLB `i`, returning its frame; `walked` is the walk of
     /// `vaddr` another TLB made for this reference, if any.
     #[inline(always)]
-    fn translate_mosaic<const TRACK: bool>(&mut self, i: usize, asid: Asid, vaddr: u64, walked: &mut Option<Translation>) -> Result<Pfn> {
+    fn translate_mosaic<const TRACK: bool>(&mut self, i: usize, asid: Asid, vaddr: u64, walked: &mut Option<Translation>) -> std::result::Result<Pfn, OutOfMemory> {
         let vpn = Vpn(vaddr >> BASE_PAGE_SHIFT);
         let MosaicLookup::Hit(cpfn) = self.mosaic[i].tlb.lookup(asid, vpn) else {
             return self.mosaic_miss::<TRACK>(i, asid, vaddr, walked);
@@ -328,7 +335,7 @@ impl Machine {
     /// records its fills as uses (see [`Os::translate_for`]), and only the first walk of a
     /// reference can be the first TLB's.
     #[inline(never)]
-    fn mosaic_miss<const TRACK: bool>(&mut self, i: usize, asid: Asid, vaddr: u64, walked: &mut Option<Translation>) -> Result<Pfn> {
+    fn mosaic_miss<const TRACK: bool>(&mut self, i: usize, asid: Asid, vaddr: u64, walked: &mut Option<Translation>) -> std::result::Result<Pfn, OutOfMemory> {
         let t = match *walked {
             Some(t) => {
                 self.os.walk_again();
@@ -365,12 +372,11 @@ impl Machine {
         self.mosaic[i].tlb.fill(asid, vpn, toc);
     }
 
-    /// A page-table walk, with the error naming this machine; `first` when it is the walk
-    /// of the machine's first TLB. Inlined into the simulation loop: as a call, its
-    /// translation came back through memory.
+    /// A page-table walk; `first` when it is the walk of the machine's first TLB. Inlined
+    /// into the simulation loop: as a call, its translation came back through memory.
     #[inline(always)]
-    fn walk(&mut self, asid: Asid, vaddr: u64, first: bool) -> Result<Translation> {
-        self.os.translate_for(asid, vaddr, first).map_err(|oom| self.out_of_memory(oom))
+    fn walk(&mut self, asid: Asid, vaddr: u64, first: bool) -> std::result::Result<Translation, OutOfMemory> {
+        self.os.translate_for(asid, vaddr, first)
     }
 
     /// Invalidates in every TLB the pages the OS just evicted (or, after an accessed-bit
