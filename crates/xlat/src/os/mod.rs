@@ -107,6 +107,9 @@ pub struct Os {
     /// Walks of the first TLB retime their page (`recency = "fill"` under an eviction
     /// policy): read on every walk.
     retime_fills: bool,
+    /// A retime only stamps the frame: no eviction-age tracker, evictable marks or Linux
+    /// lists hear of it (checked once here rather than three options per use).
+    stamp_only: bool,
     /// Pages whose TLB entries must go, since the machine last took them: evicted pages,
     /// and pages whose accessed bit a scan cleared.
     shootdowns: Vec<(Asid, Vpn)>,
@@ -134,7 +137,7 @@ impl Os {
             Placer::Iceberg(layout) => layout.unmapped(),
             _ => u8::MAX,
         };
-        Os {
+        let mut os = Os {
             spec: spec.clone(),
             table: PageTable::new(spec.page_size, no_tag),
             frames: Frames::new(frames),
@@ -152,10 +155,13 @@ impl Os {
             clock: 0,
             retime_uses: spec.recency == Recency::Access,
             retime_fills: spec.recency == Recency::Fill && spec.eviction != EvictionSpec::None,
+            stamp_only: false,
             shootdowns: Vec::new(),
             utilization: Utilization::default(),
             stats: OsStats::default(),
-        }
+        };
+        os.stamp_only = os.age.is_none() && os.evictable.is_none() && os.linux.is_none();
+        os
     }
 
     /// True when the machine must report every use with [`Os::access`]: eviction needs
@@ -239,6 +245,10 @@ impl Os {
         self.clock += 1;
         let frame = self.frame_of(pfn);
         if self.retime_uses {
+            if self.stamp_only {
+                self.frames.touch(frame, self.clock);
+                return false;
+            }
             self.retime(frame);
             if let Some(linux) = &mut self.linux {
                 linux.reference(frame);
