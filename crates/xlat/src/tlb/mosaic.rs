@@ -39,11 +39,12 @@
 //!
 //! Struct of arrays, as [`super::array::TlbArray`]: tags and metadata (`VALID | asid`) per
 //! slot, scanned by the same constant-length scans, with the same hash index above 32 ways;
-//! the ToCs as one flat `Vec<u8>` of `entries * a` codes. A sub-page's valid bit is not stored
-//! apart: the CPFN encoding reserves the unmapped code, so a sub-page is valid exactly when its
-//! code is another one, and a lookup reads one byte for both. Two memos, both checked by the differential tests,
-//! skip searches: a repeated lookup of the Mosaic page last touched costs two compares, and
-//! the fill that follows a tag miss does not search again.
+//! the ToCs as one flat `Vec<u8>` of `entries * a` codes. A sub-page's valid bit is not
+//! stored apart: the CPFN encoding reserves the unmapped code, so a sub-page is valid exactly
+//! when its code is another one, and a lookup reads one byte for both. Two memos, both
+//! checked by the differential tests, skip searches: a repeated lookup of the Mosaic page
+//! last touched costs two compares, and the fill that follows a tag miss does not search
+//! again.
 
 use super::array::{scan, scan_set, INDEX_ABOVE_WAYS, NOT_FOUND, VALID};
 use super::replacement::{Policy, ReplacementState};
@@ -147,8 +148,8 @@ pub struct MosaicTlb {
     /// stamps keep their order, the recency list and PLRU bits already point away from it,
     /// FIFO and random ignore hits). A repeated lookup of the same Mosaic page therefore skips
     /// the set scan or hash probe and the touch. Misses, in-place refills and invalidations
-    /// leave it valid (they change no replacement state, and the ToC is read
-    /// afresh); insertions replace it.
+    /// leave it valid (they change no replacement state, and the ToC is read afresh);
+    /// insertions replace it.
     last: (u32, u64, usize),
     /// The tag the last tag miss looked for, (metadata, MVPN), metadata 0 when none: known
     /// absent until an insertion (only an insertion makes a tag present), so the fill that
