@@ -290,6 +290,15 @@ impl Below<'_> {
     /// (deepest first), or from a walk, which fills them all.
     #[inline(never)]
     fn translate<K: Walker>(&mut self, asid: Asid, page: u64, walker: &mut K) -> Result<u64, K::Error> {
+        // Two levels (`skylake-like`): one side below, without the loops.
+        if let [side] = &mut self.sides[..] {
+            if let Some(pfn) = side.probe(asid, page) {
+                return Ok(pfn);
+            }
+            let pfn = walker.walk(asid, page << BASE_PAGE_SHIFT)?.0;
+            side.fill(asid, page, pfn);
+            return Ok(pfn);
+        }
         let mut hit = None;
         for (i, side) in self.sides.iter_mut().enumerate() {
             if let Some(pfn) = side.probe(asid, page) {
