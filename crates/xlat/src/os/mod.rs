@@ -107,8 +107,8 @@ pub struct Os {
     /// Walks of the first TLB retime their page (`recency = "fill"` under an eviction
     /// policy): read on every walk.
     retime_fills: bool,
-    /// A retime only stamps the frame: no eviction-age tracker, evictable marks or Linux
-    /// lists hear of it (checked once here rather than three options per use).
+    /// A recorded use only stamps the frame: no eviction-age tracker, evictable marks or
+    /// Linux lists hear of it (checked once here rather than three options per use).
     stamp_only: bool,
     /// Pages whose TLB entries must go, since the machine last took them: evicted pages,
     /// and pages whose accessed bit a scan cleared.
@@ -187,7 +187,7 @@ impl Os {
         self.stats.walks += 1;
         if let Some(t) = self.table.lookup(asid, vaddr) {
             if first_tlb && self.retime_fills {
-                self.filled(t.pfn);
+                self.record_use(self.frame_of(t.pfn));
             }
             return Ok(t);
         }
@@ -245,14 +245,7 @@ impl Os {
         self.clock += 1;
         let frame = self.frame_of(pfn);
         if self.retime_uses {
-            if self.stamp_only {
-                self.frames.touch(frame, self.clock);
-                return false;
-            }
-            self.retime(frame);
-            if let Some(linux) = &mut self.linux {
-                linux.reference(frame);
-            }
+            self.record_use(frame);
             return false;
         }
         // Recency on fill records nothing here; a scan's accessed bits have a scanner.
@@ -269,9 +262,15 @@ impl Os {
         pfn.0 >> (self.spec.page_size.shift() - BASE_PAGE_SHIFT)
     }
 
-    /// A walk found the page at `pfn` (recency on TLB fill).
-    fn filled(&mut self, pfn: Pfn) {
-        let frame = self.frame_of(pfn);
+    /// A use of the page in `frame` that recency counts (every use under recency on access,
+    /// a walk of the first TLB under recency on fill): its new timestamp, and its referenced
+    /// bit in the Linux lists.
+    #[inline(always)]
+    fn record_use(&mut self, frame: u64) {
+        if self.stamp_only {
+            self.frames.touch(frame, self.clock);
+            return;
+        }
         self.retime(frame);
         if let Some(linux) = &mut self.linux {
             linux.reference(frame);
@@ -490,7 +489,7 @@ impl Os {
     /// The CPFN of the page holding `vaddr` if it is mapped, else `None`. Only meaningful
     /// for iceberg placement.
     pub fn cpfn(&mut self, asid: Asid, vaddr: u64) -> Option<u8> {
-        let no_tag = self.table.no_tag();
+        let no_tag = self.unmapped_code();
         self.table.tags(asid, vaddr, 1).map(|tag| tag[0]).filter(|&tag| tag != no_tag)
     }
 
@@ -500,6 +499,12 @@ impl Os {
     #[inline(always)]
     pub fn toc(&mut self, asid: Asid, vaddr: u64, count: usize) -> Option<&[u8]> {
         self.table.tags(asid, vaddr, count)
+    }
+
+    /// The code the page table's tags hold for an unmapped page: the iceberg layout's
+    /// unmapped CPFN, which the Mosaic TLBs riding this OS take as theirs.
+    pub fn unmapped_code(&self) -> u8 {
+        self.table.no_tag()
     }
 
     /// The iceberg layout, when placement is iceberg.

@@ -114,16 +114,22 @@ impl PageTable {
         let leaf = self.leaf_of(asid, page)?;
         // Remembered for the ToC read of a Mosaic miss that follows the walk.
         self.last_leaf = (leaf_key(asid, page), leaf as u32);
-        let frame = self.leaves[leaf][leaf_slot(page)];
-        (frame < SWAPPED).then(|| Translation { asid, vpn: Vpn(page << (shift - BASE_PAGE_SHIFT)), pfn: Pfn(u64::from(frame) << (shift - BASE_PAGE_SHIFT)), size: self.size })
+        let pfn = self.base_frame(self.leaves[leaf][leaf_slot(page)])?;
+        Some(Translation { asid, vpn: Vpn(page << (shift - BASE_PAGE_SHIFT)), pfn, size: self.size })
     }
 
     /// The first base frame of the page holding `vaddr`, if mapped: [`PageTable::lookup`]
     /// without building the translation (the express path needs nothing else).
     #[inline(always)]
     pub fn frame(&mut self, asid: Asid, vaddr: u64) -> Option<Pfn> {
-        let frame = self.leaf_entry(asid, vaddr >> self.size.shift())?;
-        (frame < SWAPPED).then(|| Pfn(u64::from(frame) << (self.size.shift() - BASE_PAGE_SHIFT)))
+        let entry = self.leaf_entry(asid, vaddr >> self.size.shift())?;
+        self.base_frame(entry)
+    }
+
+    /// The first base frame of the page a leaf entry maps, if it maps one.
+    #[inline(always)]
+    fn base_frame(&self, entry: u32) -> Option<Pfn> {
+        (entry < SWAPPED).then(|| Pfn(u64::from(entry) << (self.size.shift() - BASE_PAGE_SHIFT)))
     }
 
     /// Starts loading the leaf entry (and with `tag`, the tag) of the page holding `vaddr`

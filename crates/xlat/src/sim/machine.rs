@@ -99,7 +99,7 @@ impl Machine {
     /// A machine in its initial state: empty TLBs, nothing mapped.
     pub fn new(spec: &MachineSpec) -> Machine {
         let os = Os::new(&spec.os, spec.seed ^ 0x6f73);
-        let unmapped = os.iceberg().map_or(u8::MAX, |layout| layout.unmapped());
+        let unmapped = os.unmapped_code();
         let mosaic = spec
             .mosaic
             .iter()
