@@ -232,6 +232,23 @@ fn ctrl_c_stops_bench_after_the_current_benchmark() {
     assert_eq!(names, ["tlb1024x4-uniform-256MiB", "tlb1024x4-uniform-16MiB"], "{lines}");
 }
 
+#[test]
+fn bench_repeats_rounds_and_reports_medians() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = xlat(&["bench", "--json", "--filter", "uniform-2MiB", "--refs", "50000", "--repeat", "3"], dir.path());
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let json: serde_json::Value = serde_json::from_str(&text(&out.stdout)).unwrap();
+    let [bench] = json.as_array().unwrap().as_slice() else { panic!("one benchmark: {json}") };
+    let mut runs: Vec<f64> = bench["runs_refs_per_second"].as_array().unwrap().iter().map(|r| r.as_f64().unwrap()).collect();
+    runs.sort_by(f64::total_cmp);
+    assert_eq!((runs.len(), bench["refs_per_second"].as_f64()), (3, Some(runs[1])), "{json}");
+    assert_eq!(bench["refs"], 50000, "{json}");
+    let out = xlat(&["bench", "--filter", "uniform-2MiB", "--refs", "50000", "--repeat", "2"], dir.path());
+    let table = text(&out.stdout);
+    assert_eq!(table.lines().count(), 1, "{table}");
+    assert!(table.starts_with("tlb1024x4-uniform-2MiB") && table.contains("M refs/s  (median of 2 runs, "), "{table}");
+}
+
 /// Sends SIGINT to `child`.
 fn interrupt(child: &std::process::Child) {
     assert!(Command::new("kill").args(["-INT", &child.id().to_string()]).status().unwrap().success());
@@ -564,6 +581,7 @@ fn bad_flag_values_are_usage_errors() {
         (&["trace", "convert", "a.lackey", "b.xlat", "--from", "bogus"], "unknown format"),
         (&["bench", "--refs", "0"], "--refs"),
         (&["bench", "--filter", "zzz"], "no benchmark name contains it"),
+        (&["bench", "--repeat", "0"], "--repeat"),
         (&["presets", "nope"], "possible values: skylake-like"),
         (&["workload", "info", "nbody", "--scale", "tiny"], "possible values: gups"),
     ] {

@@ -5,6 +5,7 @@ use crate::report::thousands;
 use crate::Outcome;
 use anyhow::Result;
 use clap::Args;
+use std::io::IsTerminal;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 use xlat::config::raw::{OneOrMany, RawMachine, RawMosaic, RawOs, RawWays};
@@ -34,10 +35,13 @@ pub struct BenchArgs {
     /// Run only the benchmarks whose name contains this text.
     #[arg(long, value_parser = filter_arg)]
     filter: Option<String>,
+    /// Rounds: every benchmark runs once per round, round after round, and prints the median
+    /// of its runs with their range (a shared host's noise then falls on all alike).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=1000))]
+    repeat: u32,
 }
 
-/// One measured benchmark.
-#[derive(serde::Serialize)]
+/// One run of a benchmark.
 struct Measurement {
     name: &'static str,
     description: &'static str,
@@ -46,10 +50,56 @@ struct Measurement {
     refs_per_second: f64,
     /// Built-in workloads: seconds of computation before the first batch (set-up not
     /// emitted), and the rate from the first batch on.
+    first_batch_seconds: Option<f64>,
+    streaming_refs_per_second: Option<f64>,
+}
+
+/// A benchmark's runs, summarized by their medians: what `xlat bench` prints.
+#[derive(serde::Serialize)]
+struct Summary {
+    name: &'static str,
+    description: &'static str,
+    /// References of each run.
+    refs: u64,
+    seconds: f64,
+    refs_per_second: f64,
     #[serde(skip_serializing_if = "Option::is_none")]
     first_batch_seconds: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     streaming_refs_per_second: Option<f64>,
+    /// The rate of every run, in the order run.
+    runs_refs_per_second: Vec<f64>,
+}
+
+impl Summary {
+    /// The medians of `runs`, runs of one benchmark (at least one).
+    fn of(runs: &[Measurement]) -> Summary {
+        let median_of = |value: fn(&Measurement) -> Option<f64>| -> Option<f64> {
+            median(&runs.iter().map(value).collect::<Option<Vec<f64>>>()?)
+        };
+        Summary {
+            name: runs[0].name,
+            description: runs[0].description,
+            refs: runs[0].refs,
+            seconds: median_of(|m| Some(m.seconds)).expect("at least one run"),
+            refs_per_second: median_of(|m| Some(m.refs_per_second)).expect("at least one run"),
+            first_batch_seconds: median_of(|m| m.first_batch_seconds),
+            streaming_refs_per_second: median_of(|m| m.streaming_refs_per_second),
+            runs_refs_per_second: runs.iter().map(|m| m.refs_per_second).collect(),
+        }
+    }
+}
+
+/// The median of `values` (the mean of the middle two for an even count); `None` when empty.
+fn median(values: &[f64]) -> Option<f64> {
+    let mut sorted = values.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    let n = sorted.len();
+    match n {
+        0 => None,
+        _ if n % 2 == 1 => Some(sorted[n / 2]),
+        _ => Some((sorted[n / 2 - 1] + sorted[n / 2]) / 2.0),
+    }
 }
 
 /// A benchmark: a name, what it measures, and how to build its source and machines.
@@ -273,116 +323,219 @@ fn simulate(source: Box<dyn RefSource>, machine: RawMachine, name: &'static str,
     })
 }
 
-/// Writes a native trace of `refs` references (a uniform 8-byte heap stream over 1 GiB with
-/// one instruction fetch per three data references, the shape of real traces) and times
-/// reading it back without simulating.
-fn measure_native_read(refs: u64) -> Result<Measurement> {
-    let dir = tempfile::tempdir()?;
-    let path = dir.path().join("bench.xlat");
-    let spec = SyntheticSpec {
-        pattern: Pattern::Uniform,
-        footprint: 1 << 30,
-        refs,
-        base: 0x7f00_0000_0000,
-        size: 8,
-        store_fraction: 0.3,
-        asid: 0,
-        seed: 42,
-    };
-    let mut source = Synthetic::new(spec)?;
-    let mut writer = NativeWriter::create(&path, &serde_json::json!({ "bench": NATIVE_READ }))?;
-    let mut batch = Batch::with_capacity(1 << 16);
-    let mut pc = 0x40_0000u64;
-    while source.fill(&mut batch, 1 << 16)? > 0 {
-        for (i, r) in batch.refs.iter().enumerate() {
-            if i % 3 == 0 {
-                pc = 0x40_0000 + (pc + 4 - 0x40_0000) % (1 << 20);
-                writer.write(&MemRef::ifetch(pc, 4), 1)?;
+/// The trace `native-read` reads: written once (a uniform 8-byte heap stream over 1 GiB with
+/// one instruction fetch per three data references, the shape of real traces), read by
+/// every round.
+struct NativeTrace {
+    /// Holds the file; removed with it.
+    _dir: tempfile::TempDir,
+    path: std::path::PathBuf,
+}
+
+impl NativeTrace {
+    /// Writes a trace of `refs` data references and their instruction fetches.
+    fn write(refs: u64) -> Result<NativeTrace> {
+        let dir = tempfile::tempdir()?;
+        let path = dir.path().join("bench.xlat");
+        let spec = SyntheticSpec {
+            pattern: Pattern::Uniform,
+            footprint: 1 << 30,
+            refs,
+            base: 0x7f00_0000_0000,
+            size: 8,
+            store_fraction: 0.3,
+            asid: 0,
+            seed: 42,
+        };
+        let mut source = Synthetic::new(spec)?;
+        let mut writer = NativeWriter::create(&path, &serde_json::json!({ "bench": NATIVE_READ }))?;
+        let mut batch = Batch::with_capacity(1 << 16);
+        let mut pc = 0x40_0000u64;
+        while source.fill(&mut batch, 1 << 16)? > 0 {
+            for (i, r) in batch.refs.iter().enumerate() {
+                if i % 3 == 0 {
+                    pc = 0x40_0000 + (pc + 4 - 0x40_0000) % (1 << 20);
+                    writer.write(&MemRef::ifetch(pc, 4), 1)?;
+                }
+                writer.write(r, 0)?;
             }
-            writer.write(r, 0)?;
+            batch.clear();
         }
-        batch.clear();
+        writer.finish()?;
+        Ok(NativeTrace { _dir: dir, path })
     }
-    writer.finish()?;
-    let mut reader = trace::open(&path, Some(TraceFormat::Native))?;
-    let started = Instant::now();
-    let mut done = 0u64;
-    loop {
-        batch.clear();
-        let n = reader.fill(&mut batch, validate::DEFAULT_BATCH)?;
-        if n == 0 {
-            break;
+
+    /// Times reading the trace without simulating.
+    fn read(&self) -> Result<Measurement> {
+        let mut reader = trace::open(&self.path, Some(TraceFormat::Native))?;
+        let mut batch = Batch::with_capacity(validate::DEFAULT_BATCH);
+        let started = Instant::now();
+        let mut done = 0u64;
+        loop {
+            batch.clear();
+            let n = reader.fill(&mut batch, validate::DEFAULT_BATCH)?;
+            if n == 0 {
+                break;
+            }
+            done += n as u64;
         }
-        done += n as u64;
+        let seconds = started.elapsed().as_secs_f64();
+        Ok(Measurement {
+            name: NATIVE_READ,
+            description: "reading a native trace (uniform heap stream over 1 GiB + instruction fetches), no simulation",
+            refs: done,
+            seconds,
+            refs_per_second: done as f64 / seconds,
+            first_batch_seconds: None,
+            streaming_refs_per_second: None,
+        })
     }
-    let seconds = started.elapsed().as_secs_f64();
-    Ok(Measurement {
-        name: NATIVE_READ,
-        description: "reading a native trace (uniform heap stream over 1 GiB + instruction fetches), no simulation",
-        refs: done,
-        seconds,
-        refs_per_second: done as f64 / seconds,
-        first_batch_seconds: None,
-        streaming_refs_per_second: None,
-    })
 }
 
 /// Name of the trace-reading benchmark.
 const NATIVE_READ: &str = "native-read";
 
-/// Every benchmark's name.
-fn names() -> impl Iterator<Item = &'static str> {
-    CASES.iter().map(|c| c.name).chain(WORKLOAD_CASES.iter().map(|c| c.name)).chain([NATIVE_READ])
+/// A benchmark of the suite.
+#[derive(Clone, Copy)]
+enum Bench {
+    Synthetic(&'static Case),
+    Workload(&'static WorkloadCase),
+    NativeRead,
+}
+
+impl Bench {
+    fn name(self) -> &'static str {
+        match self {
+            Bench::Synthetic(case) => case.name,
+            Bench::Workload(case) => case.name,
+            Bench::NativeRead => NATIVE_READ,
+        }
+    }
+
+    /// One run of `refs` references. `native-read` writes its trace into `trace` on its first
+    /// run; later rounds read the same file.
+    fn measure(self, refs: u64, trace: &mut Option<NativeTrace>) -> Result<Measurement> {
+        match self {
+            Bench::Synthetic(case) => measure(case, refs),
+            Bench::Workload(case) => measure_workload(case, refs),
+            Bench::NativeRead => {
+                if trace.is_none() {
+                    *trace = Some(NativeTrace::write(refs)?);
+                }
+                trace.as_ref().expect("written above").read()
+            }
+        }
+    }
+}
+
+/// Every benchmark, in the order they run.
+fn suite() -> impl Iterator<Item = Bench> {
+    CASES.iter().map(Bench::Synthetic).chain(WORKLOAD_CASES.iter().map(Bench::Workload)).chain([Bench::NativeRead])
 }
 
 /// Parses `--filter`: a text no benchmark name contains is a usage error (exit code 2)
 /// rather than an empty, successful run.
 fn filter_arg(text: &str) -> Result<String, String> {
-    if names().any(|n| n.contains(text)) {
+    if suite().any(|b| b.name().contains(text)) {
         Ok(text.to_string())
     } else {
-        Err(format!("no benchmark name contains it (the benchmarks are {})", names().collect::<Vec<_>>().join(", ")))
+        Err(format!("no benchmark name contains it (the benchmarks are {})", suite().map(Bench::name).collect::<Vec<_>>().join(", ")))
     }
 }
 
-/// Runs the benchmarks and prints their speed. Setting `interrupt` stops them once the
-/// current one is measured (a benchmark cut short would measure something else); what was
-/// measured is printed, and the outcome is [`Outcome::Interrupted`].
+/// Runs the benchmarks, `--repeat` rounds of each, and prints their speed: a benchmark's line
+/// comes once its last round is measured. Setting `interrupt` stops them once the current one
+/// is measured (a benchmark cut short would measure something else); the medians of what was
+/// measured are printed, and the outcome is [`Outcome::Interrupted`].
 pub fn run(args: &BenchArgs, interrupt: &AtomicBool) -> Result<Outcome> {
-    let selected = |name: &str| args.filter.as_ref().is_none_or(|f| name.contains(f.as_str()));
-    let mut results = Vec::new();
-    let simulations = CASES.iter().filter(|c| selected(c.name)).map(|case| measure(case, args.refs));
-    let workloads = WORKLOAD_CASES.iter().filter(|c| selected(c.name)).map(|case| measure_workload(case, args.refs));
-    // Lazy like the others, so that it too runs only if no interrupt came before it.
-    let reads = std::iter::once(NATIVE_READ).filter(|n| selected(n)).map(|_| measure_native_read(args.refs));
-    let mut interrupted = false;
-    for m in simulations.chain(workloads).chain(reads) {
-        let m = m?;
-        if !args.json {
-            print_measurement(&m)?;
-        }
-        results.push(m);
-        interrupted = interrupt.load(Ordering::Relaxed);
-        if interrupted {
-            break;
+    let selected: Vec<Bench> = suite().filter(|b| args.filter.as_ref().is_none_or(|f| b.name().contains(f.as_str()))).collect();
+    let mut runs: Vec<Vec<Measurement>> = selected.iter().map(|_| Vec::new()).collect();
+    let mut trace = None;
+    let rounds = args.repeat;
+    let mut printed = 0;
+    let mut interrupted = None;
+    'rounds: for round in 1..=rounds {
+        for (i, bench) in selected.iter().enumerate() {
+            let m = bench.measure(args.refs, &mut trace)?;
+            if rounds > 1 && std::io::stderr().is_terminal() {
+                eprintln!("round {round} of {rounds}: {:<30} {:>8.1} M refs/s", m.name, m.refs_per_second / 1e6);
+            }
+            runs[i].push(m);
+            if round == rounds && !args.json {
+                print_summary(&Summary::of(&runs[i]))?;
+                printed = i + 1;
+            }
+            if interrupt.load(Ordering::Relaxed) {
+                interrupted = Some(round);
+                break 'rounds;
+            }
         }
     }
+    let summaries: Vec<Summary> = runs.iter().filter(|r| !r.is_empty()).map(|r| Summary::of(r)).collect();
     if args.json {
-        outln!("{}", serde_json::to_string_pretty(&results)?)?;
+        outln!("{}", serde_json::to_string_pretty(&summaries)?)?;
+    } else {
+        summaries.iter().skip(printed).try_for_each(print_summary)?;
     }
-    if interrupted {
-        eprintln!("interrupted: {} benchmarks measured, the others not run", results.len());
-        return Ok(Outcome::Interrupted);
+    let Some(round) = interrupted else { return Ok(Outcome::Done) };
+    if rounds == 1 {
+        eprintln!("interrupted: {} benchmarks measured, the others not run", summaries.len());
+    } else {
+        eprintln!("interrupted in round {round} of {rounds}: the medians printed are of the runs measured so far");
     }
-    Ok(Outcome::Done)
+    Ok(Outcome::Interrupted)
 }
 
-/// Prints one measurement as a table line (two for built-in workloads).
-fn print_measurement(m: &Measurement) -> Result<()> {
-    outln!("{:<30} {:>8.1} M refs/s  ({} refs in {:.2} s)  {}", m.name, m.refs_per_second / 1e6,
-        thousands(m.refs), m.seconds, m.description)?;
-    if let (Some(first), Some(rate)) = (m.first_batch_seconds, m.streaming_refs_per_second) {
-        outln!("{:<30} {:>8.1} M refs/s  after the first batch ({first:.2} s of computation before it)", "", rate / 1e6)?;
+/// Prints one benchmark as a table line (two for built-in workloads): with several runs,
+/// their median and range.
+fn print_summary(s: &Summary) -> Result<()> {
+    let runs = &s.runs_refs_per_second;
+    let rate = s.refs_per_second / 1e6;
+    if let [_] = runs[..] {
+        outln!("{:<30} {rate:>8.1} M refs/s  ({} refs in {:.2} s)  {}", s.name, thousands(s.refs), s.seconds, s.description)?;
+    } else {
+        let (low, high) = runs.iter().fold((f64::INFINITY, 0f64), |(l, h), &r| (l.min(r), h.max(r)));
+        outln!("{:<30} {rate:>8.1} M refs/s  (median of {} runs, {:.1}–{:.1}; {} refs each)  {}",
+            s.name, runs.len(), low / 1e6, high / 1e6, thousands(s.refs), s.description)?;
+    }
+    if let (Some(first), Some(rate)) = (s.first_batch_seconds, s.streaming_refs_per_second) {
+        let median = if runs.len() > 1 { "median " } else { "" };
+        outln!("{:<30} {:>8.1} M refs/s  after the first batch ({median}{first:.2} s of computation before it)", "", rate / 1e6)?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(rate: f64, streaming: Option<f64>) -> Measurement {
+        Measurement {
+            name: "b",
+            description: "d",
+            refs: 10,
+            seconds: 10.0 / rate,
+            refs_per_second: rate,
+            first_batch_seconds: streaming.map(|_| rate / 100.0),
+            streaming_refs_per_second: streaming,
+        }
+    }
+
+    #[test]
+    fn median_of_odd_even_and_no_values() {
+        assert_eq!(median(&[3.0, 1.0, 2.0]), Some(2.0));
+        assert_eq!(median(&[4.0, 1.0, 3.0, 2.0]), Some(2.5));
+        assert_eq!(median(&[7.0]), Some(7.0));
+        assert_eq!(median(&[]), None);
+    }
+
+    #[test]
+    fn a_summary_takes_each_field_s_median_and_keeps_every_rate_in_order() {
+        let s = Summary::of(&[run(5.0, Some(50.0)), run(1.0, Some(70.0)), run(3.0, Some(60.0))]);
+        assert_eq!((s.refs_per_second, s.seconds), (3.0, 10.0 / 3.0));
+        assert_eq!((s.streaming_refs_per_second, s.first_batch_seconds), (Some(60.0), Some(0.03)));
+        assert_eq!(s.runs_refs_per_second, [5.0, 1.0, 3.0]);
+        let synthetic = Summary::of(&[run(2.0, None), run(4.0, None)]);
+        assert_eq!((synthetic.refs_per_second, synthetic.streaming_refs_per_second), (3.0, None));
+    }
 }
