@@ -544,6 +544,7 @@ impl Os {
         stats.eviction_age = self.age.as_ref().map(AgeTracker::stats);
         stats.memory_bytes = self.spec.memory;
         stats.swap_io_bytes = (stats.swap_ins + stats.swap_outs) * self.spec.page_size.bytes();
+        stats.shootdowns = stats.swap_outs + stats.scan_shootdowns;
         stats
     }
 

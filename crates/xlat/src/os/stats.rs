@@ -18,6 +18,9 @@ pub struct OsStats {
     pub evictions: u64,
     /// Pages shot down because an accessed-bit scan cleared their bit (`recency = "scan"`).
     pub scan_shootdowns: u64,
+    /// Pages shot down in every TLB of the machine, by evictions and by accessed-bit scans:
+    /// `swap_outs + scan_shootdowns`.
+    pub shootdowns: u64,
     /// Evictions of ghosts: Horizon LRU's pages older than the horizon, lazy Iceberg LRU's
     /// pages marked evictable.
     pub ghost_evictions: u64,

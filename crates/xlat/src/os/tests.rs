@@ -299,5 +299,5 @@ fn a_page_placed_in_a_scanned_frame_starts_cold() {
     assert_eq!(os.stats().scan_shootdowns, 1);
     // Page 11 evicts it and takes its frame, but not its history: the scan reads its bit.
     touch(&mut os, 11);
-    assert_eq!((os.stats().swap_outs, os.stats().scan_shootdowns), (1, 2));
+    assert_eq!((os.stats().swap_outs, os.stats().scan_shootdowns, os.stats().shootdowns), (1, 2, 3));
 }

@@ -94,6 +94,8 @@ pub struct ResultRow {
     pub swap_ins: u64,
     /// Pages written to swap (evictions).
     pub swap_outs: u64,
+    /// Pages shot down in every TLB of the machine (evictions and accessed-bit scans).
+    pub shootdowns: u64,
     /// Associativity conflicts of the placement.
     pub conflicts: u64,
     /// Memory utilization at the first associativity conflict.
@@ -148,6 +150,7 @@ impl MachineStats {
             swap_io_bytes: os.swap_io_bytes,
             swap_ins: os.swap_ins,
             swap_outs: os.swap_outs,
+            shootdowns: os.shootdowns,
             conflicts: os.conflicts,
             first_conflict_utilization: os.first_conflict_utilization,
             steady_state_utilization: os.steady_state_utilization,
