@@ -358,18 +358,20 @@ impl Machine {
     /// Fills Mosaic TLB `i` with the ToC of the Mosaic page holding `vpn`: the CPFN of every
     /// sub-page mapped now.
     fn fill_toc(&mut self, i: usize, asid: Asid, vpn: Vpn) {
-        let arity = self.mosaic[i].tlb.geometry().arity as usize;
+        let Machine { mosaic, os, unmapped_toc, .. } = self;
+        let tlb = &mut mosaic[i].tlb;
+        let arity = tlb.geometry().arity as usize;
         let base = vpn.0 & !(arity as u64 - 1);
-        let toc = match self.os.toc(asid, base << BASE_PAGE_SHIFT, arity) {
+        let toc = match os.toc(asid, base << BASE_PAGE_SHIFT, arity) {
             Some(toc) => toc,
             None => {
-                if self.unmapped_toc.len() < arity {
-                    self.unmapped_toc.resize(arity, self.mosaic[i].tlb.unmapped());
+                if unmapped_toc.len() < arity {
+                    unmapped_toc.resize(arity, tlb.unmapped());
                 }
-                &self.unmapped_toc[..arity]
+                &unmapped_toc[..arity]
             }
         };
-        self.mosaic[i].tlb.fill(asid, vpn, toc);
+        tlb.fill(asid, vpn, toc);
     }
 
     /// A page-table walk; `first` when it is the walk of the machine's first TLB. Inlined
