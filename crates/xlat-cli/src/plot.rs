@@ -7,7 +7,7 @@ use plotters::style::FontStyle;
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Once;
-use xlat::config::plot::{PlotKind, PlotSpec};
+use xlat::config::plot::{PlotData, PlotKind, PlotSpec};
 
 /// The font every plot uses, shipped with the binary so plots look the same everywhere.
 static FONT: &[u8] = include_bytes!("../assets/DejaVuSans.ttf");
@@ -58,7 +58,11 @@ pub fn draw(dir: &Path, plot: &PlotSpec) -> Result<()> {
     REGISTER.call_once(|| {
         let _ = plotters::style::register_font("sans-serif", FontStyle::Normal, FONT);
     });
-    let table = Table::read(&dir.join(plot.data.file()))?;
+    let data = dir.join(plot.data.file());
+    if plot.data == PlotData::EvictionAge && !data.exists() {
+        bail!("no machine evicted a page in this run, so there is no {} to plot", plot.data.file());
+    }
+    let table = Table::read(&data)?;
     let panels = panels(&table, plot)?;
     let out = dir.join(&plot.file);
     let tmp = dir.join(format!(".{}.tmp.png", plot.file.trim_end_matches(".png")));

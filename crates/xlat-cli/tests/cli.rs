@@ -683,6 +683,16 @@ fn plot_errors_give_their_cause() {
         let err = text(&out.stderr);
         assert!(err.contains("drawing a.png: ") && err.contains(wanted), "{err}");
     }
+    // Eviction ages are tracked, but the 4 MiB footprint fits the 64 MiB memory.
+    let ages = format!(
+        "{EXPERIMENT}[machine.os]\nmemory = \"64MiB\"\nplacement = \"iceberg\"\neviction = \"horizon-lru\"\nage_window = 100\n\n\
+         [[plot]]\nfile = \"a.png\"\nkind = \"lines\"\ndata = \"eviction-age\"\nx = \"window\"\ny = [\"mean_age\"]\n"
+    );
+    std::fs::write(dir.path().join("exp.toml"), ages).unwrap();
+    let out = xlat(&["run", "exp.toml", "--out", "res", "-q"], dir.path());
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("drawing a.png: no machine evicted a page in this run, so there is no eviction_age.csv to plot"), "{err}");
 }
 
 #[test]

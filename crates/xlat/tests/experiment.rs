@@ -193,6 +193,7 @@ fn configuration_errors_name_the_field() {
         (SMALL.replace("memory = \"64MiB\"", "memory = \"64XB\""), "", "unknown size suffix"),
         (SMALL.replace("refs = 50_000\n\n[[workload]]", "refs = 50_000\nstride = 64\n\n[[workload]]"), "workload[0].stride", "only strided"),
         (SMALL.replace("type = \"sequential\"", "type = \"trace\""), "workload[0].footprint", "only synthetic"),
+        (SMALL.replace("type = \"sequential\"\nfootprint = \"1MiB\"\nrefs = 50_000", "type = \"trace\"\npath = \"\""), "workload[0].path", "the trace path is empty"),
         (SMALL.replace("name = \"zipf\"", "name = \"seq\""), "workload[1].name", "already named"),
         (SMALL.replace("schema = 1", "schema = 2"), "schema", "not supported"),
         (SMALL.replace("placement = \"sequential\"", "placement = \"sequential\"\ncolour = 1"), "", "unknown field `colour`"),

@@ -155,6 +155,9 @@ fn trace_source(w: &RawWorkload, path: &str, base_dir: &Path) -> Result<SourceSp
     let Some(file) = &w.path else {
         return err(format!("{path}.path"), "a trace workload needs a `path`");
     };
+    if file.as_os_str().is_empty() {
+        return err(format!("{path}.path"), "the trace path is empty");
+    }
     let format = match &w.format {
         None => None,
         Some(name) => Some(TraceFormat::from_name(name).ok_or_else(|| {
