@@ -73,6 +73,11 @@ pub struct AddressSpace {
     trim_threshold: u64,
     /// Anonymous mappings: start → end.
     mappings: BTreeMap<u64, u64>,
+    /// (`len`, `ceiling`): no gap of `len` bytes or more lies between mappings above
+    /// `ceiling`, so the search for such a gap starts there instead of walking every mapping
+    /// from the top again (a workload mapping many slabs made that quadratic). New mappings
+    /// only fill gaps, so it holds until a mapping is freed.
+    gap_hint: Option<(u64, u64)>,
     live: FxHashMap<u64, Placement>,
     /// Freed heap chunks by chunk size, reused last freed first.
     free_chunks: FxHashMap<u64, Vec<u64>>,
@@ -106,6 +111,7 @@ impl AddressSpace {
             threshold: MMAP_THRESHOLD,
             trim_threshold: 2 * MMAP_THRESHOLD,
             mappings,
+            gap_hint: None,
             live: FxHashMap::default(),
             free_chunks: FxHashMap::default(),
         }
@@ -164,6 +170,8 @@ impl AddressSpace {
         let len = align_up(chunk + 8, PAGE);
         let start = self.highest_gap(len);
         self.mappings.insert(start, start + len);
+        // The search passed over gaps smaller than `len` down to this mapping.
+        self.gap_hint = Some((len, start));
         let mem = start + 16;
         self.live.insert(mem, Placement::Mapped(start, len));
         mem
@@ -171,8 +179,11 @@ impl AddressSpace {
 
     /// The start of the highest gap of `len` bytes below the libraries (top-down placement).
     fn highest_gap(&self, len: u64) -> u64 {
-        let mut ceiling = MMAP_BASE;
-        for (&start, &end) in self.mappings.range(..MMAP_BASE).rev() {
+        let mut ceiling = match self.gap_hint {
+            Some((smallest, below)) if len >= smallest => below,
+            _ => MMAP_BASE,
+        };
+        for (&start, &end) in self.mappings.range(..ceiling).rev() {
             if ceiling - end >= len {
                 break;
             }
@@ -189,6 +200,7 @@ impl AddressSpace {
         match self.live.remove(&addr) {
             Some(Placement::Mapped(start, len)) => {
                 self.mappings.remove(&start);
+                self.gap_hint = None;
                 if len > self.threshold && len <= MMAP_THRESHOLD_MAX {
                     self.threshold = len;
                     self.trim_threshold = 2 * len;
@@ -275,6 +287,41 @@ mod tests {
         assert_eq!(first, singles[0]);
         assert_eq!(singles[999], first + 999 * 32);
         assert_eq!(a.malloc(100), b.malloc(100));
+    }
+
+    /// The highest gap of `len` bytes, found by walking every mapping from the top.
+    fn highest_gap_by_walking(a: &AddressSpace, len: u64) -> u64 {
+        let mut ceiling = MMAP_BASE;
+        for (&start, &end) in a.mappings.range(..MMAP_BASE).rev() {
+            if ceiling - end >= len {
+                break;
+            }
+            ceiling = start;
+        }
+        ceiling - len
+    }
+
+    proptest::proptest! {
+        /// Mappings land where a walk of every mapping from the top puts them, whatever
+        /// was mapped and freed before: the gap hint only saves the walk.
+        #[test]
+        fn mappings_take_the_highest_gap(ops in proptest::collection::vec((0u64..6, proptest::bool::ANY, 0usize..64), 1..200)) {
+            let mut a = AddressSpace::new();
+            let mut live = Vec::new();
+            for (size, free, pick) in ops {
+                if free && !live.is_empty() {
+                    a.free(live.swap_remove(pick % live.len()));
+                    continue;
+                }
+                // 33 to 73 MiB: above the largest dynamic threshold, so always mapped, and
+                // of several sizes, so that freed gaps fit some requests and not others.
+                let bytes = (33 + size * 8) << 20;
+                let walked = highest_gap_by_walking(&a, align_up(chunk_size(bytes) + 8, PAGE));
+                let addr = a.malloc(bytes);
+                proptest::prop_assert_eq!(addr, walked + 16);
+                live.push(addr);
+            }
+        }
     }
 
     #[test]
