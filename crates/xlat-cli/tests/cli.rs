@@ -696,6 +696,18 @@ fn plot_errors_give_their_cause() {
 }
 
 #[test]
+fn memory_beyond_an_address_space_limit_is_a_clear_error() {
+    // 1 TiB of frames needs 5.5 GiB of host memory, more than `ulimit -v` leaves (4 GB).
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("big.toml"), EXPERIMENT.to_string() + "[machine.os]\nmemory = \"1TiB\"\n").unwrap();
+    let script = format!("ulimit -v 4000000 && exec '{}' run big.toml -q", env!("CARGO_BIN_EXE_xlat"));
+    let out = Command::new("sh").args(["-c", &script]).current_dir(dir.path()).output().unwrap();
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("machine[0].os.memory: cannot allocate 5.50GiB of host memory"), "{err}");
+}
+
+#[test]
 fn memory_beyond_the_host_is_a_clear_error() {
     // 15 TiB of 4 KiB frames passes the frame-count limit, but their state needs 82.5 GiB
     // of host memory: an error naming the field where the host has less, never an abort.

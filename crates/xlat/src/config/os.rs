@@ -82,14 +82,14 @@ pub fn validate(raw: &RawOs, path: &str) -> Result<OsSpec> {
     Ok(OsSpec { memory, page_size, placement, eviction, recency, age_window: raw.age_window })
 }
 
-/// Checks that the host, with `host` bytes of memory (RAM and swap; unknown when `None`), can
+/// Checks that the host, with `host` bytes of memory for this process (unknown when `None`), can
 /// hold the state of `frames` frames of simulated memory, so that a too large memory is an
 /// error naming the field rather than an allocation failure once the run has begun.
 fn fits_host(memory: u64, frames: u64, host: Option<u64>, path: &str) -> Result<()> {
     let needed = frames * HOST_BYTES_PER_FRAME;
     match host {
         Some(host) if needed > host => {
-            let what = format!("the {} of simulated memory (the host has {})", format_bytes(memory), format_bytes(host));
+            let what = format!("the {} of simulated memory (this process may use {})", format_bytes(memory), format_bytes(host));
             err(path, crate::host::cannot_allocate(needed, &what))
         }
         _ => Ok(()),
@@ -246,7 +246,7 @@ mod tests {
     fn memory_beyond_the_host_is_an_error_naming_the_bytes_needed() {
         let frames = 15u64 << 28; // 15 TiB of 4 KiB frames
         let e = fits_host(15 << 40, frames, Some(16 << 30), "machine[0].os.memory").unwrap_err().to_string();
-        assert!(e.starts_with("machine[0].os.memory: cannot allocate 82.50GiB of host memory for the 15TiB of simulated memory (the host has 16GiB)"), "{e}");
+        assert!(e.starts_with("machine[0].os.memory: cannot allocate 82.50GiB of host memory for the 15TiB of simulated memory (this process may use 16GiB)"), "{e}");
         assert!(fits_host(16 << 30, 1 << 22, Some(16 << 30), "m").is_ok());
         assert!(fits_host(15 << 40, frames, None, "m").is_ok(), "no check where the host's memory is unknown");
     }
