@@ -577,6 +577,7 @@ fn bad_flag_values_are_usage_errors() {
     for (args, wanted) in [
         (&["workload", "info", "gups", "--scale", "huge"][..], "unknown scale"),
         (&["workload", "info", "gups", "--scale", "tiny", "--set", "oops"], "expected KEY=VALUE"),
+        (&["workload", "info", "btree", "--scale", "tiny", "--set", "keys=18446744073709551615"], "out of range: integers are 64-bit signed"),
         (&["trace", "convert", "a.lackey", "b.out", "--to", "bogus"], "unknown format"),
         (&["trace", "convert", "a.lackey", "b.xlat", "--from", "bogus"], "unknown format"),
         (&["bench", "--refs", "0"], "--refs"),

@@ -53,11 +53,13 @@ fn scale_arg(name: &str) -> Result<Scale, String> {
 fn key_value(item: &str) -> Result<(String, toml::Value), String> {
     let (key, value) = item.split_once('=').ok_or("expected KEY=VALUE")?;
     let (key, value) = (key.trim(), value.trim());
-    let parsed = toml::from_str::<toml::Table>(&format!("v = {value}"))
-        .ok()
-        .and_then(|mut t| t.remove("v"))
-        .unwrap_or_else(|| toml::Value::String(value.to_string()));
-    Ok((key.to_string(), parsed))
+    let parsed = toml::from_str::<toml::Table>(&format!("v = {value}")).ok().and_then(|mut t| t.remove("v"));
+    // An integer TOML cannot hold would otherwise pass on as a string, and be reported as one.
+    let integer = value.replace('_', "").parse::<i128>().ok();
+    if parsed.is_none() && integer.is_some_and(|n| i64::try_from(n).is_err()) {
+        return Err(format!("{value} is out of range: integers are 64-bit signed, at most {}", i64::MAX));
+    }
+    Ok((key.to_string(), parsed.unwrap_or_else(|| toml::Value::String(value.to_string()))))
 }
 
 impl Selection {
