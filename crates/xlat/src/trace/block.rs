@@ -16,6 +16,11 @@ const ASID_CHANGED: u8 = 1 << 4;
 /// Longest possible record: tag, instruction varint (10), ASID (3), size (3), delta (10).
 pub(crate) const MAX_RECORD_BYTES: usize = 27;
 
+/// Most records a block may hold (the writer puts 65 536 in one): a block is decoded whole,
+/// so this bounds what a reader allocates for one at about 113 MB, where a block of 2^31
+/// two-byte records, valid but for this bound, would take 4 GiB from a file of 130 KB.
+pub const MAX_BLOCK_RECORDS: u32 = 1 << 22;
+
 /// The delta state shared by encoder and decoder: reset at each block start.
 #[derive(Clone, Copy, Debug, Default)]
 struct DeltaState {

@@ -18,6 +18,7 @@ mod varint;
 pub use champsim::{ChampSimReader, ChampSimWriter};
 pub use info::{info, TraceInfo};
 pub use lackey::{LackeyReader, LackeyWriter};
+pub use block::MAX_BLOCK_RECORDS;
 pub use native::NativeWriter;
 pub use native_reader::NativeReader;
 

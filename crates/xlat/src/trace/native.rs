@@ -1,7 +1,7 @@
 //! The native trace format: layout constants and the writer. The layout is specified in
 //! `docs/trace-format.md`; the reader is [`super::NativeReader`].
 
-use super::block::BlockEncoder;
+use super::block::{BlockEncoder, MAX_BLOCK_RECORDS};
 use super::io::Compression;
 use crate::atomic::{persist, temp_for};
 use crate::memref::{past_top, AccessKind, Batch, MemRef};
@@ -120,9 +120,10 @@ impl NativeWriter {
         })
     }
 
-    /// Sets the records per block (at least 1); small blocks are useful in tests.
+    /// Sets the records per block (1 to [`MAX_BLOCK_RECORDS`]); small blocks are useful in
+    /// tests.
     pub fn with_block_records(mut self, n: u32) -> NativeWriter {
-        self.block_records = n.max(1);
+        self.block_records = n.clamp(1, MAX_BLOCK_RECORDS);
         self
     }
 
