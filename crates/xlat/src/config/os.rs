@@ -96,6 +96,27 @@ fn fits_host(memory: u64, frames: u64, host: Option<u64>, path: &str) -> Result<
     }
 }
 
+/// Checks that the host, with `host` bytes for this process, can hold at once the frame state
+/// of the memories `oses` of the machines one workload runs on (all are built before it
+/// starts); `path` names the workload. Each memory alone was checked with its machine.
+pub(super) fn fit_together<'a>(oses: impl Iterator<Item = &'a OsSpec>, host: Option<u64>, path: &str) -> Result<()> {
+    let (count, memory, frames) = oses.fold((0, 0u64, 0u64), |(n, bytes, frames), os| {
+        (n + 1, bytes.saturating_add(os.memory), frames.saturating_add(os.memory / os.page_size.bytes()))
+    });
+    let needed = frames.saturating_mul(HOST_BYTES_PER_FRAME);
+    match host {
+        Some(host) if count > 1 && needed > host => {
+            let what = format!(
+                "the {count} machines it runs on at once ({} of simulated memory in all; this process may use {})",
+                format_bytes(memory),
+                format_bytes(host)
+            );
+            err(path, crate::host::cannot_allocate(needed, &what))
+        }
+        _ => Ok(()),
+    }
+}
+
 /// How a unit variant (`EvictionKind::HorizonLru`) is written in files (`horizon-lru`), for
 /// messages that speak the configuration's language.
 fn spelling(value: &impl serde::Serialize) -> String {
@@ -249,6 +270,18 @@ mod tests {
         assert!(e.starts_with("machine[0].os.memory: cannot allocate 82.50GiB of host memory for the 15TiB of simulated memory (this process may use 16GiB)"), "{e}");
         assert!(fits_host(16 << 30, 1 << 22, Some(16 << 30), "m").is_ok());
         assert!(fits_host(15 << 40, frames, None, "m").is_ok(), "no check where the host's memory is unknown");
+    }
+
+    #[test]
+    fn the_machines_of_a_workload_must_fit_the_host_together() {
+        let os = |memory: u64| OsSpec::simple(memory, PlacementSpec::Sequential);
+        let (half, third) = (os(7 << 40), os(5 << 40));
+        // 12 TiB of 4 KiB frames need 66 GiB; each memory alone (38.5, 27.5 GiB) fits 40 GiB.
+        let e = fit_together([&half, &third].into_iter(), Some(40 << 30), "workload[1]").unwrap_err().to_string();
+        assert!(e.starts_with("workload[1]: cannot allocate 66GiB of host memory for the 2 machines it runs on at once (12TiB of simulated memory in all; this process may use 40GiB)"), "{e}");
+        assert!(fit_together([&half, &third].into_iter(), Some(70 << 30), "w").is_ok());
+        assert!(fit_together([&half, &third].into_iter(), None, "w").is_ok(), "no check where the host's memory is unknown");
+        assert!(fit_together([&os(15 << 40)].into_iter(), Some(1 << 30), "w").is_ok(), "one machine is checked with its own field");
     }
 
     #[test]
