@@ -59,8 +59,10 @@ pub fn draw(dir: &Path, plot: &PlotSpec) -> Result<()> {
         let _ = plotters::style::register_font("sans-serif", FontStyle::Normal, FONT);
     });
     let data = dir.join(plot.data.file());
-    if plot.data == PlotData::EvictionAge && !data.exists() {
-        bail!("no machine evicted a page in this run, so there is no {} to plot", plot.data.file());
+    // The results are there but no eviction ages: the run wrote none (a missing directory
+    // is reported by the read below).
+    if plot.data == PlotData::EvictionAge && !data.exists() && dir.join(PlotData::Results.file()).exists() {
+        bail!("no machine completed a window of `age_window` evictions in this run, so there is no {} to plot", plot.data.file());
     }
     let table = Table::read(&data)?;
     let panels = panels(&table, plot)?;

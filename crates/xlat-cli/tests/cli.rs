@@ -249,6 +249,30 @@ fn bench_repeats_rounds_and_reports_medians() {
     assert!(table.starts_with("tlb1024x4-uniform-2MiB") && table.contains("M refs/s  (median of 2 runs, "), "{table}");
 }
 
+#[test]
+fn ctrl_c_in_a_round_prints_the_medians_measured_once_each() {
+    let dir = tempfile::tempdir().unwrap();
+    let child = Command::new(env!("CARGO_BIN_EXE_xlat"))
+        .args(["bench", "--filter", "tlb1024x4-uniform", "--refs", "50000000", "--repeat", "3"])
+        .current_dir(dir.path())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // A round of the three benchmarks takes over a second: this comes in the first.
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    interrupt(&child);
+    let out = child.wait_with_output().unwrap();
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(130), "{err}");
+    let stdout = text(&out.stdout);
+    let names: Vec<_> = stdout.lines().map(|l| l.split_whitespace().next().unwrap()).collect();
+    let all = ["tlb1024x4-uniform-256MiB", "tlb1024x4-uniform-16MiB", "tlb1024x4-uniform-2MiB"];
+    assert!(!names.is_empty() && names[..] == all[..names.len()], "each measured benchmark once, in order: {stdout}");
+    assert!(err.contains("interrupted in round 1 of 3"), "{err}");
+    assert_eq!(err.contains(&format!("{} benchmarks were not run", 3 - names.len())), names.len() < 3, "{err}");
+}
+
 /// Sends SIGINT to `child`.
 fn interrupt(child: &std::process::Child) {
     assert!(Command::new("kill").args(["-INT", &child.id().to_string()]).status().unwrap().success());
@@ -578,6 +602,7 @@ fn bad_flag_values_are_usage_errors() {
         (&["workload", "info", "gups", "--scale", "huge"][..], "unknown scale"),
         (&["workload", "info", "gups", "--scale", "tiny", "--set", "oops"], "expected KEY=VALUE"),
         (&["workload", "info", "btree", "--scale", "tiny", "--set", "keys=18446744073709551615"], "out of range: integers are 64-bit signed"),
+        (&["workload", "info", "btree", "--scale", "tiny", "--set", "keys=-1_000_000_000_000_000_000_000_000_000_000_000_000_000"], "out of range"),
         (&["trace", "convert", "a.lackey", "b.out", "--to", "bogus"], "unknown format"),
         (&["trace", "convert", "a.lackey", "b.xlat", "--from", "bogus"], "unknown format"),
         (&["bench", "--refs", "0"], "--refs"),
@@ -693,19 +718,41 @@ fn plot_errors_give_their_cause() {
     let out = xlat(&["run", "exp.toml", "--out", "res", "-q"], dir.path());
     let err = text(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{err}");
-    assert!(err.contains("drawing a.png: no machine evicted a page in this run, so there is no eviction_age.csv to plot"), "{err}");
+    assert!(err.contains("drawing a.png: no machine completed a window of `age_window` evictions in this run, so there is no eviction_age.csv to plot"), "{err}");
+}
+
+/// `xlat run FILE -q` in `dir` under `ulimit -v 4000000` (3.81 GiB of address space).
+fn run_in_4gb(dir: &Path, file: &str) -> Output {
+    let script = format!("ulimit -v 4000000 && exec '{}' run {file} -q", env!("CARGO_BIN_EXE_xlat"));
+    Command::new("sh").args(["-c", &script]).current_dir(dir).output().unwrap()
 }
 
 #[test]
 fn memory_beyond_an_address_space_limit_is_a_clear_error() {
-    // 1 TiB of frames needs 5.5 GiB of host memory, more than `ulimit -v` leaves (4 GB).
+    // 1 TiB of frames needs 5.5 GiB of host memory, more than `ulimit -v` leaves.
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("big.toml"), EXPERIMENT.to_string() + "[machine.os]\nmemory = \"1TiB\"\n").unwrap();
-    let script = format!("ulimit -v 4000000 && exec '{}' run big.toml -q", env!("CARGO_BIN_EXE_xlat"));
-    let out = Command::new("sh").args(["-c", &script]).current_dir(dir.path()).output().unwrap();
+    let out = run_in_4gb(dir.path(), "big.toml");
     let err = text(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{err}");
-    assert!(err.contains("machine[0].os.memory: cannot allocate 5.50GiB of host memory"), "{err}");
+    assert!(err.contains("machine[0].os.memory: cannot allocate 5.50GiB of host memory for the 1TiB of simulated memory (this process may use 3.81GiB)"), "{err}");
+}
+
+#[test]
+fn the_machines_of_a_workload_must_fit_together() {
+    // 512 GiB of frames need 2.75 GiB: one machine fits the address space left, two do not.
+    let dir = tempfile::tempdir().unwrap();
+    let machine = |name: &str| format!("[[machine]]\nname = \"{name}\"\npreset = \"single-tlb\"\nos = {{ memory = \"512GiB\" }}\n");
+    let workload = "[[workload]]\nname = \"u\"\ntype = \"uniform\"\nfootprint = \"1MiB\"\nrefs = 1000\n";
+    std::fs::write(dir.path().join("both.toml"), format!("{workload}{}{}", machine("a"), machine("b"))).unwrap();
+    let out = run_in_4gb(dir.path(), "both.toml");
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("workload[0]: cannot allocate 5.50GiB of host memory for the 2 machines it runs on at once"), "{err}");
+    let one_each = format!("{workload}machines = [\"a\"]\n{}", workload.replace("\"u\"", "\"v\"") + "machines = [\"b\"]\n");
+    std::fs::write(dir.path().join("apart.toml"), format!("{one_each}{}{}", machine("a"), machine("b"))).unwrap();
+    let out = run_in_4gb(dir.path(), "apart.toml");
+    assert!(out.status.success(), "one machine per workload fits: {}", text(&out.stderr));
 }
 
 #[test]

@@ -379,12 +379,12 @@ fn native_instruction_counts_past_2_pow_64_are_errors() {
 }
 
 #[test]
-fn native_blocks_of_more_records_than_a_block_may_hold_are_refused_before_decoding() {
+fn native_blocks_of_more_records_than_a_block_may_hold_are_refused_at_open() {
     let dir = tempfile::tempdir().unwrap();
     let records = xlat::trace::MAX_BLOCK_RECORDS + 1;
-    let p = handmade_native(dir.path(), "big.xlat", &[(records, vec![0; 2 * records as usize], 0)]);
-    let err = read_all(&mut NativeReader::open(&p).unwrap()).unwrap_err().to_string();
-    assert!(err.contains(&format!("block 0: {records} records, more than the 4194304 a block may hold")), "{err}");
+    let p = handmade_native(dir.path(), "big.xlat", &[(10, loads(10), 0), (records, vec![0; 2 * records as usize], 0)]);
+    let err = NativeReader::open(&p).err().expect("refused at open").to_string();
+    assert!(err.contains(&format!("index entry 1: {records} records, more than the 4194304 a block may hold")), "{err}");
 }
 
 #[test]

@@ -46,7 +46,6 @@ struct Measurement {
     name: &'static str,
     description: &'static str,
     refs: u64,
-    seconds: f64,
     refs_per_second: f64,
     /// Built-in workloads: seconds of computation before the first batch (set-up not
     /// emitted), and the rate from the first batch on.
@@ -72,17 +71,19 @@ struct Summary {
 }
 
 impl Summary {
-    /// The medians of `runs`, runs of one benchmark (at least one).
+    /// The medians of `runs`, runs of one benchmark (at least one, all of the same length):
+    /// `seconds` is the time the median rate takes.
     fn of(runs: &[Measurement]) -> Summary {
         let median_of = |value: fn(&Measurement) -> Option<f64>| -> Option<f64> {
             median(&runs.iter().map(value).collect::<Option<Vec<f64>>>()?)
         };
+        let refs_per_second = median_of(|m| Some(m.refs_per_second)).expect("at least one run");
         Summary {
             name: runs[0].name,
             description: runs[0].description,
             refs: runs[0].refs,
-            seconds: median_of(|m| Some(m.seconds)).expect("at least one run"),
-            refs_per_second: median_of(|m| Some(m.refs_per_second)).expect("at least one run"),
+            seconds: runs[0].refs as f64 / refs_per_second,
+            refs_per_second,
             first_batch_seconds: median_of(|m| m.first_batch_seconds),
             streaming_refs_per_second: median_of(|m| m.streaming_refs_per_second),
             runs_refs_per_second: runs.iter().map(|m| m.refs_per_second).collect(),
@@ -316,7 +317,6 @@ fn simulate(source: Box<dyn RefSource>, machine: RawMachine, name: &'static str,
         name,
         description,
         refs: done,
-        seconds,
         refs_per_second: done as f64 / seconds,
         first_batch_seconds: Some(first_seconds),
         streaming_refs_per_second: Some((done - first_refs) as f64 / (seconds - first_seconds).max(1e-9)),
@@ -384,7 +384,6 @@ impl NativeTrace {
             name: NATIVE_READ,
             description: "reading a native trace (uniform heap stream over 1 GiB + instruction fetches), no simulation",
             refs: done,
-            seconds,
             refs_per_second: done as f64 / seconds,
             first_batch_seconds: None,
             streaming_refs_per_second: None,
@@ -478,8 +477,11 @@ pub fn run(args: &BenchArgs, interrupt: &AtomicBool) -> Result<Outcome> {
         summaries.iter().skip(printed).try_for_each(print_summary)?;
     }
     let Some(round) = interrupted else { return Ok(Outcome::Done) };
+    let not_run = selected.len() - summaries.len();
     if rounds == 1 {
         eprintln!("interrupted: {} benchmarks measured, the others not run", summaries.len());
+    } else if not_run > 0 {
+        eprintln!("interrupted in round {round} of {rounds}: the medians printed are of the runs measured so far; {not_run} benchmarks were not run");
     } else {
         eprintln!("interrupted in round {round} of {rounds}: the medians printed are of the runs measured so far");
     }
@@ -514,7 +516,6 @@ mod tests {
             name: "b",
             description: "d",
             refs: 10,
-            seconds: 10.0 / rate,
             refs_per_second: rate,
             first_batch_seconds: streaming.map(|_| rate / 100.0),
             streaming_refs_per_second: streaming,
@@ -533,6 +534,8 @@ mod tests {
     fn a_summary_takes_each_field_s_median_and_keeps_every_rate_in_order() {
         let s = Summary::of(&[run(5.0, Some(50.0)), run(1.0, Some(70.0)), run(3.0, Some(60.0))]);
         assert_eq!((s.refs_per_second, s.seconds), (3.0, 10.0 / 3.0));
+        let even = Summary::of(&[run(1.0, None), run(4.0, None)]);
+        assert_eq!((even.refs_per_second, even.seconds), (2.5, 4.0), "the time of the median rate");
         assert_eq!((s.streaming_refs_per_second, s.first_batch_seconds), (Some(60.0), Some(0.03)));
         assert_eq!(s.runs_refs_per_second, [5.0, 1.0, 3.0]);
         let synthetic = Summary::of(&[run(2.0, None), run(4.0, None)]);

@@ -55,9 +55,11 @@ fn key_value(item: &str) -> Result<(String, toml::Value), String> {
     let (key, value) = (key.trim(), value.trim());
     let parsed = toml::from_str::<toml::Table>(&format!("v = {value}")).ok().and_then(|mut t| t.remove("v"));
     // An integer TOML cannot hold would otherwise pass on as a string, and be reported as one.
-    let integer = value.replace('_', "").parse::<i128>().ok();
-    if parsed.is_none() && integer.is_some_and(|n| i64::try_from(n).is_err()) {
-        return Err(format!("{value} is out of range: integers are 64-bit signed, at most {}", i64::MAX));
+    let digits = value.strip_prefix(['-', '+']).unwrap_or(value).replace('_', "");
+    let too_long = digits.len() > 19 && !digits.starts_with('0') && digits.bytes().all(|b| b.is_ascii_digit());
+    let too_large = value.replace('_', "").parse::<i128>().is_ok_and(|n| i64::try_from(n).is_err());
+    if parsed.is_none() && (too_long || too_large) {
+        return Err(format!("{value} is out of range: integers are 64-bit signed, from {} to {}", i64::MIN, i64::MAX));
     }
     Ok((key.to_string(), parsed.unwrap_or_else(|| toml::Value::String(value.to_string()))))
 }

@@ -78,7 +78,7 @@ fn exact_lru_matches_a_brute_force_lru() {
     let frames = 64;
     let mut os = Os::new(&OsSpec { eviction: EvictionSpec::Lru, ..OsSpec::simple(frames << 12, PlacementSpec::Random) }, 3);
     let mut model: VecDeque<u64> = VecDeque::new();
-    let (mut model_outs, mut model_ins) = (0, 0);
+    let (mut model_outs, mut model_ins, mut shot) = (0, 0, 0);
     let mut evicted = std::collections::HashSet::new();
     for vpn in stream(20_000, 200, 1) {
         touch(&mut os, vpn);
@@ -94,10 +94,11 @@ fn exact_lru_matches_a_brute_force_lru() {
             }
         }
         model.push_front(vpn);
-        os.take_shootdowns().map(|d| d.count());
+        shot += os.take_shootdowns().map_or(0, |d| d.count() as u64);
     }
     let s = os.stats();
     assert_eq!((s.swap_outs, s.swap_ins), (model_outs, model_ins));
+    assert_eq!(s.shootdowns, shot, "every page handed over for a shootdown is counted");
     assert!(model_outs > 1000, "the stream must exercise eviction");
     let age = s.eviction_age;
     assert!(age.is_none());

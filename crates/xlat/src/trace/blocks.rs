@@ -2,7 +2,7 @@
 //! [`Prefetcher`] does this on its own thread, a few blocks ahead of the decoder, so zstd
 //! decompression (about half of the reading time) overlaps with record decoding.
 
-use super::block::{MAX_BLOCK_RECORDS, MAX_RECORD_BYTES, PADDING};
+use super::block::{MAX_RECORD_BYTES, PADDING};
 use super::io::{read_at, u32_at, u64_at};
 use super::native::{IndexEntry, BLOCK_HEADER};
 use crate::{Error, Result};
@@ -53,9 +53,6 @@ impl Loader {
         }
         if entry.offset + (BLOCK_HEADER as u64) + u64::from(zlen) != end {
             return Err(self.err(entry.offset, format!("block {b}: compressed length {zlen} does not reach the next block")));
-        }
-        if records > MAX_BLOCK_RECORDS {
-            return Err(self.err(entry.offset, format!("block {b}: {records} records, more than the {MAX_BLOCK_RECORDS} a block may hold")));
         }
         if raw_len > records as usize * MAX_RECORD_BYTES || raw_len < records as usize * 2 {
             return Err(self.err(entry.offset, format!("block {b}: implausible length {raw_len} for {records} records")));

@@ -4,7 +4,7 @@
 //! or unfinished file fails at once. Blocks are then loaded ahead on a background thread
 //! ([`Prefetcher`]) and decoded here with a cursor, so `fill` can stop after any record.
 
-use super::block::BlockCursor;
+use super::block::{BlockCursor, MAX_BLOCK_RECORDS};
 use super::blocks::{LoadedBlock, Prefetcher};
 use super::io::{read_at, u16_at, u32_at, u64_at};
 use super::native::*;
@@ -160,8 +160,11 @@ impl NativeReader {
             if !in_place || entry.offset.saturating_add(BLOCK_HEADER as u64) > index_offset {
                 return Err(bad(format!("index entry {i}: block offset {} is out of place", entry.offset)));
             }
-            if entry.first_record != records || entry.records == 0 || entry.records > u64::from(u32::MAX) {
+            if entry.first_record != records || entry.records == 0 {
                 return Err(bad(format!("index entry {i}: inconsistent record numbers")));
+            }
+            if entry.records > u64::from(MAX_BLOCK_RECORDS) {
+                return Err(bad(format!("index entry {i}: {} records, more than the {MAX_BLOCK_RECORDS} a block may hold", entry.records)));
             }
             records += entry.records;
             instructions = instructions
