@@ -43,6 +43,30 @@ fn check(spec: &BuiltinSpec) {
         "{name}: {} pages touched, expected {} ± {:.0}%", summary.pages, expected.footprint_pages(), 100.0 * expected.tolerance);
 }
 
+/// The instructions of `spec`'s stream after skipping `skip` references and keeping at most
+/// `limit`.
+fn instructions_of(spec: &BuiltinSpec, skip: u64, limit: Option<u64>) -> u64 {
+    let mut source = xlat::source::Limited::new(spec.open().unwrap(), skip, limit);
+    info(&mut source).unwrap().instructions.unwrap_or(0)
+}
+
+#[test]
+fn a_cut_stream_keeps_exactly_the_instructions_of_its_references() {
+    // GUPS's init phase (16 Ki stores, 4 instructions each) is the first 16 Ki references.
+    let gups = spec("gups", "");
+    let init = 16_384;
+    assert_eq!(instructions_of(&gups, init, None), instructions_of(&spec("gups", "init = false"), 0, None));
+    assert_eq!(instructions_of(&gups, 0, Some(init)), 4 * init);
+    // Whatever the cut, in a chunk or between chunks, the two sides add up to the whole.
+    for workload in [gups, spec("gap", "kernel = \"bfs\""), spec("btree", "")] {
+        let total = instructions_of(&workload, 0, None);
+        for cut in [1, 4_097, 65_536, 65_537, 100_003] {
+            let (before, after) = (instructions_of(&workload, 0, Some(cut)), instructions_of(&workload, cut, None));
+            assert_eq!(before + after, total, "{} cut at {cut}", workload.name());
+        }
+    }
+}
+
 #[test]
 fn gups_tiny() {
     check(&spec("gups", ""));

@@ -9,20 +9,30 @@ use serde::Serialize;
 /// References per chunk handed to the sink (the experiments' default batch).
 pub const CHUNK: usize = 1 << 16;
 
+/// A chunk's instructions by where they fall among its references: `(position, count)`
+/// pairs in order of position, `count` instructions having been counted by the workload after
+/// the chunk's first `position` references (workloads count an operation's instructions
+/// after its references). They go with those references: a source that hands out the chunk
+/// in parts hands out with the part ending at reference `position` (the first part for
+/// position 0) exactly these instructions, so that a run cut by `skip` or `limit` counts
+/// the instructions of the references it kept.
+pub type Marks = Vec<(u32, u64)>;
+
 /// Where full chunks of references go.
 pub trait Sink {
-    /// Takes the references in `refs` (leaving it empty, possibly swapped for another buffer)
-    /// and the instructions they span. Returns false when nobody reads any more: the workload
-    /// should stop.
-    fn take(&mut self, refs: &mut Vec<MemRef>, instructions: u64) -> bool;
+    /// Takes the references in `refs` and the marks of the instructions they span (leaving
+    /// both empty, possibly swapped for other buffers). Returns false when nobody reads any
+    /// more: the workload should stop.
+    fn take(&mut self, refs: &mut Vec<MemRef>, marks: &mut Marks) -> bool;
 }
 
 /// A sink that drops everything (to time or check a computation alone).
 pub struct Discard;
 
 impl Sink for Discard {
-    fn take(&mut self, refs: &mut Vec<MemRef>, _instructions: u64) -> bool {
+    fn take(&mut self, refs: &mut Vec<MemRef>, marks: &mut Marks) -> bool {
         refs.clear();
+        marks.clear();
         true
     }
 }
@@ -53,8 +63,8 @@ pub struct Emitter<'s> {
     flushed: u64,
     skipped: u64,
     instructions: u64,
-    /// `instructions` when the buffer was last handed out.
-    instructions_handed: u64,
+    /// Where the instructions counted since the buffer was last handed out fall in it.
+    marks: Marks,
     phases: Vec<PhaseStats>,
     phase_start: (u64, u64),
     sink: &'s mut dyn Sink,
@@ -75,7 +85,7 @@ impl<'s> Emitter<'s> {
             flushed: 0,
             skipped: 0,
             instructions: 0,
-            instructions_handed: 0,
+            marks: Vec::new(),
             phases: Vec::new(),
             phase_start: (0, 0),
             sink,
@@ -116,10 +126,15 @@ impl<'s> Emitter<'s> {
         self.push(vaddr, size, AccessKind::Store);
     }
 
-    /// Counts `n` instructions retired.
+    /// Counts `n` instructions retired (after the references emitted so far).
     #[inline]
     pub fn instructions(&mut self, n: u64) {
         self.instructions += n;
+        let at = self.len as u32;
+        match self.marks.last_mut() {
+            Some((last, count)) if *last == at => *count += n,
+            _ => self.marks.push((at, n)),
+        }
     }
 
     /// True once the sink has gone: the workload should return as soon as it can.
@@ -133,19 +148,18 @@ impl<'s> Emitter<'s> {
     #[cold]
     #[inline(never)]
     fn flush(&mut self) {
-        let pending = self.instructions - self.instructions_handed;
-        self.instructions_handed = self.instructions;
         if !self.emitting {
             self.skipped += self.len as u64;
         } else {
             self.flushed += self.len as u64;
             self.buf.truncate(self.len);
-            if !self.stopped && !self.sink.take(&mut self.buf, pending) {
+            if !self.stopped && !self.sink.take(&mut self.buf, &mut self.marks) {
                 self.stopped = true;
             }
             self.buf.clear();
             self.buf.resize(CHUNK, FILLER);
         }
+        self.marks.clear();
         self.len = 0;
     }
 
@@ -259,9 +273,9 @@ mod tests {
 
     struct Collect(Vec<MemRef>, u64);
     impl Sink for Collect {
-        fn take(&mut self, refs: &mut Vec<MemRef>, instructions: u64) -> bool {
+        fn take(&mut self, refs: &mut Vec<MemRef>, marks: &mut Marks) -> bool {
             self.0.append(refs);
-            self.1 += instructions;
+            self.1 += marks.drain(..).map(|(_, n)| n).sum::<u64>();
             true
         }
     }

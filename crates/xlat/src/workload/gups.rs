@@ -173,8 +173,9 @@ mod tests {
     fn the_blocked_loop_emits_each_update_in_order() {
         struct Collect(Vec<crate::MemRef>);
         impl super::super::emit::Sink for Collect {
-            fn take(&mut self, refs: &mut Vec<crate::MemRef>, _: u64) -> bool {
+            fn take(&mut self, refs: &mut Vec<crate::MemRef>, marks: &mut super::super::emit::Marks) -> bool {
                 self.0.append(refs);
+                marks.clear();
                 true
             }
         }

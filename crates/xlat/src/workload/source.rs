@@ -3,7 +3,7 @@
 //! overlaps with the simulation. Chunks are recycled, and a chunk that fits an empty batch is
 //! swapped into it rather than copied.
 
-use super::emit::{Sink, CHUNK};
+use super::emit::{Marks, Sink, CHUNK};
 use super::{BuiltinSpec, Report};
 use crate::memref::{Batch, MemRef};
 use crate::source::RefSource;
@@ -14,26 +14,31 @@ use std::sync::{Arc, Mutex};
 /// Chunks in flight between the workload thread and the reader.
 const CHUNKS_IN_FLIGHT: usize = 2;
 
+/// A chunk's references and the marks of its instructions.
+type Chunk = (Vec<MemRef>, Marks);
+
 enum Msg {
-    Refs(Vec<MemRef>, u64),
+    Refs(Chunk),
     Done(Result<Report>),
 }
 
 struct ChannelSink {
     full: SyncSender<Msg>,
-    empty: Receiver<Vec<MemRef>>,
+    empty: Receiver<Chunk>,
 }
 
 impl Sink for ChannelSink {
-    fn take(&mut self, refs: &mut Vec<MemRef>, instructions: u64) -> bool {
-        let mut next = self.empty.try_recv().unwrap_or_default();
+    fn take(&mut self, refs: &mut Vec<MemRef>, marks: &mut Marks) -> bool {
+        let (mut next, mut next_marks) = self.empty.try_recv().unwrap_or_default();
         next.clear();
         next.reserve(CHUNK);
+        next_marks.clear();
         std::mem::swap(refs, &mut next);
-        if next.is_empty() && instructions == 0 {
+        std::mem::swap(marks, &mut next_marks);
+        if next.is_empty() && next_marks.is_empty() {
             return true;
         }
-        self.full.send(Msg::Refs(next, instructions)).is_ok()
+        self.full.send(Msg::Refs((next, next_marks))).is_ok()
     }
 }
 
@@ -42,10 +47,12 @@ pub struct BuiltinSource {
     spec: BuiltinSpec,
     expected_refs: u64,
     full: Receiver<Msg>,
-    empty: Sender<Vec<MemRef>>,
+    empty: Sender<Chunk>,
     current: Vec<MemRef>,
     pos: usize,
-    instructions: u64,
+    marks: Marks,
+    /// The first mark of `marks` not yet handed out.
+    mark: usize,
     finished: bool,
     report: Arc<Mutex<Option<Report>>>,
 }
@@ -72,7 +79,8 @@ impl BuiltinSource {
             empty,
             current: Vec::new(),
             pos: 0,
-            instructions: 0,
+            marks: Vec::new(),
+            mark: 0,
             finished: false,
             report: Arc::default(),
         })
@@ -89,11 +97,11 @@ impl BuiltinSource {
             Error::Simulation(format!("workload {}: its thread stopped without a result", self.spec.name()))
         })?;
         match msg {
-            Msg::Refs(refs, instructions) => {
-                let old = std::mem::replace(&mut self.current, refs);
+            Msg::Refs((refs, marks)) => {
+                let old = (std::mem::replace(&mut self.current, refs), std::mem::replace(&mut self.marks, marks));
                 let _ = self.empty.send(old);
                 self.pos = 0;
-                self.instructions = instructions;
+                self.mark = 0;
                 Ok(true)
             }
             Msg::Done(outcome) => {
@@ -107,17 +115,33 @@ impl BuiltinSource {
     }
 }
 
+impl BuiltinSource {
+    /// The instructions of the current chunk not yet handed out that go with its references
+    /// before `end` (see [`Marks`]).
+    fn instructions_until(&mut self, end: usize) -> u64 {
+        let start = self.mark;
+        while self.marks.get(self.mark).is_some_and(|&(at, _)| at as usize <= end) {
+            self.mark += 1;
+        }
+        self.marks[start..self.mark].iter().map(|&(_, n)| n).sum()
+    }
+}
+
 impl RefSource for BuiltinSource {
     fn fill(&mut self, batch: &mut Batch, max: usize) -> Result<usize> {
         let mut appended = 0;
         while appended < max {
-            if self.pos == self.current.len() && (self.finished || !self.next_chunk()?) {
-                break;
+            if self.pos == self.current.len() {
+                if self.finished || !self.next_chunk()? {
+                    break;
+                }
+                // Instructions counted after the last reference handed out, if any.
+                batch.instructions += self.instructions_until(0);
             }
-            batch.instructions += std::mem::take(&mut self.instructions);
             let rest = self.current.len() - self.pos;
             if self.pos == 0 && batch.refs.is_empty() && rest <= max {
                 // Hand over the whole chunk; the batch's old buffer is recycled.
+                batch.instructions += self.instructions_until(rest);
                 std::mem::swap(&mut batch.refs, &mut self.current);
                 self.current.clear();
                 appended = rest;
@@ -127,6 +151,7 @@ impl RefSource for BuiltinSource {
             batch.refs.extend_from_slice(&self.current[self.pos..self.pos + n]);
             self.pos += n;
             appended += n;
+            batch.instructions += self.instructions_until(self.pos);
         }
         Ok(appended)
     }
