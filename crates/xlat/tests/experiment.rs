@@ -289,6 +289,12 @@ fn mosaic_rows_are_written() {
     // 50,000 sequential 8-byte loads touch 98 pages, each faulting after its Mosaic-8 entry
     // was filled: 13 tag misses and 85 sub-page misses.
     assert!(mosaic_rows[0].contains(",mosaic-8,1024,1024,8,50000,49902,98,85,"), "{}", mosaic_rows[0]);
+    // results.json counts them the same way, and the two kinds apart.
+    let json: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(dir.path().join("results.json")).unwrap()).unwrap();
+    let tlbs = json["results"][0]["machines"][0]["mosaic"].as_array().unwrap();
+    let c = tlbs.iter().find(|t| t["name"] == "mosaic-8-full").unwrap();
+    let counts = ["accesses", "hits", "misses", "tag_misses", "sub_misses"].map(|k| c[k].as_u64().unwrap());
+    assert_eq!(counts, [50_000, 49_902, 98, 13, 85], "{c}");
 }
 
 #[test]

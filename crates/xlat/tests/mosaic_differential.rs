@@ -343,7 +343,7 @@ fn reference_hand_worked_sequences() {
     assert_eq!(inv.lookup(0, 2), SubMiss);
     assert_eq!(inv.occupancy(), 4);
     let c = inv.counters();
-    assert_eq!((c.accesses, c.hits, c.misses, c.sub_misses), (1, 0, 0, 1));
+    assert_eq!((c.accesses, c.hits, c.misses, c.tag_misses, c.sub_misses), (1, 0, 1, 0, 1));
 }
 
 // ------------------------------------------------------------------------------------------

@@ -119,7 +119,7 @@ impl MachineStats {
             let (c, g) = (&m.counters, &m.geometry);
             let kind = format!("mosaic-{}", g.arity);
             let tlb = TlbColumns { level: m.name.clone(), side: "unified", kind, entries: g.entries, ways: g.ways, arity: g.arity };
-            (tlb, [c.accesses, c.hits, c.misses + c.sub_misses, c.sub_misses])
+            (tlb, [c.accesses, c.hits, c.misses, c.sub_misses])
         });
         levels.chain(mosaic).map(|(tlb, counts)| self.row(workload, partial, tlb, counts)).collect()
     }

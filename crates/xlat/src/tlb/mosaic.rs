@@ -33,7 +33,7 @@
 //!   therefore never leave the array except by eviction, and a set's free ways are always its
 //!   last ones.
 //! * Counters ([`MosaicTlb::counters`]) count lookups only: hits, tag misses and sub-page
-//!   misses; accesses are their sum.
+//!   misses; misses are the last two, accesses all three.
 //!
 //! # Layout
 //!
@@ -106,12 +106,14 @@ pub enum MosaicLookup {
 /// Lookups of a Mosaic TLB by outcome.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct MosaicCounters {
-    /// Lookups: `hits + misses + sub_misses`.
+    /// Lookups: `hits + misses`.
     pub accesses: u64,
     /// Lookups that found the entry and a valid sub-page.
     pub hits: u64,
-    /// Lookups that found no entry (tag misses).
+    /// Lookups that missed, either way: `tag_misses + sub_misses` (each walks).
     pub misses: u64,
+    /// Lookups that found no entry.
+    pub tag_misses: u64,
     /// Lookups that found the entry but an invalid sub-page.
     pub sub_misses: u64,
 }
@@ -435,7 +437,8 @@ impl MosaicTlb {
         MosaicCounters {
             accesses: self.hits + self.misses + self.sub_misses,
             hits: self.hits,
-            misses: self.misses,
+            misses: self.misses + self.sub_misses,
+            tag_misses: self.misses,
             sub_misses: self.sub_misses,
         }
     }
@@ -475,7 +478,7 @@ mod tests {
         assert_eq!(t.lookup(3, Vpn(42)), MosaicLookup::Hit(22));
         assert_eq!(t.occupancy(), 1);
         let c = t.counters();
-        assert_eq!((c.accesses, c.hits, c.misses, c.sub_misses), (6, 3, 2, 1));
+        assert_eq!((c.accesses, c.hits, c.misses, c.tag_misses, c.sub_misses), (6, 3, 3, 2, 1));
     }
 
     #[test]

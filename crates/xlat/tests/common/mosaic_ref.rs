@@ -169,7 +169,8 @@ impl RefMosaic {
         MosaicCounters {
             accesses: self.hits + self.misses + self.sub_misses,
             hits: self.hits,
-            misses: self.misses,
+            misses: self.misses + self.sub_misses,
+            tag_misses: self.misses,
             sub_misses: self.sub_misses,
         }
     }
