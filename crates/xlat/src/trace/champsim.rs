@@ -173,15 +173,10 @@ impl RefSource for ChampSimReader {
     }
 }
 
-/// One instruction being assembled by the writer.
-#[derive(Default)]
-struct Instr {
-    ip: u64,
-    src: [u64; 4],
-    nsrc: usize,
-    dst: [u64; 2],
-    ndst: usize,
-}
+/// Most loads (source operands) one ChampSim record holds.
+const LOADS_PER_RECORD: usize = 4;
+/// Most stores (destination operands) one ChampSim record holds.
+const STORES_PER_RECORD: usize = 2;
 
 /// Writes a ChampSim trace, compressed with xz or gzip when the path ends in `.xz` or `.gz`.
 ///
@@ -191,10 +186,15 @@ struct Instr {
 /// than a trace that reads back differently. [`ChampSimWriter::lossy`] instead writes what
 /// ChampSim can hold of any instruction-shaped stream: sizes are dropped, an instruction's
 /// loads are recorded before its stores, and an instruction with more than 4 loads or 2
-/// stores continues in extra records at the same address (which read back as extra fetches).
+/// stores continues in extra records at the same address (which read back as extra fetches):
+/// its loads 4 to a record, its stores from the last record with loads on, 2 to a record.
 pub struct ChampSimWriter {
     out: AtomicOutput,
-    cur: Option<Instr>,
+    /// The address of the instruction being written, once its fetch came.
+    ip: Option<u64>,
+    /// Its loads and stores so far, in order.
+    loads: Vec<u64>,
+    stores: Vec<u64>,
     buf: Vec<u8>,
     index: u64,
     lossy: bool,
@@ -205,7 +205,9 @@ impl ChampSimWriter {
     pub fn create(path: impl AsRef<Path>) -> Result<ChampSimWriter> {
         Ok(ChampSimWriter {
             out: AtomicOutput::create(path.as_ref())?,
-            cur: None,
+            ip: None,
+            loads: Vec::new(),
+            stores: Vec::new(),
             buf: Vec::with_capacity(CHUNK_RECORDS * RECORD_BYTES),
             index: 0,
             lossy: false,
@@ -217,13 +219,6 @@ impl ChampSimWriter {
     pub fn lossy(mut self) -> ChampSimWriter {
         self.lossy = true;
         self
-    }
-
-    /// Lossy mode: ends the current record and continues the instruction in a new one.
-    fn continue_instruction(&mut self) {
-        let ip = self.cur.as_ref().map_or(0, |i| i.ip);
-        self.emit();
-        self.cur = Some(Instr { ip, ..Instr::default() });
     }
 
     fn reject(&self, what: &str) -> Error {
@@ -244,38 +239,22 @@ impl ChampSimWriter {
         if r.kind.is_data() && r.vaddr == 0 {
             return Err(self.reject("data address 0 (marks an unused slot)"));
         }
-        let full = match (r.kind, &self.cur) {
-            (AccessKind::Load, Some(i)) => i.nsrc == 4,
-            (AccessKind::Store, Some(i)) => i.ndst == 2,
-            _ => false,
-        };
-        if self.lossy && full {
-            self.continue_instruction();
-        }
-        let lossy = self.lossy;
-        match (r.kind, &mut self.cur) {
-            (AccessKind::IFetch, _) => {
+        let strict = !self.lossy;
+        match r.kind {
+            AccessKind::IFetch => {
                 self.emit();
-                self.cur = Some(Instr { ip: r.vaddr, ..Instr::default() });
+                self.ip = Some(r.vaddr);
             }
-            (_, None) => return Err(self.reject("data reference before any instruction fetch")),
-            (AccessKind::Load, Some(i)) if i.ndst > 0 && !lossy => {
-                return Err(self.reject("load after a store in one instruction"))
-            }
-            (AccessKind::Load, Some(i)) if i.nsrc == 4 => {
+            _ if self.ip.is_none() => return Err(self.reject("data reference before any instruction fetch")),
+            AccessKind::Load if strict && !self.stores.is_empty() => return Err(self.reject("load after a store in one instruction")),
+            AccessKind::Load if strict && self.loads.len() == LOADS_PER_RECORD => {
                 return Err(self.reject("more than 4 loads in one instruction"))
             }
-            (AccessKind::Load, Some(i)) => {
-                i.src[i.nsrc] = r.vaddr;
-                i.nsrc += 1;
-            }
-            (AccessKind::Store, Some(i)) if i.ndst == 2 => {
+            AccessKind::Load => self.loads.push(r.vaddr),
+            AccessKind::Store if strict && self.stores.len() == STORES_PER_RECORD => {
                 return Err(self.reject("more than 2 stores in one instruction"))
             }
-            (AccessKind::Store, Some(i)) => {
-                i.dst[i.ndst] = r.vaddr;
-                i.ndst += 1;
-            }
+            AccessKind::Store => self.stores.push(r.vaddr),
         }
         self.index += 1;
         if self.buf.len() >= CHUNK_RECORDS * RECORD_BYTES {
@@ -285,18 +264,30 @@ impl ChampSimWriter {
         Ok(())
     }
 
-    /// Appends the finished instruction, if any, to the output buffer.
+    /// Appends the finished instruction, if any, to the output buffer: one record, or in
+    /// lossy mode as many as its loads and stores need. A record reads back as its fetch, its
+    /// loads, then its stores, so stores start in the last record with loads: every load
+    /// reads back before every store, in the fewest records that allows.
     fn emit(&mut self) {
-        let Some(i) = self.cur.take() else { return };
-        let mut rec = [0u8; RECORD_BYTES];
-        rec[..8].copy_from_slice(&i.ip.to_le_bytes());
-        for (k, a) in i.dst.iter().enumerate() {
-            rec[DST_AT + 8 * k..DST_AT + 8 * k + 8].copy_from_slice(&a.to_le_bytes());
+        let Some(ip) = self.ip.take() else { return };
+        let load_records = self.loads.len().div_ceil(LOADS_PER_RECORD);
+        let first_store_record = load_records.saturating_sub(1);
+        let records = load_records.max(first_store_record + self.stores.len().div_ceil(STORES_PER_RECORD)).max(1);
+        for k in 0..records {
+            let loads = self.loads.chunks(LOADS_PER_RECORD).nth(k).unwrap_or_default();
+            let stores = k.checked_sub(first_store_record).and_then(|j| self.stores.chunks(STORES_PER_RECORD).nth(j)).unwrap_or_default();
+            let mut rec = [0u8; RECORD_BYTES];
+            rec[..8].copy_from_slice(&ip.to_le_bytes());
+            for (slot, a) in stores.iter().enumerate() {
+                rec[DST_AT + 8 * slot..DST_AT + 8 * slot + 8].copy_from_slice(&a.to_le_bytes());
+            }
+            for (slot, a) in loads.iter().enumerate() {
+                rec[SRC_AT + 8 * slot..SRC_AT + 8 * slot + 8].copy_from_slice(&a.to_le_bytes());
+            }
+            self.buf.extend_from_slice(&rec);
         }
-        for (k, a) in i.src.iter().enumerate() {
-            rec[SRC_AT + 8 * k..SRC_AT + 8 * k + 8].copy_from_slice(&a.to_le_bytes());
-        }
-        self.buf.extend_from_slice(&rec);
+        self.loads.clear();
+        self.stores.clear();
     }
 }
 
@@ -345,11 +336,47 @@ mod tests {
             one(stream[3]),
             one(stream[4]),
             one(stream[5]),
-            one(stream[1]),
             one(stream[0]),
             one(stream[6]),
+            one(stream[1]),
         ];
         assert_eq!(back, expected);
         assert_eq!(instructions, 2, "the continuation reads back as a second fetch");
+    }
+
+    #[test]
+    fn lossy_records_keep_every_load_before_every_store_in_the_fewest_records() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.champsim");
+        let mut w = ChampSimWriter::create(&path).unwrap().lossy();
+        // Every mix of 0 to 9 loads and 0 to 5 stores, interleaved, one instruction each.
+        let mut wanted = Vec::new();
+        for (n, (loads, stores)) in (0..10usize).flat_map(|l| (0..6usize).map(move |s| (l, s))).enumerate() {
+            let ip = 0x40_0000 + 4 * n as u64;
+            w.write(&MemRef::ifetch(ip, 4)).unwrap();
+            let (mut l, mut s) = (0, 0);
+            while l < loads || s < stores {
+                if s < stores && (l == loads || (l + s) % 3 == 2) {
+                    w.write(&MemRef::store(0x9000 + 8 * s as u64, 8)).unwrap();
+                    s += 1;
+                } else {
+                    w.write(&MemRef::load(0x1000 + 8 * l as u64, 8)).unwrap();
+                    l += 1;
+                }
+            }
+            let records = loads.div_ceil(4).max(loads.div_ceil(4).saturating_sub(1) + stores.div_ceil(2)).max(1);
+            wanted.push((ip, loads, stores, records));
+        }
+        Box::new(w).finish().unwrap();
+        let (back, _) = collect(&mut ChampSimReader::open(&path).unwrap()).unwrap();
+        for (ip, loads, stores, records) in wanted {
+            let refs: Vec<_> = back.iter().skip_while(|r| r.vaddr != ip).take_while(|r| r.kind != AccessKind::IFetch || r.vaddr == ip).collect();
+            let kinds: Vec<_> = refs.iter().filter(|r| r.kind != AccessKind::IFetch).map(|r| r.kind).collect();
+            let fetches = refs.iter().filter(|r| r.kind == AccessKind::IFetch).count();
+            let mut order = vec![AccessKind::Load; loads];
+            order.extend(vec![AccessKind::Store; stores]);
+            assert_eq!(kinds, order, "{loads} loads, {stores} stores");
+            assert_eq!(fetches, records, "{loads} loads, {stores} stores");
+        }
     }
 }
