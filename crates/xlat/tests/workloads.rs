@@ -98,6 +98,13 @@ fn btree_every_order_meets_its_model() {
 }
 
 #[test]
+fn xsbench_lookups_alone_touch_what_they_read() {
+    for grid in ["unionized", "nuclide", "hash"] {
+        check(&spec("xsbench", &format!("grid = \"{grid}\"\nsetup = false")));
+    }
+}
+
+#[test]
 fn xsbench_tiny_every_grid() {
     for grid in ["unionized", "nuclide", "hash"] {
         check(&spec("xsbench", &format!("grid = \"{grid}\"\nhash_bins = 100")));

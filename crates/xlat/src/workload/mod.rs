@@ -108,6 +108,18 @@ pub struct Expected {
     pub tolerance: f64,
 }
 
+/// The bytes of a region of `bytes` that `reads` at uniformly random places are expected to
+/// touch, as a run of whole 4 KiB pages: each of its pages is read with probability
+/// `1 - e^(-reads / pages)`.
+pub fn randomly_touched(bytes: u64, reads: f64) -> u64 {
+    let pages = bytes.div_ceil(1 << BASE_PAGE_SHIFT) as f64;
+    if pages == 0.0 {
+        return 0;
+    }
+    let touched = pages * -(-reads / pages).exp_m1();
+    ((touched * (1u64 << BASE_PAGE_SHIFT) as f64) as u64).min(bytes)
+}
+
 impl Expected {
     /// Distinct 4 KiB pages of the touched parts of every region (pages shared by small
     /// allocations counted once).
