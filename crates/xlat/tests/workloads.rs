@@ -112,6 +112,12 @@ fn xsbench_tiny_every_grid() {
 }
 
 #[test]
+fn graph500_searches_alone_read_all_but_whole_pages_of_dropped_duplicates() {
+    check(&spec("graph500", "setup = false"));
+    check(&spec("graph500", "setup = false\nscale = 14\nedgefactor = 32"));
+}
+
+#[test]
 fn graph500_tiny() {
     check(&spec("graph500", ""));
 }

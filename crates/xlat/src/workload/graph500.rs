@@ -475,7 +475,11 @@ impl Workload for Graph500 {
         let mut regions = vec![region("edge list", l.edges, m * 16, setup_touch(m * 16))];
         let (setup, scanned) = match self.adjacency {
             Adjacency::Csr => {
-                let adj_touched = if self.setup { 2 * m * 8 } else { (2.0 * distinct * 8.0) as u64 };
+                let adj_touched = if self.setup {
+                    2 * m * 8
+                } else {
+                    (kronecker::expected_adjacency_pages(self.scale, m, self.initiator()) * 4096.0) as u64
+                };
                 regions.push(region("xoff (CSR offsets)", l.xoff, (2 * nv + 2) * 8, 2 * nv * 8));
                 regions.push(region("xadj (CSR adjacency)", l.xadj, 2 * m * 8, adj_touched));
                 // Generator stores 2m; find_nv 2m; degrees 2m + 4 per non-loop edge; prefix

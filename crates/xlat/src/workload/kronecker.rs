@@ -81,6 +81,46 @@ pub fn expected_self_loops(scale: u32, count: u64, init: Initiator) -> f64 {
     count as f64 * (1.0 - init.b - init.c).powi(scale as i32)
 }
 
+/// `ln(n!)`.
+fn ln_factorial(n: i32) -> f64 {
+    (1..=n).map(|k| f64::from(k).ln()).sum()
+}
+
+/// Expected 4 KiB pages of a CSR adjacency array (8 bytes per entry) built from `count`
+/// edges over `2^scale` vertices that hold a vertex's distinct neighbour. Each vertex's
+/// segment holds both directions of its non-loop edges, distinct neighbours first and the
+/// duplicates dropped after them, so only a run of duplicates spanning whole pages leaves
+/// pages unread: computed per class of vertices with `k` one-bits from their mean degree and
+/// mean distinct neighbours (partners differing in `i` of the vertex's zero bits and `j` of
+/// its one bits are drawn with probability `A^(s-k-i) D^(k-j) (B^i C^j + C^i B^j)` per edge).
+pub fn expected_adjacency_pages(scale: u32, count: u64, init: Initiator) -> f64 {
+    const PER_PAGE: f64 = 512.0;
+    let (s, m) = (scale as i32, count as f64);
+    let Initiator { a: pa, b: pb, c: pc } = init;
+    let pd = init.d();
+    let ln_choose = |n: i32, k: i32| ln_factorial(n) - ln_factorial(k) - ln_factorial(n - k);
+    let (mut entries, mut unread) = (0.0, 0.0);
+    for k in 0..=s {
+        let (mut degree, mut distinct) = (0.0, 0.0);
+        for i in 0..=s - k {
+            for j in 0..=k {
+                if i + j == 0 {
+                    continue; // the vertex itself: loops are not stored
+                }
+                let partners = (ln_choose(s - k, i) + ln_choose(k, j)).exp();
+                let p = pa.powi(s - k - i) * pd.powi(k - j) * (pb.powi(i) * pc.powi(j) + pc.powi(i) * pb.powi(j));
+                degree += partners * m * p;
+                distinct += partners * -(m * (-p).ln_1p()).exp_m1();
+            }
+        }
+        let vertices = ln_choose(s, k).exp();
+        entries += vertices * degree;
+        // Whole pages in a run of t entries at a random offset: (t - 511) / 512 on average.
+        unread += vertices * ((degree - distinct - (PER_PAGE - 1.0)) / PER_PAGE).max(0.0);
+    }
+    entries / PER_PAGE - unread
+}
+
 /// Expected distinct undirected non-loop edges and non-isolated vertices among `count` edges
 /// over `2^scale` vertices: a vertex pair whose bits pair up as (a, b, c, d) times (0,0),
 /// (0,1), (1,0), (1,1) is drawn with probability A^a B^b C^c D^d per edge.
@@ -88,7 +128,7 @@ pub fn expected_graph(scale: u32, count: u64, init: Initiator) -> (f64, f64) {
     let (s, m) = (scale as i32, count as f64);
     let Initiator { a: pa, b: pb, c: pc } = init;
     let pd = init.d();
-    let ln_fact = |n: i32| (1..=n).map(|k| f64::from(k).ln()).sum::<f64>();
+    let ln_fact = ln_factorial;
     let mut distinct = 0.0;
     for a in 0..=s {
         for b in 0..=s - a {
