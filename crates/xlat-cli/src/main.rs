@@ -85,7 +85,12 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let interrupt = Arc::new(AtomicBool::new(false));
     // A benchmark cut short would measure something else: bench finishes the one it is in.
-    let stopping = if matches!(cli.command, Command::Bench(_)) { "the current benchmark" } else { "the current batch" };
+    // Commands that never look at the flag (short computations) stop at once instead.
+    let stopping = match &cli.command {
+        Command::Bench(_) => Some("the current benchmark"),
+        Command::Run(_) | Command::Trace(_) | Command::Workload(commands::workload::WorkloadCommand::Check(_)) => Some("the current batch"),
+        _ => None,
+    };
     install_interrupt_handler(Arc::clone(&interrupt), stopping);
     let result = match cli.command {
         Command::Run(args) => commands::run::run(&args, &interrupt),
@@ -131,23 +136,28 @@ const SAME_INTERRUPT: Duration = Duration::from_secs(1);
 /// The first Ctrl-C (or SIGTERM, or SIGHUP: the `termination` feature of ctrlc) asks the
 /// command to stop after `stopping` (`run` then writes partial
 /// results, `bench` prints what it measured; trace commands write nothing). Another one
-/// within [`SAME_INTERRUPT`] is ignored; a later one exits at once, writing nothing.
-fn install_interrupt_handler(flag: Arc<AtomicBool>, stopping: &'static str) {
+/// within [`SAME_INTERRUPT`] is ignored; a later one exits at once, writing nothing. A command
+/// that does not stop when asked (`stopping` is `None`) exits at the first.
+fn install_interrupt_handler(flag: Arc<AtomicBool>, stopping: Option<&'static str>) {
     keep_sighup_ignored_under_nohup();
     let mut first: Option<Instant> = None;
-    let _ = ctrlc::set_handler(move || match first {
-        None => {
+    let _ = ctrlc::set_handler(move || match (first, stopping) {
+        (None, Some(stopping)) => {
             first = Some(Instant::now());
             flag.store(true, Ordering::SeqCst);
             eprintln!("\ninterrupted: stopping after {stopping} (interrupt again, a second or more later, to exit at once without writing results)");
         }
-        Some(at) if at.elapsed() < SAME_INTERRUPT => {}
-        Some(_) => {
-            eprintln!("\ninterrupted again: exiting at once; no results were written");
-            xlat::atomic::remove_temporaries();
-            std::process::exit(130);
-        }
+        (None, None) => exit_at_once("interrupted: exiting at once; outputs not complete were not written"),
+        (Some(at), _) if at.elapsed() < SAME_INTERRUPT => {}
+        (Some(_), _) => exit_at_once("interrupted again: exiting at once; no results were written"),
     });
+}
+
+/// Removes the temporary files of outputs being written and exits with code 130.
+fn exit_at_once(message: &str) -> ! {
+    eprintln!("\n{message}");
+    xlat::atomic::remove_temporaries();
+    std::process::exit(130);
 }
 
 /// The handler catches SIGHUP too, replacing the SIG_IGN that `nohup` sets: closing the

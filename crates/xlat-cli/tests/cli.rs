@@ -273,6 +273,27 @@ fn ctrl_c_in_a_round_prints_the_medians_measured_once_each() {
     assert_eq!(err.contains(&format!("{} benchmarks were not run", 3 - names.len())), names.len() < 3, "{err}");
 }
 
+#[test]
+fn ctrl_c_stops_a_command_that_does_not_poll_at_once_without_partial_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let child = Command::new(env!("CARGO_BIN_EXE_xlat"))
+        .args(["hash", "vectors", "--keys", "1000000", "--out", "v"])
+        .current_dir(dir.path())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Writing a million keys' vectors takes about a second.
+    std::thread::sleep(std::time::Duration::from_millis(100));
+    interrupt(&child);
+    let out = child.wait_with_output().unwrap();
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(130), "{err}");
+    assert!(err.contains("interrupted: exiting at once; outputs not complete were not written"), "{err}");
+    let partial: Vec<_> = std::fs::read_dir(dir.path().join("v")).into_iter().flatten().flatten()
+        .filter(|e| e.file_name().to_string_lossy().contains("partial")).collect();
+    assert!(partial.is_empty(), "{partial:?}");
+}
+
 /// Sends SIGINT to `child`.
 fn interrupt(child: &std::process::Child) {
     assert!(Command::new("kill").args(["-INT", &child.id().to_string()]).status().unwrap().success());
