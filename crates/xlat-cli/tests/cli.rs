@@ -252,17 +252,8 @@ fn bench_repeats_rounds_and_reports_medians() {
 #[test]
 fn ctrl_c_in_a_round_prints_the_medians_measured_once_each() {
     let dir = tempfile::tempdir().unwrap();
-    let child = Command::new(env!("CARGO_BIN_EXE_xlat"))
-        .args(["bench", "--filter", "tlb1024x4-uniform", "--refs", "50000000", "--repeat", "3"])
-        .current_dir(dir.path())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
     // A round of the three benchmarks takes over a second: this comes in the first.
-    std::thread::sleep(std::time::Duration::from_millis(300));
-    interrupt(&child);
-    let out = child.wait_with_output().unwrap();
+    let out = interrupted_after(&["bench", "--filter", "tlb1024x4-uniform", "--refs", "50000000", "--repeat", "3"], dir.path(), std::time::Duration::from_millis(300));
     let err = text(&out.stderr);
     assert_eq!(out.status.code(), Some(130), "{err}");
     let stdout = text(&out.stdout);
@@ -276,22 +267,28 @@ fn ctrl_c_in_a_round_prints_the_medians_measured_once_each() {
 #[test]
 fn ctrl_c_stops_a_command_that_does_not_poll_at_once_without_partial_files() {
     let dir = tempfile::tempdir().unwrap();
-    let child = Command::new(env!("CARGO_BIN_EXE_xlat"))
-        .args(["hash", "vectors", "--keys", "1000000", "--out", "v"])
-        .current_dir(dir.path())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
     // Writing a million keys' vectors takes about a second.
-    std::thread::sleep(std::time::Duration::from_millis(100));
-    interrupt(&child);
-    let out = child.wait_with_output().unwrap();
+    let out = interrupted_after(&["hash", "vectors", "--keys", "1000000", "--out", "v"], dir.path(), std::time::Duration::from_millis(100));
     let err = text(&out.stderr);
     assert_eq!(out.status.code(), Some(130), "{err}");
     assert!(err.contains("interrupted: exiting at once; outputs not complete were not written"), "{err}");
     let partial: Vec<_> = std::fs::read_dir(dir.path().join("v")).into_iter().flatten().flatten()
         .filter(|e| e.file_name().to_string_lossy().contains("partial")).collect();
     assert!(partial.is_empty(), "{partial:?}");
+}
+
+/// Runs xlat with `args` in `dir`, sends it SIGINT after `after`, and waits for it.
+fn interrupted_after(args: &[&str], dir: &Path, after: std::time::Duration) -> Output {
+    let child = Command::new(env!("CARGO_BIN_EXE_xlat"))
+        .args(args)
+        .current_dir(dir)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(after);
+    interrupt(&child);
+    child.wait_with_output().unwrap()
 }
 
 /// Sends SIGINT to `child`.
@@ -394,15 +391,7 @@ fn an_interrupted_run_warns_of_plots_it_cannot_draw_and_exits_130() {
     // An earlier run's drawing must not pass for this run's.
     std::fs::create_dir(dir.path().join("res")).unwrap();
     std::fs::write(dir.path().join("res/b.png"), b"old").unwrap();
-    let child = Command::new(env!("CARGO_BIN_EXE_xlat"))
-        .args(["run", "ab.toml", "--out", "res", "--quiet"])
-        .current_dir(dir.path())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    std::thread::sleep(std::time::Duration::from_millis(1500));
-    interrupt(&child);
-    let out = child.wait_with_output().unwrap();
+    let out = interrupted_after(&["run", "ab.toml", "--out", "res", "--quiet"], dir.path(), std::time::Duration::from_millis(1500));
     let err = text(&out.stderr);
     assert_eq!(out.status.code(), Some(130), "{err}");
     assert!(err.contains("warning: drawing b.png: no row of results.csv matches `only`"), "{err}");
