@@ -36,6 +36,7 @@ mod plot;
 mod progress;
 mod record;
 mod report;
+mod scratch;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
@@ -153,10 +154,12 @@ fn install_interrupt_handler(flag: Arc<AtomicBool>, stopping: Option<&'static st
     });
 }
 
-/// Removes the temporary files of outputs being written and exits with code 130.
+/// Removes the temporary files of outputs being written and the scratch directories, and
+/// exits with code 130.
 fn exit_at_once(message: &str) -> ! {
     eprintln!("\n{message}");
     xlat::atomic::remove_temporaries();
+    scratch::remove_all();
     std::process::exit(130);
 }
 

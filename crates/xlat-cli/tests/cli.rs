@@ -277,6 +277,28 @@ fn ctrl_c_stops_a_command_that_does_not_poll_at_once_without_partial_files() {
     assert!(partial.is_empty(), "{partial:?}");
 }
 
+#[test]
+fn a_second_interrupt_removes_the_scratch_directory_of_bench() {
+    let (dir, tmp) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    // native-read writes its trace (here for ever) into a directory of its own under TMPDIR.
+    let child = Command::new(env!("CARGO_BIN_EXE_xlat"))
+        .args(["bench", "--filter", "native-read", "--refs", "1000000000000"])
+        .env("TMPDIR", tmp.path())
+        .current_dir(dir.path())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    assert_eq!(std::fs::read_dir(tmp.path()).unwrap().count(), 1, "the scratch directory is there");
+    interrupt(&child);
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    interrupt(&child);
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(130), "{}", text(&out.stderr));
+    let left: Vec<_> = std::fs::read_dir(tmp.path()).unwrap().collect();
+    assert!(left.is_empty(), "{left:?}");
+}
+
 /// Runs xlat with `args` in `dir`, sends it SIGINT after `after`, and waits for it.
 fn interrupted_after(args: &[&str], dir: &Path, after: std::time::Duration) -> Output {
     let child = Command::new(env!("CARGO_BIN_EXE_xlat"))
