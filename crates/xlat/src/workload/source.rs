@@ -131,12 +131,8 @@ impl RefSource for BuiltinSource {
     fn fill(&mut self, batch: &mut Batch, max: usize) -> Result<usize> {
         let mut appended = 0;
         while appended < max {
-            if self.pos == self.current.len() {
-                if self.finished || !self.next_chunk()? {
-                    break;
-                }
-                // Instructions counted after the last reference handed out, if any.
-                batch.instructions += self.instructions_until(0);
+            if self.pos == self.current.len() && (self.finished || !self.next_chunk()?) {
+                break;
             }
             let rest = self.current.len() - self.pos;
             if self.pos == 0 && batch.refs.is_empty() && rest <= max {
