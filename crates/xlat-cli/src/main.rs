@@ -36,7 +36,6 @@ mod plot;
 mod progress;
 mod record;
 mod report;
-mod scratch;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
@@ -159,7 +158,6 @@ fn install_interrupt_handler(flag: Arc<AtomicBool>, stopping: Option<&'static st
 fn exit_at_once(message: &str) -> ! {
     eprintln!("\n{message}");
     xlat::atomic::remove_temporaries();
-    scratch::remove_all();
     std::process::exit(130);
 }
 

@@ -1,6 +1,7 @@
 //! Atomic file output: everything xlat writes (traces, results) goes to a temporary file in the
 //! destination directory and is renamed into place once complete, so an interrupted or failed
-//! write never leaves a half-written file behind.
+//! write never leaves a half-written file behind. Scratch directories a command makes for its
+//! own files are removed with the temporaries when the process exits at once.
 
 use crate::{Error, Result};
 use std::io::Write;
@@ -8,9 +9,10 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use tempfile::NamedTempFile;
 
-/// Temporary files [`temp_for`] created and [`persist`] has not renamed yet. A temporary
-/// file deletes itself when dropped, but a process that exits at once (a second Ctrl-C)
-/// drops nothing: [`remove_temporaries`] then deletes what is listed here.
+/// Temporary files [`temp_for`] created and [`persist`] has not renamed yet, and the
+/// directories [`scratch_dir`] made. They delete themselves when dropped, but a process that
+/// exits at once (a second Ctrl-C) drops nothing: [`remove_temporaries`] then deletes what is
+/// listed here.
 static PENDING: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
 
 /// The list of pending temporary files, even if a thread panicked while holding it (a path
@@ -19,12 +21,30 @@ fn pending() -> std::sync::MutexGuard<'static, Vec<PathBuf>> {
     PENDING.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
-/// Deletes every temporary file of an output not yet renamed into place, for a process
-/// about to exit without unwinding. Those already dropped are gone and are skipped.
+/// Lists `path` for [`remove_temporaries`].
+fn register(path: &Path) {
+    let mut list = pending();
+    // Entries of temporaries dropped since are stale: keep the list as short as the files
+    // and directories actually there.
+    list.retain(|p| p.exists());
+    list.push(path.to_path_buf());
+}
+
+/// Deletes every temporary file of an output not yet renamed into place and every scratch
+/// directory, for a process about to exit without unwinding. Those already dropped are gone
+/// and are skipped.
 pub fn remove_temporaries() {
     for path in pending().drain(..) {
-        let _ = std::fs::remove_file(path);
+        let _ = if path.is_dir() { std::fs::remove_dir_all(path) } else { std::fs::remove_file(path) };
     }
+}
+
+/// A temporary directory for a command's own files (the trace `xlat bench` writes and reads),
+/// deleted when dropped or by [`remove_temporaries`].
+pub fn scratch_dir() -> Result<tempfile::TempDir> {
+    let dir = tempfile::tempdir().map_err(|e| Error::io(std::env::temp_dir(), e))?;
+    register(dir.path());
+    Ok(dir)
 }
 
 /// Checks that `path` can take an atomic output: it is not `-` (standard output cannot be
@@ -54,11 +74,7 @@ pub fn temp_for(path: &Path) -> Result<NamedTempFile> {
         _ => Path::new("."),
     };
     let tmp = tempfile::Builder::new().prefix(".xlat-partial-").tempfile_in(dir).map_err(|e| Error::io(path, e))?;
-    let mut list = pending();
-    // Entries of temporaries dropped since are stale: keep the list as short as the files
-    // actually open.
-    list.retain(|p| p.exists());
-    list.push(tmp.path().to_path_buf());
+    register(tmp.path());
     Ok(tmp)
 }
 

@@ -335,7 +335,7 @@ struct NativeTrace {
 impl NativeTrace {
     /// Writes a trace of `refs` data references and their instruction fetches.
     fn write(refs: u64) -> Result<NativeTrace> {
-        let dir = crate::scratch::dir()?;
+        let dir = xlat::atomic::scratch_dir()?;
         let path = dir.path().join("bench.xlat");
         let spec = SyntheticSpec {
             pattern: Pattern::Uniform,
