@@ -86,14 +86,16 @@ pub fn validate(raw: &RawOs, path: &str) -> Result<OsSpec> {
 /// hold the state of `frames` frames of simulated memory, so that a too large memory is an
 /// error naming the field rather than an allocation failure once the run has begun.
 fn fits_host(memory: u64, frames: u64, host: Option<u64>, path: &str) -> Result<()> {
-    let needed = frames * HOST_BYTES_PER_FRAME;
-    match host {
-        Some(host) if needed > host => {
-            let what = format!("the {} of simulated memory (this process may use {})", format_bytes(memory), format_bytes(host));
-            err(path, crate::host::cannot_allocate(needed, &what))
-        }
-        _ => Ok(()),
-    }
+    let Some((needed, host)) = shortfall(frames, host) else { return Ok(()) };
+    let what = format!("the {} of simulated memory (this process may use {})", format_bytes(memory), format_bytes(host));
+    err(path, crate::host::cannot_allocate(needed, &what))
+}
+
+/// The host memory the state of `frames` frames needs, and the `host` bytes this process may
+/// use, when the first is larger (`None` also where the host's memory is unknown).
+fn shortfall(frames: u64, host: Option<u64>) -> Option<(u64, u64)> {
+    let needed = frames.saturating_mul(HOST_BYTES_PER_FRAME);
+    host.filter(|&host| needed > host).map(|host| (needed, host))
 }
 
 /// Checks that the host, with `host` bytes for this process, can hold at once the frame state
@@ -103,18 +105,13 @@ pub(super) fn fit_together<'a>(oses: impl Iterator<Item = &'a OsSpec>, host: Opt
     let (count, memory, frames) = oses.fold((0, 0u64, 0u64), |(n, bytes, frames), os| {
         (n + 1, bytes.saturating_add(os.memory), frames.saturating_add(os.memory / os.page_size.bytes()))
     });
-    let needed = frames.saturating_mul(HOST_BYTES_PER_FRAME);
-    match host {
-        Some(host) if count > 1 && needed > host => {
-            let what = format!(
-                "the {count} machines it runs on at once ({} of simulated memory in all; this process may use {})",
-                format_bytes(memory),
-                format_bytes(host)
-            );
-            err(path, crate::host::cannot_allocate(needed, &what))
-        }
-        _ => Ok(()),
-    }
+    let Some((needed, host)) = shortfall(frames, host).filter(|_| count > 1) else { return Ok(()) };
+    let what = format!(
+        "the {count} machines it runs on at once ({} of simulated memory in all; this process may use {})",
+        format_bytes(memory),
+        format_bytes(host)
+    );
+    err(path, crate::host::cannot_allocate(needed, &what))
 }
 
 /// How a unit variant (`EvictionKind::HorizonLru`) is written in files (`horizon-lru`), for
