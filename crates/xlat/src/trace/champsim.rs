@@ -23,6 +23,10 @@ use std::path::{Path, PathBuf};
 pub const RECORD_BYTES: usize = 64;
 const DST_AT: usize = 16;
 const SRC_AT: usize = 32;
+/// Most loads (source operands) one record holds, from `SRC_AT`.
+const LOADS_PER_RECORD: usize = 4;
+/// Most stores (destination operands) one record holds, from `DST_AT`.
+const STORES_PER_RECORD: usize = 2;
 /// Records read per chunk from the (decompressed) input.
 const CHUNK_RECORDS: usize = 4096;
 
@@ -126,14 +130,14 @@ impl ChampSimReader {
         let mut n = 0;
         self.pending[n] = MemRef::ifetch(u64_at(rec, 0), 1);
         n += 1;
-        for i in 0..4 {
+        for i in 0..LOADS_PER_RECORD {
             let a = u64_at(rec, SRC_AT + 8 * i);
             if a != 0 {
                 self.pending[n] = MemRef::load(a, 1);
                 n += 1;
             }
         }
-        for i in 0..2 {
+        for i in 0..STORES_PER_RECORD {
             let a = u64_at(rec, DST_AT + 8 * i);
             if a != 0 {
                 self.pending[n] = MemRef::store(a, 1);
@@ -173,10 +177,6 @@ impl RefSource for ChampSimReader {
     }
 }
 
-/// Most loads (source operands) one ChampSim record holds.
-const LOADS_PER_RECORD: usize = 4;
-/// Most stores (destination operands) one ChampSim record holds.
-const STORES_PER_RECORD: usize = 2;
 
 /// Writes a ChampSim trace, compressed with xz or gzip when the path ends in `.xz` or `.gz`.
 ///
