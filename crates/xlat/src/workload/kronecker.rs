@@ -86,6 +86,11 @@ fn ln_factorial(n: i32) -> f64 {
     (1..=n).map(|k| f64::from(k).ln()).sum()
 }
 
+/// `ln(n choose k)`.
+fn ln_choose(n: i32, k: i32) -> f64 {
+    ln_factorial(n) - ln_factorial(k) - ln_factorial(n - k)
+}
+
 /// Expected 4 KiB pages of a CSR adjacency array (8 bytes per entry) built from `count`
 /// edges over `2^scale` vertices that hold a vertex's distinct neighbour. Each vertex's
 /// segment holds both directions of its non-loop edges, distinct neighbours first and the
@@ -98,7 +103,6 @@ pub fn expected_adjacency_pages(scale: u32, count: u64, init: Initiator) -> f64 
     let (s, m) = (scale as i32, count as f64);
     let Initiator { a: pa, b: pb, c: pc } = init;
     let pd = init.d();
-    let ln_choose = |n: i32, k: i32| ln_factorial(n) - ln_factorial(k) - ln_factorial(n - k);
     let (mut entries, mut unread) = (0.0, 0.0);
     for k in 0..=s {
         let (mut degree, mut distinct) = (0.0, 0.0);
@@ -128,7 +132,6 @@ pub fn expected_graph(scale: u32, count: u64, init: Initiator) -> (f64, f64) {
     let (s, m) = (scale as i32, count as f64);
     let Initiator { a: pa, b: pb, c: pc } = init;
     let pd = init.d();
-    let ln_fact = ln_factorial;
     let mut distinct = 0.0;
     for a in 0..=s {
         for b in 0..=s - a {
@@ -137,7 +140,7 @@ pub fn expected_graph(scale: u32, count: u64, init: Initiator) -> (f64, f64) {
                 if b + c == 0 {
                     continue;
                 }
-                let ln_mult = ln_fact(s) - ln_fact(a) - ln_fact(b) - ln_fact(c) - ln_fact(dd);
+                let ln_mult = ln_factorial(s) - ln_factorial(a) - ln_factorial(b) - ln_factorial(c) - ln_factorial(dd);
                 // Either direction draws the undirected pair: its reverse swaps b and c.
                 let p = pa.powi(a) * pd.powi(dd) * (pb.powi(b) * pc.powi(c) + pb.powi(c) * pc.powi(b));
                 distinct += ln_mult.exp() * -(m * (-p).ln_1p()).exp_m1();
@@ -146,7 +149,7 @@ pub fn expected_graph(scale: u32, count: u64, init: Initiator) -> (f64, f64) {
     }
     let mut connected = 0.0;
     for k in 0..=s {
-        let ln_mult = ln_fact(s) - ln_fact(k) - ln_fact(s - k);
+        let ln_mult = ln_choose(s, k);
         // Expected edges with the vertex as source (row marginals) plus as destination (columns).
         let lambda = m * ((pa + pb).powi(s - k) * (pc + pd).powi(k) + (pa + pc).powi(s - k) * (pb + pd).powi(k));
         connected += ln_mult.exp() * -(-lambda).exp_m1();
