@@ -761,26 +761,32 @@ fn run_in_4gb(dir: &Path, file: &str) -> Output {
 
 #[test]
 fn memory_beyond_an_address_space_limit_is_a_clear_error() {
-    // 1 TiB of frames needs 5.5 GiB of host memory, more than `ulimit -v` leaves.
+    // 1 TiB of frames under eviction needs 5.53 GiB of host memory, more than `ulimit -v`
+    // leaves; without eviction, a bit per frame (32 MiB).
     let dir = tempfile::tempdir().unwrap();
-    std::fs::write(dir.path().join("big.toml"), EXPERIMENT.to_string() + "[machine.os]\nmemory = \"1TiB\"\n").unwrap();
+    let evicting = EXPERIMENT.to_string() + "[machine.os]\nmemory = \"1TiB\"\neviction = \"lru\"\n";
+    std::fs::write(dir.path().join("big.toml"), evicting).unwrap();
     let out = run_in_4gb(dir.path(), "big.toml");
     let err = text(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{err}");
-    assert!(err.contains("machine[0].os.memory: cannot allocate 5.50GiB of host memory for the 1TiB of simulated memory (this process may use 3.81GiB)"), "{err}");
+    assert!(err.contains("machine[0].os.memory: cannot allocate 5.53GiB of host memory for the 1TiB of simulated memory (this process may use 3.81GiB)"), "{err}");
+    std::fs::write(dir.path().join("never-evicts.toml"), EXPERIMENT.to_string() + "[machine.os]\nmemory = \"1TiB\"\n").unwrap();
+    let out = run_in_4gb(dir.path(), "never-evicts.toml");
+    assert!(out.status.success(), "{}", text(&out.stderr));
 }
 
 #[test]
 fn the_machines_of_a_workload_must_fit_together() {
-    // 512 GiB of frames need 2.75 GiB: one machine fits the address space left, two do not.
+    // 512 GiB of frames under eviction need 2.77 GiB: one machine fits the address space
+    // left, two do not.
     let dir = tempfile::tempdir().unwrap();
-    let machine = |name: &str| format!("[[machine]]\nname = \"{name}\"\npreset = \"single-tlb\"\nos = {{ memory = \"512GiB\" }}\n");
+    let machine = |name: &str| format!("[[machine]]\nname = \"{name}\"\npreset = \"single-tlb\"\nos = {{ memory = \"512GiB\", eviction = \"lru\" }}\n");
     let workload = "[[workload]]\nname = \"u\"\ntype = \"uniform\"\nfootprint = \"1MiB\"\nrefs = 1000\n";
     std::fs::write(dir.path().join("both.toml"), format!("{workload}{}{}", machine("a"), machine("b"))).unwrap();
     let out = run_in_4gb(dir.path(), "both.toml");
     let err = text(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{err}");
-    assert!(err.contains("workload[0]: cannot allocate 5.50GiB of host memory for the 2 machines it runs on at once"), "{err}");
+    assert!(err.contains("workload[0]: cannot allocate 5.53GiB of host memory for the 2 machines it runs on at once"), "{err}");
     let one_each = format!("{workload}machines = [\"a\"]\n{}", workload.replace("\"u\"", "\"v\"") + "machines = [\"b\"]\n");
     std::fs::write(dir.path().join("apart.toml"), format!("{one_each}{}{}", machine("a"), machine("b"))).unwrap();
     let out = run_in_4gb(dir.path(), "apart.toml");
@@ -789,12 +795,13 @@ fn the_machines_of_a_workload_must_fit_together() {
 
 #[test]
 fn memory_beyond_the_host_is_a_clear_error() {
-    // 15 TiB of 4 KiB frames passes the frame-count limit, but their state needs 82.5 GiB
-    // of host memory: an error naming the field where the host has less, never an abort.
+    // 15 TiB of 4 KiB frames passes the frame-count limit, but their state under eviction
+    // needs 82.97 GiB of host memory: an error naming the field where the host has less,
+    // never an abort.
     let dir = tempfile::tempdir().unwrap();
-    let big = EXPERIMENT.to_string() + "[machine.os]\nmemory = \"15TiB\"\n";
+    let big = EXPERIMENT.to_string() + "[machine.os]\nmemory = \"15TiB\"\neviction = \"lru\"\n";
     std::fs::write(dir.path().join("big.toml"), big).unwrap();
     let out = xlat(&["run", "big.toml", "-q"], dir.path());
     let err = text(&out.stderr);
-    assert!(out.status.success() || (out.status.code() == Some(1) && err.contains("machine[0].os.memory: cannot allocate 82.50GiB of host memory")), "{:?}: {err}", out.status);
+    assert!(out.status.success() || (out.status.code() == Some(1) && err.contains("machine[0].os.memory: cannot allocate 82.97GiB of host memory")), "{:?}: {err}", out.status);
 }

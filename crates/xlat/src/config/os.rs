@@ -26,12 +26,6 @@ pub const DEFAULT_HOT_SAMPLE: f64 = 0.2;
 pub const DEFAULT_SCAN_HISTORY: u32 = 8;
 /// Default ways of set-associative placement.
 pub const DEFAULT_SET_WAYS: u64 = 16;
-/// Bytes of host memory the OS model allocates per frame of simulated memory when a machine
-/// is built (`os::Frames`: owner 8, ASID 2, last use 8, generation 4), at least; eviction
-/// policies add more. Pages of it are touched only as frames are used, but the allocation
-/// itself fails, aborting the process, when it is larger than the host's memory.
-const HOST_BYTES_PER_FRAME: u64 = 22;
-
 /// `over`'s fields where given, else `base`'s.
 pub fn merge(base: RawOs, over: Option<&RawOs>) -> RawOs {
     let Some(o) = over else { return base };
@@ -69,9 +63,9 @@ pub fn validate(raw: &RawOs, path: &str) -> Result<OsSpec> {
     if frames > crate::os::PageTable::MAX_FRAMES {
         return err(format!("{path}.memory"), format!("{} holds more than 2^32 - 2 frames", format_bytes(memory)));
     }
-    fits_host(memory, frames, crate::host::memory(), &format!("{path}.memory"))?;
     let placement = placement(raw, path, frames, page_size)?;
     let eviction = eviction(raw, path, &placement)?;
+    fits_host(memory, host_bytes(frames, eviction), crate::host::memory(), &format!("{path}.memory"))?;
     let recency = recency(raw, path, eviction)?;
     if raw.age_window == Some(0) {
         return err(format!("{path}.age_window"), "a window needs at least one eviction");
@@ -82,30 +76,40 @@ pub fn validate(raw: &RawOs, path: &str) -> Result<OsSpec> {
     Ok(OsSpec { memory, page_size, placement, eviction, recency, age_window: raw.age_window })
 }
 
+/// Bytes of host memory the OS model allocates for `frames` frames of simulated memory when a
+/// machine is built: their state (`os::Frames`), 22 bytes per frame under `eviction` and one
+/// bit without, at least; eviction policies add more. Pages of it are touched only as frames
+/// are used, but the allocation itself fails, aborting the process, when it is larger than the
+/// host's memory.
+fn host_bytes(frames: u64, eviction: EvictionSpec) -> u64 {
+    crate::os::frames::Frames::host_bytes(frames, eviction != EvictionSpec::None)
+}
+
 /// Checks that the host, with `host` bytes of memory for this process (unknown when `None`), can
-/// hold the state of `frames` frames of simulated memory, so that a too large memory is an
-/// error naming the field rather than an allocation failure once the run has begun.
-fn fits_host(memory: u64, frames: u64, host: Option<u64>, path: &str) -> Result<()> {
-    let Some((needed, host)) = shortfall(frames, host) else { return Ok(()) };
+/// hold the `needed` bytes of state of `memory` of simulated memory, so that a too large
+/// memory is an error naming the field rather than an allocation failure once the run has
+/// begun.
+fn fits_host(memory: u64, needed: u64, host: Option<u64>, path: &str) -> Result<()> {
+    let Some(host) = shortfall(needed, host) else { return Ok(()) };
     let what = format!("the {} of simulated memory (this process may use {})", format_bytes(memory), format_bytes(host));
     err(path, crate::host::cannot_allocate(needed, &what))
 }
 
-/// The host memory the state of `frames` frames needs, and the `host` bytes this process may
-/// use, when the first is larger (`None` also where the host's memory is unknown).
-fn shortfall(frames: u64, host: Option<u64>) -> Option<(u64, u64)> {
-    let needed = frames.saturating_mul(HOST_BYTES_PER_FRAME);
-    host.filter(|&host| needed > host).map(|host| (needed, host))
+/// The `host` bytes this process may use, when `needed` is more (`None` also where the host's
+/// memory is unknown).
+fn shortfall(needed: u64, host: Option<u64>) -> Option<u64> {
+    host.filter(|&host| needed > host)
 }
 
 /// Checks that the host, with `host` bytes for this process, can hold at once the frame state
 /// of the memories `oses` of the machines one workload runs on (all are built before it
 /// starts); `path` names the workload. Each memory alone was checked with its machine.
 pub(super) fn fit_together<'a>(oses: impl Iterator<Item = &'a OsSpec>, host: Option<u64>, path: &str) -> Result<()> {
-    let (count, memory, frames) = oses.fold((0, 0u64, 0u64), |(n, bytes, frames), os| {
-        (n + 1, bytes.saturating_add(os.memory), frames.saturating_add(os.memory / os.page_size.bytes()))
+    let (count, memory, needed) = oses.fold((0, 0u64, 0u64), |(n, bytes, needed), os| {
+        let frames = os.memory / os.page_size.bytes();
+        (n + 1, bytes.saturating_add(os.memory), needed.saturating_add(host_bytes(frames, os.eviction)))
     });
-    let Some((needed, host)) = shortfall(frames, host).filter(|_| count > 1) else { return Ok(()) };
+    let Some(host) = shortfall(needed, host).filter(|_| count > 1) else { return Ok(()) };
     let what = format!(
         "the {count} machines it runs on at once ({} of simulated memory in all; this process may use {})",
         format_bytes(memory),
@@ -263,19 +267,30 @@ mod tests {
     #[test]
     fn memory_beyond_the_host_is_an_error_naming_the_bytes_needed() {
         let frames = 15u64 << 28; // 15 TiB of 4 KiB frames
-        let e = fits_host(15 << 40, frames, Some(16 << 30), "machine[0].os.memory").unwrap_err().to_string();
-        assert!(e.starts_with("machine[0].os.memory: cannot allocate 82.50GiB of host memory for the 15TiB of simulated memory (this process may use 16GiB)"), "{e}");
-        assert!(fits_host(16 << 30, 1 << 22, Some(16 << 30), "m").is_ok());
-        assert!(fits_host(15 << 40, frames, None, "m").is_ok(), "no check where the host's memory is unknown");
+        let needed = host_bytes(frames, EvictionSpec::Lru);
+        let e = fits_host(15 << 40, needed, Some(16 << 30), "machine[0].os.memory").unwrap_err().to_string();
+        assert!(e.starts_with("machine[0].os.memory: cannot allocate 82.97GiB of host memory for the 15TiB of simulated memory (this process may use 16GiB)"), "{e}");
+        assert!(fits_host(16 << 30, host_bytes(1 << 22, EvictionSpec::Lru), Some(16 << 30), "m").is_ok());
+        assert!(fits_host(15 << 40, needed, None, "m").is_ok(), "no check where the host's memory is unknown");
+    }
+
+    #[test]
+    fn a_memory_that_never_evicts_costs_a_bit_per_frame() {
+        // 15 TiB without eviction: the occupancy bitset alone, 480 MiB.
+        let frames = 15u64 << 28;
+        assert_eq!(host_bytes(frames, EvictionSpec::None), 480 << 20);
+        assert!(fits_host(15 << 40, host_bytes(frames, EvictionSpec::None), Some(1 << 30), "m").is_ok());
     }
 
     #[test]
     fn the_machines_of_a_workload_must_fit_the_host_together() {
-        let os = |memory: u64| OsSpec::simple(memory, PlacementSpec::Sequential);
+        let os = |memory: u64| OsSpec { eviction: EvictionSpec::Lru, ..OsSpec::simple(memory, PlacementSpec::Sequential) };
         let (half, third) = (os(7 << 40), os(5 << 40));
-        // 12 TiB of 4 KiB frames need 66 GiB; each memory alone (38.5, 27.5 GiB) fits 40 GiB.
+        // 12 TiB of 4 KiB frames need 66.38 GiB; each memory alone (38.72, 27.66 GiB) fits 40 GiB.
         let e = fit_together([&half, &third].into_iter(), Some(40 << 30), "workload[1]").unwrap_err().to_string();
-        assert!(e.starts_with("workload[1]: cannot allocate 66GiB of host memory for the 2 machines it runs on at once (12TiB of simulated memory in all; this process may use 40GiB)"), "{e}");
+        assert!(e.starts_with("workload[1]: cannot allocate 66.38GiB of host memory for the 2 machines it runs on at once (12TiB of simulated memory in all; this process may use 40GiB)"), "{e}");
+        let never_evicts = OsSpec::simple(12 << 40, PlacementSpec::Sequential);
+        assert!(fit_together([&never_evicts, &never_evicts].into_iter(), Some(1 << 30), "w").is_ok(), "a bit per frame: 768 MiB");
         assert!(fit_together([&half, &third].into_iter(), Some(70 << 30), "w").is_ok());
         assert!(fit_together([&half, &third].into_iter(), None, "w").is_ok(), "no check where the host's memory is unknown");
         assert!(fit_together([&os(15 << 40)].into_iter(), Some(1 << 30), "w").is_ok(), "one machine is checked with its own field");

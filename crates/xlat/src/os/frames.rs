@@ -12,6 +12,12 @@ use crate::types::{Asid, Vpn};
 /// zero page there, and the first write after it would then cost a copy-on-write fault and,
 /// with another of xlat's threads running on the other core, a TLB-shootdown interrupt to it
 /// (a seventh of the CPU time of an experiment of eleven 16 GiB iceberg machines).
+///
+/// An OS that never evicts never asks which page occupies a frame or when it was last used,
+/// so its frames keep only the bitset ([`Frames::without_occupants`]): one bit of host memory
+/// per frame instead of 22 bytes, and no host page faults as frames fill. The occupant
+/// queries of such frames ([`Frames::owner`], [`Frames::stamp`], [`Frames::release`]...) are
+/// bugs, caught by debug assertions (and by the empty vectors' bounds checks).
 #[derive(Clone, Debug)]
 pub struct Frames {
     /// VPN of the occupying page (meaningful while the frame is occupied, see `occupied`).
@@ -30,25 +36,49 @@ pub struct Frames {
     /// frame of a run of frames (an iceberg bucket's front yard) without a loop over them.
     occupied: Vec<u64>,
     used: u64,
+    /// Number of frames.
+    capacity: u64,
+    /// Whether the occupant vectors (`owner` to `written`) are kept.
+    occupants: bool,
 }
 
 /// Frames per group of [`Frames::written`]: the owners of a group fill one 4 KiB host page.
 const GROUP_FRAMES: usize = 512;
 
 impl Frames {
-    /// `count` free frames.
+    /// `count` free frames, keeping each one's occupant and last use (for an OS that evicts).
     pub fn new(count: u64) -> Frames {
+        Frames::with_occupants(count, true)
+    }
+
+    /// `count` free frames that keep only whether each is occupied (for an OS that never
+    /// evicts).
+    pub fn without_occupants(count: u64) -> Frames {
+        Frames::with_occupants(count, false)
+    }
+
+    fn with_occupants(count: u64, occupants: bool) -> Frames {
         let n = usize::try_from(count).expect("frame count fits the host's address space");
-        let groups = n.div_ceil(GROUP_FRAMES);
+        let kept = if occupants { n } else { 0 };
         Frames {
-            owner: vec![0; n],
-            asid: vec![0; n],
-            stamp: vec![0; n],
-            generation: vec![0; n],
-            written: vec![false; groups],
+            owner: vec![0; kept],
+            asid: vec![0; kept],
+            stamp: vec![0; kept],
+            generation: vec![0; kept],
+            written: vec![false; kept.div_ceil(GROUP_FRAMES)],
             occupied: vec![0; n.div_ceil(64)],
             used: 0,
+            capacity: count,
+            occupants,
         }
+    }
+
+    /// Bytes of host memory `count` frames take ([`Frames::new`] when `occupants`, else
+    /// [`Frames::without_occupants`]).
+    pub fn host_bytes(count: u64, occupants: bool) -> u64 {
+        // owner 8, ASID 2, last use 8, generation 4 per frame; the bitset's bit.
+        let per_frame = if occupants { 22 } else { 0 };
+        count.saturating_mul(per_frame).saturating_add(count.div_ceil(8))
     }
 
     /// True once a frame of `frame`'s group has been occupied.
@@ -80,7 +110,7 @@ impl Frames {
 
     /// Number of frames.
     pub fn capacity(&self) -> u64 {
-        self.owner.len() as u64
+        self.capacity
     }
 
     /// Frames occupied.
@@ -116,6 +146,7 @@ impl Frames {
     /// The page in `frame`, if any.
     #[inline]
     pub fn owner(&self, frame: u64) -> Option<(Asid, Vpn)> {
+        debug_assert!(self.occupants, "the owner of a frame whose occupants are not kept");
         (!self.is_free(frame)).then(|| (self.asid[frame as usize], Vpn(self.owner[frame as usize])))
     }
 
@@ -123,6 +154,7 @@ impl Frames {
     /// occupied frames, so this reads no untouched page).
     #[inline]
     pub fn stamp(&self, frame: u64) -> u64 {
+        debug_assert!(self.occupants, "the last use of a frame whose occupants are not kept");
         self.stamp[frame as usize]
     }
 
@@ -131,6 +163,7 @@ impl Frames {
     #[inline]
     pub fn oldest_in(&self, first: u64, count: u64) -> u64 {
         debug_assert!(count > 0, "the oldest of no frames");
+        debug_assert!(self.occupants, "the oldest of frames whose occupants are not kept");
         let stamps = &self.stamp[first as usize..(first + count) as usize];
         // A running minimum with its index, which compiles to conditional moves: no branch
         // on the stamps, whose order is random.
@@ -153,6 +186,7 @@ impl Frames {
     /// How many times `frame` has been occupied.
     #[inline]
     pub fn generation(&self, frame: u64) -> u32 {
+        debug_assert!(self.occupants, "the generation of a frame whose occupants are not kept");
         self.generation[frame as usize]
     }
 
@@ -160,13 +194,16 @@ impl Frames {
     pub fn occupy(&mut self, frame: u64, asid: Asid, vpn: Vpn, now: u64) {
         let f = frame as usize;
         debug_assert!(self.is_free(frame), "frame {frame} is occupied");
-        self.write_group(frame);
         self.occupied[f / 64] |= 1 << (f % 64);
+        self.used += 1;
+        if !self.occupants {
+            return;
+        }
+        self.write_group(frame);
         self.owner[f] = vpn.0;
         self.asid[f] = asid;
         self.stamp[f] = now;
         self.generation[f] = self.generation[f].wrapping_add(1);
-        self.used += 1;
     }
 
     /// Empties `frame`, returning the page it held.

@@ -140,7 +140,8 @@ impl Os {
         let mut os = Os {
             spec: spec.clone(),
             table: PageTable::new(spec.page_size, no_tag),
-            frames: Frames::new(frames),
+            // Only eviction asks which page a frame holds and when it was used.
+            frames: if spec.eviction == EvictionSpec::None { Frames::without_occupants(frames) } else { Frames::new(frames) },
             placer,
             lru: global_lru.then(LruHeap::default),
             linux: match spec.eviction {
