@@ -67,6 +67,8 @@ enum Command {
     Plot(commands::plot::PlotArgs),
     /// List the built-in machines, or print one as TOML to start a configuration from.
     Presets(commands::presets::PresetsArgs),
+    /// Print the JSON Schema of experiment files (for editors; docs/experiment.schema.json).
+    Schema(commands::schema::SchemaArgs),
     /// Built-in workloads (GUPS, BTree, XSBench, Graph500, GAP): list, describe, check.
     #[command(subcommand)]
     Workload(commands::workload::WorkloadCommand),
@@ -97,6 +99,7 @@ fn main() -> ExitCode {
         Command::Trace(cmd) => commands::trace::run(&cmd, &interrupt),
         Command::Bench(args) => commands::bench::run(&args, &interrupt),
         Command::Presets(args) => commands::presets::run(&args),
+        Command::Schema(args) => commands::schema::run(&args),
         Command::Hash(cmd) => commands::hash::run(&cmd),
         Command::Plot(args) => commands::plot::run(&args),
         Command::Workload(cmd) => commands::workload::run(&cmd, &interrupt),

@@ -805,3 +805,11 @@ fn memory_beyond_the_host_is_a_clear_error() {
     let err = text(&out.stderr);
     assert!(out.status.success() || (out.status.code() == Some(1) && err.contains("machine[0].os.memory: cannot allocate 82.97GiB of host memory")), "{:?}: {err}", out.status);
 }
+
+#[test]
+fn schema_prints_the_committed_schema() {
+    let out = xlat(&["schema"], Path::new("."));
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let committed = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/experiment.schema.json")).unwrap();
+    assert_eq!(text(&out.stdout), committed);
+}

@@ -5,5 +5,6 @@ pub mod hash;
 pub mod plot;
 pub mod presets;
 pub mod run;
+pub mod schema;
 pub mod trace;
 pub mod workload;

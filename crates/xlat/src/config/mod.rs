@@ -9,6 +9,7 @@ mod os;
 pub mod plot;
 pub mod presets;
 pub mod raw;
+pub mod schema;
 pub mod size;
 pub mod validate;
 

@@ -22,7 +22,7 @@ pub const AGE_COLUMNS: [&str; 5] = ["workload", "config", "window", "mean_age", 
 const TEXT_COLUMNS: [&str; 6] = ["workload", "config", "level", "side", "tlb", "partial"];
 
 /// How the data is drawn.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum PlotKind {
     /// A line per series over a numeric x.
@@ -32,7 +32,7 @@ pub enum PlotKind {
 }
 
 /// Which result table a plot reads.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum PlotData {
     /// `results.csv`.
@@ -52,7 +52,7 @@ impl PlotData {
 }
 
 /// A plot as written.
-#[derive(Clone, Debug, Deserialize, Serialize)]
+#[derive(Clone, Debug, Deserialize, Serialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RawPlot {
     /// Output file name (PNG), in the results directory.

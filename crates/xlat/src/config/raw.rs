@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
 
 /// An experiment file: workloads × machines.
-#[derive(Clone, Debug, Default, Deserialize, Serialize)]
+#[derive(Clone, Debug, Default, Deserialize, Serialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ExperimentFile {
     /// Configuration schema version; only 1 exists.
@@ -32,7 +32,7 @@ pub struct ExperimentFile {
 }
 
 /// Which kind of workload.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum WorkloadType {
     /// Synthetic sequential stream.
@@ -81,7 +81,7 @@ impl WorkloadType {
 }
 
 /// One workload as written.
-#[derive(Clone, Debug, Deserialize, Serialize)]
+#[derive(Clone, Debug, Deserialize, Serialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RawWorkload {
     /// Name in results.
@@ -114,6 +114,7 @@ pub struct RawWorkload {
     /// Built-in: scale preset (`tiny`, `small`, `paper`).
     pub scale: Option<String>,
     /// Built-in: explicit parameters overriding the preset's.
+    #[schemars(with = "Option<serde_json::Map<String, serde_json::Value>>")]
     pub params: Option<toml::Table>,
     /// Any: references to skip first.
     pub skip: Option<u64>,
@@ -137,6 +138,16 @@ pub enum RawInactiveRatio {
 impl<'de> Deserialize<'de> for RawInactiveRatio {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<RawInactiveRatio, D::Error> {
         count_or_word(d, "ratio", "kernel").map(|n| n.map_or(RawInactiveRatio::Kernel, RawInactiveRatio::Fixed))
+    }
+}
+
+impl schemars::JsonSchema for RawInactiveRatio {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "InactiveRatio".into()
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        count_or_word_schema("The active:inactive ratio Linux-like reclaim keeps: a number, or \"kernel\" for the kernel's rule", "kernel")
     }
 }
 
@@ -193,6 +204,24 @@ fn count_or_word<'de, D: serde::Deserializer<'de>>(d: D, noun: &'static str, wor
     d.deserialize_any(V { noun, word })
 }
 
+impl schemars::JsonSchema for RawWays {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "Ways".into()
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        count_or_word_schema("Associativity: a way count, or \"full\" for a fully associative array", "full")
+    }
+}
+
+/// The schema of [`count_or_word`]'s values.
+fn count_or_word_schema(description: &str, word: &str) -> schemars::Schema {
+    schemars::json_schema!({
+        "description": description,
+        "anyOf": [{ "type": "integer", "minimum": 0 }, { "const": word }]
+    })
+}
+
 impl Serialize for RawWays {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         match self {
@@ -203,7 +232,7 @@ impl Serialize for RawWays {
 }
 
 /// One machine configuration as written.
-#[derive(Clone, Debug, Default, Deserialize, Serialize)]
+#[derive(Clone, Debug, Default, Deserialize, Serialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RawMachine {
     /// Name in results.
@@ -227,8 +256,9 @@ pub struct RawMachine {
 }
 
 /// A value or a list of values (a sweep: one TLB per value).
-#[derive(Clone, Debug, PartialEq, Eq, Deserialize, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Deserialize, Serialize, schemars::JsonSchema)]
 #[serde(untagged)]
+#[schemars(rename = "OneOrMany_{T}")]
 pub enum OneOrMany<T> {
     /// One value.
     One(T),
@@ -247,7 +277,7 @@ impl<T: Clone> OneOrMany<T> {
 }
 
 /// Mosaic TLBs as written: one per combination of the listed arities and associativities.
-#[derive(Clone, Debug, Default, Deserialize, Serialize)]
+#[derive(Clone, Debug, Default, Deserialize, Serialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RawMosaic {
     /// Name in results (default `mosaic-<arity>`, with `-<ways>w` or `-full` when several
@@ -264,7 +294,7 @@ pub struct RawMosaic {
 }
 
 /// The OS model as written.
-#[derive(Clone, Debug, Default, Deserialize, Serialize)]
+#[derive(Clone, Debug, Default, Deserialize, Serialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RawOs {
     /// Physical memory size.
@@ -298,7 +328,7 @@ pub struct RawOs {
 }
 
 /// Iceberg parameters as written; omitted fields take the paper's values.
-#[derive(Clone, Copy, Debug, Default, Deserialize, Serialize)]
+#[derive(Clone, Copy, Debug, Default, Deserialize, Serialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RawIceberg {
     /// Front-yard slots per bucket (56).
@@ -318,7 +348,7 @@ pub struct RawIceberg {
 }
 
 /// One TLB level as written.
-#[derive(Clone, Debug, Deserialize, Serialize)]
+#[derive(Clone, Debug, Deserialize, Serialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RawLevel {
     /// Name in results.
@@ -333,7 +363,7 @@ pub struct RawLevel {
 }
 
 /// One TLB array as written.
-#[derive(Clone, Debug, Deserialize, Serialize)]
+#[derive(Clone, Debug, Deserialize, Serialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RawArray {
     /// Entries.

@@ -31,6 +31,25 @@ impl<'de> Deserialize<'de> for ByteSize {
     }
 }
 
+impl schemars::JsonSchema for ByteSize {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "ByteSize".into()
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        // The strings `parse_bytes` reads: a number (digits, `_` separators, one `.`), then
+        // an optional unit in any case: B; K, M, G, T alone or with iB (binary) or B
+        // (decimal).
+        schemars::json_schema!({
+            "description": "A size in bytes: an integer, or a string such as \"4KiB\", \"1.5GiB\" or \"10MB\"",
+            "anyOf": [
+                { "type": "integer", "minimum": 0 },
+                { "type": "string", "pattern": "^\\s*([0-9][0-9_]*(\\.[0-9_]*)?|\\.[0-9][0-9_]*)\\s*([bB]|[kKmMgGtT]([iI]?[bB])?)?\\s*$" }
+            ]
+        })
+    }
+}
+
 impl Serialize for ByteSize {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         s.serialize_str(&crate::units::format_bytes(self.0))

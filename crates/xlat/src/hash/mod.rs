@@ -35,7 +35,7 @@ pub fn page_key(asid: Asid, vpn: Vpn) -> u64 {
 }
 
 /// Which hash functions a hashed memory uses, as written in configurations.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "kebab-case", tag = "kind", deny_unknown_fields)]
 pub enum HashSpec {
     /// Tabulation hashing with probing, tables generated from `seed` (the hardware design).

@@ -7,7 +7,7 @@ use super::set_associative::SetAssociative;
 use serde::{Deserialize, Serialize};
 
 /// The placement policies by name, as written in configurations.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum Placement {
     /// Any free frame, uniformly at random (seeded): a fully associative memory whose frames

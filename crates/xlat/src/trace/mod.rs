@@ -42,6 +42,9 @@ pub enum TraceFormat {
 }
 
 impl TraceFormat {
+    /// Every format.
+    pub const ALL: [TraceFormat; 3] = [TraceFormat::Native, TraceFormat::Lackey, TraceFormat::ChampSim];
+
     /// The lower-case name used on the command line and in identities.
     pub fn name(self) -> &'static str {
         match self {
@@ -53,7 +56,7 @@ impl TraceFormat {
 
     /// Parses a name as printed by [`TraceFormat::name`].
     pub fn from_name(name: &str) -> Option<TraceFormat> {
-        [TraceFormat::Native, TraceFormat::Lackey, TraceFormat::ChampSim].into_iter().find(|f| f.name() == name)
+        TraceFormat::ALL.into_iter().find(|f| f.name() == name)
     }
 
     /// The format a file name suggests, ignoring a compression suffix: `.xlat` is native;

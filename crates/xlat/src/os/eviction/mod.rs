@@ -93,7 +93,7 @@ pub enum Recency {
 }
 
 /// The names of the eviction policies in configurations.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum EvictionKind {
     /// [`EvictionSpec::None`].
@@ -111,7 +111,7 @@ pub enum EvictionKind {
 }
 
 /// The names of the recency modes in configurations.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum RecencyKind {
     /// [`Recency::Access`].

@@ -10,7 +10,7 @@ use crate::hash::{HashFamily, HashSpec};
 use serde::{Deserialize, Serialize};
 
 /// Where the backyard choices of a page may fall.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum BackyardRanges {
     /// Choice `i` (1-based) falls in the `i`-th of `choices` equal, disjoint ranges of buckets,
@@ -21,7 +21,7 @@ pub enum BackyardRanges {
 }
 
 /// Which of several equally loaded backyard choices a page takes.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum TieBreak {
     /// The lowest-numbered choice. With disjoint ranges this is Vöcking's "always go left",
