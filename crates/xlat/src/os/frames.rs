@@ -15,7 +15,7 @@ use crate::types::{Asid, Vpn};
 ///
 /// An OS that never evicts never asks which page occupies a frame or when it was last used,
 /// so its frames keep only the bitset ([`Frames::without_occupants`]): one bit of host memory
-/// per frame instead of 22 bytes, and no host page faults as frames fill. The occupant
+/// per frame instead of 22 bytes, and 177 times fewer host pages to fault in as frames fill. The occupant
 /// queries of such frames ([`Frames::owner`], [`Frames::stamp`], [`Frames::release`]...) are
 /// bugs, caught by debug assertions (and by the empty vectors' bounds checks).
 #[derive(Clone, Debug)]
@@ -245,6 +245,32 @@ mod tests {
             let len = len.min(stamps.len() - first);
             let expected = (first..first + len).min_by_key(|&f| stamps[f]).expect("a run of one frame or more");
             proptest::prop_assert_eq!(frames.oldest_in(first as u64, len as u64), expected as u64);
+        }
+
+        /// Frames without occupants against a set of occupied frames: occupancy, the lowest
+        /// free frame of a run, the count, over memories that are not a whole number of
+        /// bitset words.
+        #[test]
+        fn without_occupants_matches_a_set(count in 1u64..3000, occupy in proptest::collection::vec(0u64..3000, 0..400)) {
+            let mut frames = Frames::without_occupants(count);
+            let mut model = std::collections::BTreeSet::new();
+            for (now, frame) in occupy.into_iter().enumerate() {
+                let frame = frame % count;
+                if model.insert(frame) {
+                    frames.occupy(frame, 1, Vpn(frame), now as u64);
+                }
+            }
+            proptest::prop_assert_eq!((frames.capacity(), frames.used()), (count, model.len() as u64));
+            for frame in 0..count {
+                proptest::prop_assert_eq!(frames.is_free(frame), !model.contains(&frame));
+            }
+            for first in (0..count).step_by(5) {
+                for len in [1, 56, 64, 130] {
+                    let len = len.min(count - first);
+                    let expected = (first..first + len).find(|f| !model.contains(f));
+                    proptest::prop_assert_eq!(frames.first_free(first, len), expected);
+                }
+            }
         }
 
         /// Against a map from frame to (owner, stamp, generation), over memories that are

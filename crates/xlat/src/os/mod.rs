@@ -378,9 +378,11 @@ impl Os {
         let placed = match iceberg_placement::place(layout, &self.frames, key, ghosts) {
             Some(p) => p,
             None => {
-                let oldest = iceberg_placement::oldest_candidate(layout, &self.frames, key);
+                // First the conflict, which fails without eviction: only an OS that evicts
+                // keeps the last uses the oldest candidate is chosen by.
                 self.conflict()?;
-                oldest
+                let Placer::Iceberg(layout) = &self.placer else { unreachable!("iceberg placement") };
+                iceberg_placement::oldest_candidate(layout, &self.frames, key)
             }
         };
         let Placer::Iceberg(layout) = &self.placer else { unreachable!("iceberg placement") };
@@ -549,7 +551,8 @@ impl Os {
         stats
     }
 
-    /// The page occupying each frame, for invariant checks in tests.
+    /// The state of the frames, for invariant checks in tests: which are occupied, and (for
+    /// an OS that evicts) the page occupying each.
     pub fn frames(&self) -> &Frames {
         &self.frames
     }

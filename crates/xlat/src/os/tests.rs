@@ -65,6 +65,18 @@ fn set_conflict_without_eviction_is_an_error() {
     assert_eq!(os.stats().first_conflict_utilization, Some(0.25));
 }
 
+#[test]
+fn iceberg_conflict_without_eviction_is_an_error() {
+    // Pages until the first conflict: an error (not a read of the last uses an OS that does
+    // not evict keeps none of), at the utilization where the conflict came.
+    let mut os = iceberg_os(64, EvictionSpec::None, None);
+    let oom = (0..64 * 64).find_map(|vpn| os.translate(0, vpn << 12).err()).expect("a conflict before memory is full");
+    assert_eq!(oom.reason, NoFrame::Conflict);
+    assert!(os.describe(oom).to_string().contains("associativity conflict"));
+    let at = os.stats().first_conflict_utilization.expect("recorded");
+    assert!(at > 0.8 && at < 1.0, "{at}");
+}
+
 /// A deterministic pseudo-random page stream with reuse (a skewed mix of hot and cold pages).
 fn stream(len: usize, pages: u64, seed: u64) -> Vec<u64> {
     let mut rng = Xoshiro256PlusPlus::seed_from_u64(seed);
