@@ -2,11 +2,11 @@
 
 /// Parses a byte size. Binary suffixes (`KiB`, `MiB`, `GiB`, `TiB`, also `K`, `M`, `G`, `T`)
 /// multiply by powers of 1024, decimal ones (`KB`, `MB`, `GB`, `TB`) by powers of 1000.
-/// Underscores are allowed as digit separators. Returns a message on failure.
+/// Underscores are allowed between digits, as separators. Returns a message on failure.
 pub fn parse_bytes(text: &str) -> Result<u64, String> {
-    let t = text.trim().replace('_', "");
+    let t = text.trim();
     let split = t
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .find(|c: char| !(c.is_ascii_digit() || c == '.' || c == '_'))
         .unwrap_or(t.len());
     let (num, suffix) = t.split_at(split);
     let mult: u64 = match suffix.trim().to_ascii_lowercase().as_str() {
@@ -21,11 +21,16 @@ pub fn parse_bytes(text: &str) -> Result<u64, String> {
         "tb" => 1_000_000_000_000,
         other => return Err(format!("unknown size suffix `{other}` in `{text}`")),
     };
-    if num.is_empty() {
-        return Err(format!("`{text}` is not a size (expected e.g. `4KiB`, `16GiB`)"));
-    }
     let not_a_size = || format!("`{text}` is not a size (expected e.g. `4KiB`, `16GiB`)");
     let too_large = || format!("`{text}` is not a whole number of bytes below 2^64");
+    if num.is_empty() {
+        return Err(not_a_size());
+    }
+    let digit_at = |i: Option<usize>| i.and_then(|i| num.as_bytes().get(i)).is_some_and(u8::is_ascii_digit);
+    if num.match_indices('_').any(|(i, _)| !digit_at(i.checked_sub(1)) || !digit_at(Some(i + 1))) {
+        return Err(not_a_size());
+    }
+    let num = &num.replace('_', "");
     // Whole numbers are exact (an f64 would round sizes above 2^53); fractions go through f64.
     if !num.contains('.') {
         let value: u64 = num.parse().map_err(|_| too_large())?;
@@ -65,6 +70,10 @@ mod tests {
         assert_eq!(parse_bytes("16GiB"), Ok(16 << 30));
         assert_eq!(parse_bytes("1.5 MiB"), Ok(3 << 19));
         assert_eq!(parse_bytes("4_096"), Ok(4096));
+        assert_eq!(parse_bytes("1_000.5_0KB"), Ok(1_000_500));
+        for separator_not_between_digits in ["_4KiB", "4_KiB", "4K_iB", "4KiB_", "4__0", "1._5", "1_.5"] {
+            assert!(parse_bytes(separator_not_between_digits).is_err(), "{separator_not_between_digits}");
+        }
         assert_eq!(parse_bytes("2MB"), Ok(2_000_000));
         assert!(parse_bytes("4XB").is_err());
         assert!(parse_bytes("KiB").is_err());

@@ -86,6 +86,39 @@ fn what_xlat_rejects_by_shape_the_schema_rejects_too() {
     }
 }
 
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(2048))]
+
+    /// The schema's sizes against `parse_bytes`, which reads them, over strings of the
+    /// characters sizes are made of: the schema accepts every size xlat reads, and rejects
+    /// every string xlat rejects for its shape (it leaves to xlat only whether the number is
+    /// whole in bytes and below 2^64).
+    #[test]
+    fn the_schema_reads_sizes_as_xlat_does(text in proptest::prop_oneof![
+        "[0-9_. kKmMgGtTiIbBx]{0,12}",
+        " ?[0-9_]{0,5}(\\.[0-9_]{0,3})? ?([kKmMgGtT]([iI]?[bB])?|[bB])? ?",
+    ]) {
+        let sizes = jsonschema::validator_for(&experiment_schema()["definitions"]["ByteSize"]).unwrap();
+        let schema_accepts = sizes.is_valid(&Value::from(text.as_str()));
+        match xlat::units::parse_bytes(&text) {
+            Ok(_) => proptest::prop_assert!(schema_accepts, "xlat reads {text:?}, the schema rejects it"),
+            Err(e) if e.contains("is not a whole number of bytes") => {}
+            Err(e) => proptest::prop_assert!(!schema_accepts, "the schema accepts {text:?}: {e}"),
+        }
+    }
+}
+
+#[test]
+fn u32_fields_are_bounded_and_descriptions_survive_references() {
+    let schema = experiment_schema();
+    let front = &schema["definitions"]["RawIceberg"]["properties"]["front"];
+    assert_eq!(front["maximum"], u32::MAX, "{front}");
+    let memory = &schema["definitions"]["RawOs"]["properties"]["memory"];
+    assert_eq!((&memory["allOf"][0]["$ref"], memory.get("$ref")), (&"#/definitions/ByteSize".into(), None), "{memory}");
+    assert!(memory["description"].is_string());
+    assert!(!complaints("[[machine]]\nname = \"m\"\nos = { iceberg = { front = 8589934592 } }\n").is_empty());
+}
+
 /// Words in backticks in `text` (`a = { b, c }` gives a, b and c).
 fn backticked_words(text: &str) -> BTreeSet<String> {
     let spans = text.split('`').skip(1).step_by(2);

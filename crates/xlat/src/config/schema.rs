@@ -20,6 +20,7 @@ pub fn experiment_schema() -> Value {
     let generator = schemars::generate::SchemaSettings::draft07().into_generator();
     let mut schema = generator.into_root_schema_for::<ExperimentFile>().to_value();
     drop_null(&mut schema);
+    bound_u32(&mut schema);
     schema["title"] = json!("xlat experiment file");
     schema["description"] = json!("Workloads × machines for `xlat run`; every field is described in docs/configuration.md.");
     // Names the raw types keep as strings, checked later against lists each kept in one place.
@@ -44,14 +45,37 @@ fn drop_null(schema: &mut Value) {
             if let Some(Value::Array(options)) = map.get_mut("anyOf") {
                 options.retain(|option| *option != json!({ "type": "null" }));
                 if let [only] = &options[..] {
-                    let Value::Object(only) = only.clone() else { unreachable!("a schema is an object") };
+                    let only = only.clone();
                     map.remove("anyOf");
-                    map.extend(only);
+                    match only {
+                        // Draft 7 ignores the keywords beside a `$ref`, this field's
+                        // description among them: the reference goes under `allOf`.
+                        Value::Object(only) if only.contains_key("$ref") => {
+                            map.insert("allOf".into(), json!([only]));
+                        }
+                        Value::Object(only) => map.extend(only),
+                        _ => unreachable!("a schema is an object"),
+                    }
                 }
             }
             map.values_mut().for_each(drop_null);
         }
         Value::Array(items) => items.iter_mut().for_each(drop_null),
+        _ => {}
+    }
+}
+
+/// Gives every `u32` field its upper bound, which the generator leaves out (it bounds `u16`
+/// fields), so that an editor flags a value xlat cannot read.
+fn bound_u32(schema: &mut Value) {
+    match schema {
+        Value::Object(map) => {
+            if map.get("format").is_some_and(|f| f == "uint32") {
+                map.entry("maximum").or_insert(json!(u32::MAX));
+            }
+            map.values_mut().for_each(bound_u32);
+        }
+        Value::Array(items) => items.iter_mut().for_each(bound_u32),
         _ => {}
     }
 }

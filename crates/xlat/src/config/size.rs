@@ -37,14 +37,15 @@ impl schemars::JsonSchema for ByteSize {
     }
 
     fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
-        // The strings `parse_bytes` reads: a number (digits, `_` separators, one `.`), then
-        // an optional unit in any case: B; K, M, G, T alone or with iB (binary) or B
-        // (decimal).
+        // The strings `parse_bytes` reads: a number (digits with `_` between digits, and at
+        // most one `.`), then an optional unit in any case: B; K, M, G, T alone or with iB
+        // (binary) or B (decimal). Whether the number is whole in bytes and below 2^64 is
+        // left to `xlat run`.
         schemars::json_schema!({
             "description": "A size in bytes: an integer, or a string such as \"4KiB\", \"1.5GiB\" or \"10MB\"",
             "anyOf": [
                 { "type": "integer", "minimum": 0 },
-                { "type": "string", "pattern": "^\\s*([0-9][0-9_]*(\\.[0-9_]*)?|\\.[0-9][0-9_]*)\\s*([bB]|[kKmMgGtT]([iI]?[bB])?)?\\s*$" }
+                { "type": "string", "pattern": "^\\s*([0-9]+(_[0-9]+)*(\\.([0-9]+(_[0-9]+)*)?)?|\\.[0-9]+(_[0-9]+)*)\\s*([bB]|[kKmMgGtT]([iI]?[bB])?)?\\s*$" }
             ]
         })
     }
