@@ -149,28 +149,34 @@ fn failing_program_is_recorded_with_its_status() {
 }
 
 /// Ctrl-C (or SIGTERM) kills the program and leaves a valid trace marked partial, and no
-/// temporary file; exit code 130.
+/// temporary file; exit code 130. Also when the signal reaches the whole process group, as a
+/// terminal's Ctrl-C does, and the program dies of it before xlat kills it.
 #[test]
 fn ctrl_c_keeps_a_partial_trace() {
+    use std::os::unix::process::CommandExt;
     if !tools_present("ctrl_c_keeps_a_partial_trace") {
         return;
     }
-    for signal in ["INT", "TERM"] {
+    for (signal, group) in [("INT", false), ("TERM", false), ("INT", true)] {
         let dir = tempfile::tempdir().unwrap();
         let child = Command::new(env!("CARGO_BIN_EXE_xlat"))
             .args(["trace", "record", "-q", "-o", "loop.xlat", "--", "sh", "-c", "while :; do :; done"])
             .current_dir(dir.path())
             .env("XDG_CACHE_HOME", cache_dir())
             .stderr(std::process::Stdio::piped())
+            .process_group(0)
             .spawn()
             .unwrap();
         // Long enough to build the tool on a cold cache and record for a while.
         std::thread::sleep(std::time::Duration::from_millis(3000));
-        assert!(Command::new("kill").args([&format!("-{signal}"), &child.id().to_string()]).status().unwrap().success());
+        // A negative pid signals the process group (xlat, Valgrind and the program).
+        let target = if group { format!("-{}", child.id()) } else { child.id().to_string() };
+        assert!(Command::new("kill").args([&format!("-{signal}"), "--", &target]).status().unwrap().success());
         let out = child.wait_with_output().unwrap();
-        assert_eq!(out.status.code(), Some(130), "SIG{signal}: {:?} {}", out.status, text(&out.stderr));
+        let case = format!("SIG{signal}{}", if group { " to the group" } else { "" });
+        assert_eq!(out.status.code(), Some(130), "{case}: {:?} {}", out.status, text(&out.stderr));
         let left: Vec<_> = std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
-        assert_eq!(left, ["loop.xlat"], "SIG{signal}");
+        assert_eq!(left, ["loop.xlat"], "{case}");
         let info = info_json(dir.path(), "loop.xlat");
         assert!(info["references"].as_u64().unwrap() > 0, "{info}");
         assert_eq!(

@@ -213,7 +213,9 @@ fn spawn_without_aslr(command: &mut Command) -> Result<(Child, String)> {
 
 /// Waits for the program, polling so that Ctrl-C and the end of the stream are noticed:
 /// Ctrl-C, a reached limit or a failed trace writer (`stop_child`) kill it. Returns its
-/// exit status and whether it was interrupted.
+/// exit status and whether it was interrupted: also when the program ended by itself after
+/// the interrupt, as it does when a terminal's Ctrl-C reaches its whole process group and
+/// the program dies of the signal before xlat kills it.
 fn watch(
     mut child: Child,
     stop_child: &AtomicBool,
@@ -233,7 +235,7 @@ fn watch(
             }
         };
         if let Some(status) = status {
-            return Ok((status, interrupted));
+            return Ok((status, interrupted || interrupt.load(Ordering::Relaxed)));
         }
         if !killed && (interrupt.load(Ordering::Relaxed) || stop_child.load(Ordering::Relaxed)) {
             interrupted = interrupt.load(Ordering::Relaxed);
