@@ -32,9 +32,10 @@ pub enum TraceCommand {
         /// Input format; detected when omitted.
         #[arg(long, value_parser = format_arg)]
         from: Option<TraceFormat>,
-        /// Output format; taken from the output's extension when omitted (`.xlat` native,
-        /// `.lackey` Lackey, `.champsim`/`.champsim.xz`/`.champsim.gz` ChampSim). Native
-        /// traces are compressed inside: `.xlat.zst`, `.xlat.gz` and `.xlat.xz` are refused.
+        /// Output format; taken from the output's extension when omitted (`.xlat` native;
+        /// `.lackey`, `.txt` or `.log` Lackey; `.champsim` or `.champsimtrace` ChampSim, also
+        /// compressed with `.xz`, `.gz` or `.zst`). Native traces are compressed inside:
+        /// `.xlat.zst`, `.xlat.gz` and `.xlat.xz` are refused.
         #[arg(long, value_parser = format_arg)]
         to: Option<TraceFormat>,
         /// Write ChampSim even where it cannot hold the stream exactly: sizes are dropped (each

@@ -256,6 +256,13 @@ fn build<W: Workload>(scale: Scale, overrides: Option<&toml::Table>, path: &str)
             _ => value.clone(),
         };
         table.insert(key.clone(), value);
+        // Read back with this value alone changed, so that an error (a name an enumerated
+        // parameter does not take) names the parameter.
+        if let Err(e) = table.clone().try_into::<W>() {
+            let message = e.to_string();
+            let message = message.trim_end().trim_end_matches(&format!("in `{key}`")).trim_end();
+            return Err(Error::config(format!("{path}.{key}"), message.to_string()));
+        }
     }
     let params: W = table.try_into().map_err(|e| Error::config(path, e.to_string().trim_end().to_string()))?;
     params.validate().map_err(|(field, message)| Error::config(format!("{path}.{field}"), message))?;
@@ -339,6 +346,9 @@ mod tests {
         let t: toml::Table = toml::from_str("table_log2 = \"big\"").unwrap();
         let e = BuiltinSpec::new("gups", Scale::Tiny, Some(&t), 1, 0, "workload[0]").unwrap_err().to_string();
         assert!(e.contains("workload[0].params.table_log2: expected integer, found string"), "{e}");
+        let t: toml::Table = toml::from_str("kernel = \"foo\"").unwrap();
+        let e = BuiltinSpec::new("gap", Scale::Tiny, Some(&t), 1, 0, "workload[0]").unwrap_err().to_string();
+        assert!(e.starts_with("workload[0].params.kernel: unknown variant `foo`") && !e.contains("in `kernel`"), "{e}");
         let e = BuiltinSpec::new("nbody", Scale::Tiny, None, 1, 0, "workload[0]").unwrap_err().to_string();
         assert!(e.contains("workload[0].type") && e.contains("gups"), "{e}");
     }
