@@ -107,8 +107,9 @@ pub fn run(args: &RecordArgs, interrupt: &AtomicBool) -> Result<Outcome> {
     let watched = watch(child, &stop_child, interrupt, &progress, &mut bar);
     bar.update(Progress::Finish);
     let (writer, got) = reader.join().map_err(|_| anyhow!("the trace writer thread panicked"))?;
-    let (status, interrupted) = watched?;
+    let status = watched?;
     let got = got.map_err(|e| anyhow!("recording into {}: {e}", output.display()))?;
+    let interrupted = ended_by_interrupt(got.stop, status, interrupt.load(Ordering::Relaxed));
     let end = Ending { got, status, interrupted, seconds: started.elapsed().as_secs_f64() };
     finish(args, &program, &output, writer, metadata, &end)
 }
@@ -213,17 +214,14 @@ fn spawn_without_aslr(command: &mut Command) -> Result<(Child, String)> {
 
 /// Waits for the program, polling so that Ctrl-C and the end of the stream are noticed:
 /// Ctrl-C, a reached limit or a failed trace writer (`stop_child`) kill it. Returns its
-/// exit status and whether it was interrupted: also when the program ended by itself after
-/// the interrupt, as it does when a terminal's Ctrl-C reaches its whole process group and
-/// the program dies of the signal before xlat kills it.
+/// exit status.
 fn watch(
     mut child: Child,
     stop_child: &AtomicBool,
     interrupt: &AtomicBool,
     progress: &AtomicU64,
     bar: &mut Bar,
-) -> Result<(ExitStatus, bool)> {
-    let mut interrupted = false;
+) -> Result<ExitStatus> {
     let mut killed = false;
     loop {
         let status = match child.try_wait() {
@@ -235,10 +233,9 @@ fn watch(
             }
         };
         if let Some(status) = status {
-            return Ok((status, interrupted || interrupt.load(Ordering::Relaxed)));
+            return Ok(status);
         }
         if !killed && (interrupt.load(Ordering::Relaxed) || stop_child.load(Ordering::Relaxed)) {
-            interrupted = interrupt.load(Ordering::Relaxed);
             // SIGKILL: the program may ignore gentler signals, and the trace is already
             // complete up to what the tool sent.
             let _ = child.kill();
@@ -246,6 +243,20 @@ fn watch(
         }
         bar.update(Progress::Advance { refs: progress.load(Ordering::Relaxed) });
         std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Whether a recording that ended with the tool's `stop` (none when the stream just ended)
+/// and the program's `status` ended by Ctrl-C, given whether one came (`interrupt`): when
+/// the stream was cut (xlat killed the program for it), or when the program exited of a
+/// signal after it, as it does when a terminal's Ctrl-C reaches the whole process group. A
+/// program that exited by itself first, a reached limit and an exec (after which nothing is
+/// recorded) stay what they are.
+fn ended_by_interrupt(stop: Option<Stop>, status: ExitStatus, interrupt: bool) -> bool {
+    match stop {
+        None => interrupt,
+        Some(Stop::Exit) => interrupt && status.signal().is_some(),
+        Some(Stop::Limit | Stop::Exec) => false,
     }
 }
 
@@ -297,7 +308,7 @@ fn finish(
     let [loads, stores, ifetches] = end.got.counts;
     metadata["recording"] = json!({
         "stopped": stopped,
-        "exit_status": if stopped == "exit" { Some(describe(end.status)) } else { None },
+        "exit_status": (end.got.stop == Some(Stop::Exit)).then(|| describe(end.status)),
         "references": end.got.references(),
         "loads": loads,
         "stores": stores,
@@ -323,4 +334,26 @@ fn finish(
         _ => {}
     }
     Ok(if end.interrupted { Outcome::Interrupted } else { Outcome::Done })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::process::ExitStatusExt;
+
+    #[test]
+    fn a_recording_ends_by_interrupt_only_when_the_interrupt_ended_it() {
+        let (exited, signalled) = (ExitStatus::from_raw(0), ExitStatus::from_raw(2));
+        // Cut by xlat's kill after Ctrl-C, or by a Ctrl-C the program died of.
+        assert!(ended_by_interrupt(None, ExitStatus::from_raw(9), true));
+        assert!(ended_by_interrupt(Some(Stop::Exit), signalled, true));
+        // Finished first, then Ctrl-C: the program's own exit.
+        assert!(!ended_by_interrupt(Some(Stop::Exit), exited, true));
+        // Complete by their own rule whenever Ctrl-C came.
+        assert!(!ended_by_interrupt(Some(Stop::Limit), ExitStatus::from_raw(9), true));
+        assert!(!ended_by_interrupt(Some(Stop::Exec), ExitStatus::from_raw(9), true));
+        // No Ctrl-C: killed from outside, or a program that died of a signal by itself.
+        assert!(!ended_by_interrupt(None, ExitStatus::from_raw(9), false));
+        assert!(!ended_by_interrupt(Some(Stop::Exit), signalled, false));
+    }
 }

@@ -287,9 +287,10 @@ mod tests {
         let frames = 15u64 << 28;
         assert_eq!(host_bytes(frames, EvictionSpec::None, Recency::Access), 480 << 20);
         assert!(fits_host(15 << 40, host_bytes(frames, EvictionSpec::None, Recency::Access), Some(1 << 30), "m").is_ok());
-        // Policies and scans with per-frame vectors of their own: 22 + 1 + 2 bytes and a bit.
+        // Policies and scans with per-frame vectors of their own: 22 bytes and a bit, and 1 or 2.
         let scan = Recency::Scan { period: 1000, hot_sample: 0.2, history: 8 };
-        assert_eq!(host_bytes(8, EvictionSpec::Linux { reserve: 0.0, inactive_ratio: InactiveRatio::Kernel }, scan), 8 * 25 + 1);
+        assert_eq!(host_bytes(8, EvictionSpec::Lru, scan), 8 * 24 + 1);
+        assert_eq!(host_bytes(8, EvictionSpec::Linux { reserve: 0.0, inactive_ratio: InactiveRatio::Kernel }, Recency::Access), 8 * 23 + 1);
     }
 
     #[test]

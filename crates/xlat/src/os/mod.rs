@@ -154,7 +154,7 @@ impl Os {
             horizon: 0,
             resident_limit: frames - (frames as f64 * kept_free).floor() as u64,
             clock: 0,
-            retime_uses: spec.recency == Recency::Access,
+            retime_uses: spec.recency == Recency::Access && spec.eviction != EvictionSpec::None,
             retime_fills: spec.recency == Recency::Fill && spec.eviction != EvictionSpec::None,
             stamp_only: false,
             shootdowns: Vec::new(),
@@ -243,6 +243,7 @@ impl Os {
     #[inline(always)]
     #[must_use]
     pub fn access(&mut self, pfn: Pfn) -> bool {
+        debug_assert!(self.tracks_use(), "uses reported to an OS that does not track them");
         self.clock += 1;
         let frame = self.frame_of(pfn);
         if self.retime_uses {
