@@ -15,9 +15,10 @@ use crate::types::{Asid, Vpn};
 ///
 /// An OS that never evicts never asks which page occupies a frame or when it was last used,
 /// so its frames keep only the bitset ([`Frames::without_occupants`]): one bit of host memory
-/// per frame instead of 22 bytes, and 177 times fewer host pages to fault in as frames fill. The occupant
-/// queries of such frames ([`Frames::owner`], [`Frames::stamp`], [`Frames::release`]...) are
-/// bugs, caught by debug assertions (and by the empty vectors' bounds checks).
+/// per frame instead of 22 bytes and a bit, and 177 times fewer host pages to fault in as
+/// frames fill. The occupant queries of such frames ([`Frames::owner`], [`Frames::stamp`],
+/// [`Frames::release`]...) are bugs, caught by debug assertions (and by the empty vectors'
+/// bounds checks).
 #[derive(Clone, Debug)]
 pub struct Frames {
     /// VPN of the occupying page (meaningful while the frame is occupied, see `occupied`).
