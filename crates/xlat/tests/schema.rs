@@ -42,6 +42,9 @@ fn every_experiment_file_satisfies_the_schema() {
     for file in files {
         let text = std::fs::read_to_string(&file).unwrap();
         assert_eq!(complaints(&text), Vec::<String>::new(), "{}", file.display());
+        // Each names the schema for editors (Taplo's directive), by a path that exists.
+        let schema = text.lines().next().and_then(|line| line.strip_prefix("#:schema ")).unwrap_or_else(|| panic!("{} does not start with a #:schema line", file.display()));
+        assert!(file.parent().unwrap().join(schema).is_file(), "{}: no schema at {schema}", file.display());
     }
 }
 
