@@ -19,8 +19,7 @@ pub fn experiment_schema() -> Value {
     // generally reads.
     let generator = schemars::generate::SchemaSettings::draft07().into_generator();
     let mut schema = generator.into_root_schema_for::<ExperimentFile>().to_value();
-    drop_null(&mut schema);
-    bound_u32(&mut schema);
+    fit_toml(&mut schema);
     schema["title"] = json!("xlat experiment file");
     schema["description"] = json!("Workloads × machines for `xlat run`; every field is described in docs/configuration.md.");
     // Names the raw types keep as strings, checked later against lists each kept in one place.
@@ -30,9 +29,12 @@ pub fn experiment_schema() -> Value {
     schema
 }
 
-/// Removes `null` from every schema within `schema`: TOML has none, so an optional field is
-/// one left out, not one that may be null (the generator allows null for every `Option`).
-fn drop_null(schema: &mut Value) {
+/// Fits every schema within `schema` to what xlat reads from TOML, which the generator,
+/// written for JSON, does not know: TOML has no null, so an optional field is one left out,
+/// not one that may be null (the generator allows null for every `Option`); and a `u32`
+/// field has an upper bound (the generator bounds only `u16` fields), so that an editor
+/// flags a value xlat cannot read.
+fn fit_toml(schema: &mut Value) {
     match schema {
         Value::Object(map) => {
             if let Some(Value::Array(types)) = map.get_mut("type") {
@@ -58,24 +60,12 @@ fn drop_null(schema: &mut Value) {
                     }
                 }
             }
-            map.values_mut().for_each(drop_null);
-        }
-        Value::Array(items) => items.iter_mut().for_each(drop_null),
-        _ => {}
-    }
-}
-
-/// Gives every `u32` field its upper bound, which the generator leaves out (it bounds `u16`
-/// fields), so that an editor flags a value xlat cannot read.
-fn bound_u32(schema: &mut Value) {
-    match schema {
-        Value::Object(map) => {
             if map.get("format").is_some_and(|f| f == "uint32") {
                 map.entry("maximum").or_insert(json!(u32::MAX));
             }
-            map.values_mut().for_each(bound_u32);
+            map.values_mut().for_each(fit_toml);
         }
-        Value::Array(items) => items.iter_mut().for_each(bound_u32),
+        Value::Array(items) => items.iter_mut().for_each(fit_toml),
         _ => {}
     }
 }

@@ -121,6 +121,8 @@ impl Os {
     /// An OS with nothing mapped; `seed` drives random placement and scan sampling.
     pub fn new(spec: &OsSpec, seed: u64) -> Os {
         let frames = spec.memory / spec.page_size.bytes();
+        // Only eviction asks which page a frame holds and when it was used.
+        let evicts = spec.eviction != EvictionSpec::None;
         let global_lru = match spec.eviction {
             EvictionSpec::Lru => spec.placement.is_fully_associative(),
             EvictionSpec::IcebergLru { .. } | EvictionSpec::LazyIcebergLru { .. } => true,
@@ -140,8 +142,7 @@ impl Os {
         let mut os = Os {
             spec: spec.clone(),
             table: PageTable::new(spec.page_size, no_tag),
-            // Only eviction asks which page a frame holds and when it was used.
-            frames: if spec.eviction == EvictionSpec::None { Frames::without_occupants(frames) } else { Frames::new(frames) },
+            frames: if evicts { Frames::new(frames) } else { Frames::without_occupants(frames) },
             placer,
             lru: global_lru.then(LruHeap::default),
             linux: match spec.eviction {
@@ -154,8 +155,8 @@ impl Os {
             horizon: 0,
             resident_limit: frames - (frames as f64 * kept_free).floor() as u64,
             clock: 0,
-            retime_uses: spec.recency == Recency::Access && spec.eviction != EvictionSpec::None,
-            retime_fills: spec.recency == Recency::Fill && spec.eviction != EvictionSpec::None,
+            retime_uses: spec.recency == Recency::Access && evicts,
+            retime_fills: spec.recency == Recency::Fill && evicts,
             stamp_only: false,
             shootdowns: Vec::new(),
             utilization: Utilization::default(),

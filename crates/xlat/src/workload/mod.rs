@@ -239,8 +239,8 @@ fn names() -> String {
 /// The preset of `W` at `scale` with `overrides` applied, validated; errors name the field
 /// under `path`.
 fn build<W: Workload>(scale: Scale, overrides: Option<&toml::Table>, path: &str) -> Result<W> {
-    let preset = W::preset(scale);
-    let mut table = toml::Table::try_from(&preset).expect("parameters serialize to a table");
+    let mut params = W::preset(scale);
+    let mut table = toml::Table::try_from(&params).expect("parameters serialize to a table");
     for (key, value) in overrides.into_iter().flatten() {
         let Some(current) = table.get(key) else {
             let known = table.keys().cloned().collect::<Vec<_>>().join(", ");
@@ -256,15 +256,14 @@ fn build<W: Workload>(scale: Scale, overrides: Option<&toml::Table>, path: &str)
             _ => value.clone(),
         };
         table.insert(key.clone(), value);
-        // Read back with this value alone changed, so that an error (a name an enumerated
-        // parameter does not take) names the parameter.
-        if let Err(e) = table.clone().try_into::<W>() {
+        // Read back after each override, so that an error (a name an enumerated parameter
+        // does not take) names the parameter; the last reading is the result.
+        params = table.clone().try_into().map_err(|e: toml::de::Error| {
             let message = e.to_string();
             let message = message.trim_end().trim_end_matches(&format!("in `{key}`")).trim_end();
-            return Err(Error::config(format!("{path}.{key}"), message.to_string()));
-        }
+            Error::config(format!("{path}.{key}"), message.to_string())
+        })?;
     }
-    let params: W = table.try_into().map_err(|e| Error::config(path, e.to_string().trim_end().to_string()))?;
     params.validate().map_err(|(field, message)| Error::config(format!("{path}.{field}"), message))?;
     Ok(params)
 }

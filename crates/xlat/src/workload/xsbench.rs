@@ -351,16 +351,19 @@ impl Xsbench {
     }
 
     fn mean_nuclides_per_lookup(&self) -> f64 {
-        MATERIAL_DIST.iter().zip(self.nucs_per_material()).map(|(p, &n)| p * n as f64).sum::<f64>()
-            / MATERIAL_DIST.iter().sum::<f64>()
+        self.over_lookups(|n| n)
     }
 
     /// The standard deviation of one lookup's nuclide count, relative to its mean.
     fn nuclides_per_lookup_deviation(&self) -> f64 {
         let mean = self.mean_nuclides_per_lookup();
-        let square = MATERIAL_DIST.iter().zip(self.nucs_per_material()).map(|(p, &n)| p * (n as f64).powi(2)).sum::<f64>()
-            / MATERIAL_DIST.iter().sum::<f64>();
-        (square - mean * mean).max(0.0).sqrt() / mean
+        (self.over_lookups(|n| n * n) - mean * mean).max(0.0).sqrt() / mean
+    }
+
+    /// The mean of `f` of a lookup's nuclide count, over the materials lookups draw.
+    fn over_lookups(&self, f: impl Fn(f64) -> f64) -> f64 {
+        MATERIAL_DIST.iter().zip(self.nucs_per_material()).map(|(p, &n)| p * f(n as f64)).sum::<f64>()
+            / MATERIAL_DIST.iter().sum::<f64>()
     }
 }
 
