@@ -18,7 +18,8 @@ pub const DEFAULT_RESERVE: f64 = 0.008;
 const MAX_INACTIVE_RATIO: u32 = 1000;
 /// Default δ of Iceberg LRU: about 13% of memory stays free for the paper's parameters.
 pub const DEFAULT_DELTA: f64 = 0.13;
-/// Default references between accessed-bit scans.
+/// Default page accesses between accessed-bit scans (a reference counts once per page it
+/// touches).
 pub const DEFAULT_SCAN_PERIOD: u64 = 1_000_000;
 /// Default fraction of hot pages read per scan (the prototype's 20%).
 pub const DEFAULT_HOT_SAMPLE: f64 = 0.2;
@@ -252,7 +253,7 @@ fn recency(raw: &RawOs, path: &str, eviction: EvictionSpec) -> Result<Recency> {
             }
             let period = raw.scan_period.unwrap_or(DEFAULT_SCAN_PERIOD);
             if period == 0 {
-                return err(format!("{path}.scan_period"), "the scan period must be at least one reference");
+                return err(format!("{path}.scan_period"), "the scan period must be at least one page access");
             }
             let hot_sample = raw.hot_sample.unwrap_or(DEFAULT_HOT_SAMPLE);
             if !(0.0..=1.0).contains(&hot_sample) {

@@ -317,7 +317,8 @@ pub struct RawOs {
     pub delta: Option<f64>,
     /// How page use is observed.
     pub recency: Option<RecencyKind>,
-    /// References between accessed-bit scans (`recency = "scan"`).
+    /// Page accesses between accessed-bit scans (`recency = "scan"`); a reference counts once
+    /// per page it touches.
     pub scan_period: Option<u64>,
     /// Fraction of hot pages read at each scan.
     pub hot_sample: Option<f64>,

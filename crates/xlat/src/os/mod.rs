@@ -99,7 +99,7 @@ pub struct Os {
     /// Pages at most this many may be resident (reserve or δ of memory kept free); under lazy
     /// Iceberg LRU, pages not marked evictable.
     resident_limit: u64,
-    /// Uses so far: the timestamp of the next use.
+    /// Uses so far, one per page a reference touches: the timestamp of the next use.
     clock: u64,
     /// Every use retimes its page (`recency = "access"` under an eviction policy): read on
     /// every reference, so kept as a flag rather than matched from the spec.
@@ -110,6 +110,10 @@ pub struct Os {
     /// A recorded use only stamps the frame: no eviction-age tracker, evictable marks or
     /// Linux lists hear of it (checked once here rather than three options per use).
     stamp_only: bool,
+    /// The frame a fault just filled under `recency = "access"`, until the faulting
+    /// reference's own use is recorded: that use is the fault's, and does not count as a
+    /// later reference for Linux-like reclaim (see [`Os::record_use`]).
+    just_faulted: Option<u64>,
     /// Pages whose TLB entries must go, since the machine last took them: evicted pages,
     /// and pages whose accessed bit a scan cleared.
     shootdowns: Vec<(Asid, Vpn)>,
@@ -158,6 +162,7 @@ impl Os {
             retime_uses: spec.recency == Recency::Access && evicts,
             retime_fills: spec.recency == Recency::Fill && evicts,
             stamp_only: false,
+            just_faulted: None,
             shootdowns: Vec::new(),
             utilization: Utilization::default(),
             stats: OsStats::default(),
@@ -249,6 +254,7 @@ impl Os {
         let frame = self.frame_of(pfn);
         if self.retime_uses {
             self.record_use(frame);
+            self.just_faulted = None;
             return false;
         }
         // Recency on fill records nothing here; a scan's accessed bits have a scanner.
@@ -267,7 +273,10 @@ impl Os {
 
     /// A use of the page in `frame` that recency counts (every use under recency on access,
     /// a walk of the first TLB under recency on fill): its new timestamp, and its referenced
-    /// bit in the Linux lists.
+    /// bit in the Linux lists, unless the use is that of the reference that just faulted the
+    /// page in. Linux counts a mapped page as used again only when it sees it referenced
+    /// after the fault that mapped it; the lists take the fault as the page's first use, and
+    /// under recency on fill the faulting walk records no use either, so both modes agree.
     #[inline(always)]
     fn record_use(&mut self, frame: u64) {
         if self.stamp_only {
@@ -276,7 +285,9 @@ impl Os {
         }
         self.retime(frame);
         if let Some(linux) = &mut self.linux {
-            linux.reference(frame);
+            if self.just_faulted != Some(frame) {
+                linux.reference(frame);
+            }
         }
     }
 
@@ -330,6 +341,9 @@ impl Os {
         }
         if let Some(linux) = &mut self.linux {
             linux.insert(frame);
+            if self.retime_uses {
+                self.just_faulted = Some(frame);
+            }
         }
         if let Some(age) = &mut self.age {
             age.insert(self.clock);

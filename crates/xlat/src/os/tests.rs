@@ -314,3 +314,266 @@ fn a_page_placed_in_a_scanned_frame_starts_cold() {
     touch(&mut os, 11);
     assert_eq!((os.stats().swap_outs, os.stats().scan_shootdowns, os.stats().shootdowns), (1, 2, 3));
 }
+
+/// The pages evicted (in order) when ASID 0 touches `vpns` in turn, each touch a walk and a use
+/// (the machine's sequence with no TLB: every reference walks).
+fn evicted_pages(os: &mut Os, vpns: &[u64]) -> Vec<u64> {
+    let mut out = Vec::new();
+    for &vpn in vpns {
+        touch(os, vpn);
+        if let Some(d) = os.take_shootdowns() {
+            out.extend(d.map(|(_, v)| v.0));
+        }
+    }
+    out
+}
+
+/// `LinuxLists::insert` says a new page is "not yet referenced: the fault is its first use and
+/// is what put it here", and docs/configuration.md says reclaim promotes the inactive list's
+/// oldest page "if it was referenced since". Pages 1, 2, 3 are touched once (their fault), page
+/// 0 twice: page 0 alone was referenced since it entered the inactive list, so reclaim promotes
+/// it and evicts page 1. With no TLB every reference walks, so `recency = "fill"` and
+/// `recency = "access"` see the same uses and must agree.
+#[test]
+fn linux_fault_is_not_a_reference_under_access_recency() {
+    for recency in [Recency::Fill, Recency::Access] {
+        let spec = OsSpec {
+            eviction: EvictionSpec::Linux { reserve: 0.0, inactive_ratio: InactiveRatio::Fixed(1) },
+            recency,
+            ..OsSpec::simple(4 << 12, PlacementSpec::Sequential)
+        };
+        let mut os = Os::new(&spec, 1);
+        let evicted = evicted_pages(&mut os, &[0, 1, 2, 3, 0, 4]);
+        assert_eq!(evicted, vec![1], "{recency:?}: the page just used twice was evicted instead of an untouched one");
+    }
+}
+
+/// An independent model of Horizon LRU as DESIGN.md and docs/configuration.md state it, with
+/// its own timestamps (the reference number) and horizon: a free front-yard slot, else the
+/// oldest ghost of the front yard, else the least-loaded backyard counting ghosts as free
+/// (first such choice), its first free slot or oldest ghost; if all candidates are live, the
+/// oldest candidate goes and the horizon rises to its timestamp. Also the relative age of
+/// each eviction by brute force (rank among resident pages / (resident - 1)).
+struct HorizonModel {
+    layout: iceberg::Layout,
+    /// frame -> (vpn, stamp)
+    frames: HashMap<u64, (u64, u64)>,
+    home: HashMap<u64, u64>,
+    swapped: std::collections::HashSet<u64>,
+    horizon: u64,
+    evicted: Vec<u64>,
+    ghost_evictions: u64,
+    swap_ins: u64,
+    ages: Vec<f64>,
+    /// Lazy Iceberg LRU instead: the resident limit, and the marked frames (the ghosts).
+    lazy: Option<u64>,
+    marked: std::collections::HashSet<u64>,
+    first_conflict: Option<f64>,
+    conflicts: u64,
+}
+
+impl HorizonModel {
+    fn ghost(&self, f: u64) -> bool {
+        if self.lazy.is_some() {
+            return self.marked.contains(&f);
+        }
+        self.frames.get(&f).is_some_and(|&(_, s)| s < self.horizon)
+    }
+    fn live(&self, f: u64) -> bool {
+        self.frames.contains_key(&f) && !self.ghost(f)
+    }
+    fn free_or_oldest_ghost(&self, yard: &[u64]) -> Option<u64> {
+        if let Some(&f) = yard.iter().find(|&&f| !self.frames.contains_key(&f)) {
+            return Some(f);
+        }
+        yard.iter().copied().filter(|&f| self.ghost(f)).min_by_key(|f| (self.frames[f].1, *f))
+    }
+    fn evict(&mut self, f: u64) {
+        let (vpn, stamp) = self.frames[&f];
+        let older = self.frames.values().filter(|&&(_, s)| s < stamp).count() as f64;
+        let resident = self.frames.len() as f64;
+        self.ages.push(if resident > 1.0 { older / (resident - 1.0) } else { 0.0 });
+        if self.ghost(f) {
+            self.ghost_evictions += 1;
+        }
+        self.marked.remove(&f);
+        self.frames.remove(&f);
+        self.home.remove(&vpn);
+        self.swapped.insert(vpn);
+        self.horizon = self.horizon.max(stamp);
+        self.evicted.push(vpn);
+    }
+    fn touch(&mut self, vpn: u64, now: u64) {
+        if let Some(&f) = self.home.get(&vpn) {
+            self.frames.get_mut(&f).unwrap().1 = now;
+            self.marked.remove(&f);
+            return;
+        }
+        if self.swapped.remove(&vpn) {
+            self.swap_ins += 1;
+        }
+        if let Some(limit) = self.lazy {
+            while self.frames.len() as u64 - self.marked.len() as u64 >= limit {
+                let f = *self.frames.iter().filter(|(f, _)| !self.marked.contains(f)).min_by_key(|(_, &(_, s))| s).unwrap().0;
+                self.marked.insert(f);
+            }
+        }
+        let key = page_key(0, Vpn(vpn));
+        let spec = *self.layout.spec();
+        let front: Vec<u64> = (0..spec.front).map(|s| self.layout.frame(key, Slot::Front(s))).collect();
+        let backs: Vec<Vec<u64>> = (1..=spec.choices)
+            .map(|choice| (0..spec.back).map(|slot| self.layout.frame(key, Slot::Back { choice, slot })).collect())
+            .collect();
+        let target = self.free_or_oldest_ghost(&front).or_else(|| {
+            let mut best: Option<(usize, usize)> = None;
+            for (i, yard) in backs.iter().enumerate() {
+                let load = yard.iter().filter(|&&f| self.live(f)).count();
+                if load < spec.back as usize && best.is_none_or(|(_, l)| load < l) {
+                    best = Some((i, load));
+                }
+            }
+            best.and_then(|(i, _)| self.free_or_oldest_ghost(&backs[i]))
+        });
+        let frame = match target {
+            Some(f) => f,
+            None => {
+                self.conflicts += 1;
+                if self.first_conflict.is_none() && self.frames.len() < 512 {
+                    self.first_conflict = Some(self.frames.len() as f64 / 512.0);
+                }
+                let all: Vec<u64> = front.iter().chain(backs.iter().flatten()).copied().collect();
+                *all.iter().min_by_key(|f| self.frames[f].1).unwrap()
+            }
+        };
+        if self.frames.contains_key(&frame) {
+            self.evict(frame);
+        }
+        self.frames.insert(frame, (vpn, now));
+        self.home.insert(vpn, frame);
+    }
+}
+
+fn check_horizon_against_model(vpns: &[u64]) {
+    check_against_model(vpns, EvictionSpec::HorizonLru);
+}
+
+fn check_against_model(vpns: &[u64], eviction: EvictionSpec) {
+    let window = 50;
+    let mut os = iceberg_os(8, eviction, Some(window));
+    let lazy = match eviction {
+        EvictionSpec::LazyIcebergLru { delta } => Some(512 - (512.0 * delta).floor() as u64),
+        _ => None,
+    };
+    let mut model = HorizonModel {
+        layout: os.iceberg().unwrap().clone(),
+        frames: HashMap::new(),
+        home: HashMap::new(),
+        swapped: Default::default(),
+        horizon: 0,
+        evicted: Vec::new(),
+        ghost_evictions: 0,
+        swap_ins: 0,
+        ages: Vec::new(),
+        lazy,
+        marked: Default::default(),
+        first_conflict: None,
+        conflicts: 0,
+    };
+    let mut evicted = Vec::new();
+    let (mut used_sum, mut used_refs) = (0u64, 0u64);
+    for (i, &vpn) in vpns.iter().enumerate() {
+        touch(&mut os, vpn);
+        if let Some(d) = os.take_shootdowns() {
+            evicted.extend(d.map(|(_, v)| v.0));
+        }
+        model.touch(vpn, i as u64 + 1);
+        assert_eq!(evicted.len(), model.evicted.len(), "reference {i} (page {vpn}): evictions diverge");
+        if !model.evicted.is_empty() {
+            used_sum += model.frames.len() as u64;
+            used_refs += 1;
+        }
+    }
+    let util = used_sum as f64 / used_refs as f64 / 512.0;
+    let got = os.stats().steady_state_utilization.unwrap();
+    assert!((got - util).abs() < 1e-9, "steady-state utilization {got} vs {util}");
+    assert_eq!((os.stats().conflicts, os.stats().first_conflict_utilization), (model.conflicts, model.first_conflict));
+    assert_eq!(evicted, model.evicted);
+    let s = os.stats();
+    assert_eq!((s.swap_outs, s.swap_ins, s.ghost_evictions), (model.evicted.len() as u64, model.swap_ins, model.ghost_evictions));
+    let age = s.eviction_age.unwrap();
+    let means: Vec<f64> = model.ages.chunks_exact(window as usize).map(|c| c.iter().sum::<f64>() / window as f64).collect();
+    assert_eq!(age.window_means.len(), means.len());
+    for (a, b) in age.window_means.iter().zip(&means) {
+        assert!((a - b).abs() < 1e-9, "{a} vs {b}");
+    }
+    assert!(model.evicted.len() > 500 && model.ghost_evictions > 0);
+}
+
+#[test]
+fn horizon_lru_matches_an_independent_model() {
+    check_horizon_against_model(&stream(20_000, 800, 3));
+    check_horizon_against_model(&(0..3000).collect::<Vec<_>>());
+}
+
+#[test]
+fn lazy_iceberg_lru_matches_an_independent_model() {
+    check_against_model(&stream(20_000, 800, 3), EvictionSpec::LazyIcebergLru { delta: 0.13 });
+    check_against_model(&(0..3000).collect::<Vec<_>>(), EvictionSpec::LazyIcebergLru { delta: 0.13 });
+}
+
+/// Exact LRU over two address spaces sharing VPNs: (asid, vpn) pairs are distinct pages.
+#[test]
+fn exact_lru_over_two_asids_matches_a_brute_force_lru() {
+    let frames = 64;
+    let mut os = Os::new(&OsSpec { eviction: EvictionSpec::Lru, ..OsSpec::simple(frames << 12, PlacementSpec::Random) }, 3);
+    let mut model: VecDeque<(u16, u64)> = VecDeque::new();
+    let mut evicted = std::collections::HashSet::new();
+    let (mut outs, mut ins) = (0, 0);
+    for (i, vpn) in stream(20_000, 120, 8).into_iter().enumerate() {
+        let asid = (i % 3 == 0) as u16;
+        let t = os.translate(asid, vpn << 12).unwrap();
+        let _ = os.access(t.pfn);
+        let mut shot: Vec<(u16, u64)> = os.take_shootdowns().map(|d| d.map(|(a, v)| (a, v.0)).collect()).unwrap_or_default();
+        let page = (asid, vpn);
+        let mut expect = Vec::new();
+        if let Some(pos) = model.iter().position(|&p| p == page) {
+            model.remove(pos);
+        } else {
+            if evicted.remove(&page) {
+                ins += 1;
+            }
+            if model.len() == frames as usize {
+                let v = model.pop_back().unwrap();
+                evicted.insert(v);
+                expect.push(v);
+                outs += 1;
+            }
+        }
+        model.push_front(page);
+        shot.sort();
+        assert_eq!(shot, expect, "reference {i}");
+    }
+    let s = os.stats();
+    assert_eq!((s.swap_outs, s.swap_ins), (outs, ins));
+}
+
+/// With no TLB every reference walks, so `recency = "fill"` and `recency = "access"` see the
+/// same uses; Linux-like reclaim must then evict the same pages under both.
+#[test]
+fn linux_fill_and_access_agree_when_every_reference_walks() {
+    let run = |recency| {
+        let spec = OsSpec {
+            eviction: EvictionSpec::Linux { reserve: 0.008, inactive_ratio: InactiveRatio::Kernel },
+            recency,
+            ..OsSpec::simple(1000 << 12, PlacementSpec::Random)
+        };
+        let mut os = Os::new(&spec, 1);
+        for vpn in stream(50_000, 2000, 4) {
+            touch(&mut os, vpn);
+            os.take_shootdowns();
+        }
+        let s = os.stats();
+        (s.swap_outs, s.swap_ins)
+    };
+    assert_eq!(run(Recency::Access), run(Recency::Fill), "(swap_outs, swap_ins): access vs fill");
+}

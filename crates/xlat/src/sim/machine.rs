@@ -136,10 +136,13 @@ impl Machine {
             }
         }
         if let Some(single) = self.tlb.as_ref().and_then(|tlb| tlb.express_single_level(self.os.page_size())) {
+            // Neither tracking nor Mosaic TLBs reach here too, when the express path declined
+            // the level for its instruction side.
             return match (track, mosaic) {
+                (false, false) => self.process_single_level::<false, false>(single, batch),
                 (true, false) => self.process_single_level::<true, false>(single, batch),
                 (false, true) => self.process_single_level::<false, true>(single, batch),
-                _ => self.process_single_level::<true, true>(single, batch),
+                (true, true) => self.process_single_level::<true, true>(single, batch),
             };
         }
         match (one_level, track, mosaic) {

@@ -83,7 +83,7 @@ pub enum Recency {
     /// assumed used (the authors' prototype: 1 s scans, 8 scans of history, 20%). See
     /// [`scan`].
     Scan {
-        /// References between scans.
+        /// Page accesses between scans: the OS clock counts one per page a reference touches.
         period: u64,
         /// Fraction of hot pages whose bit is read at each scan.
         hot_sample: f64,

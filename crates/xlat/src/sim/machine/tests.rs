@@ -297,3 +297,78 @@ fn a_scan_shoots_down_the_pages_whose_accessed_bit_it_clears() {
     assert_eq!(misses(scan(0.0, 8)), (4 + 8 * 4, 8 * 4));
     assert_eq!(misses(scan(0.0, 2)), (4 + 2 * 4, 2 * 4));
 }
+
+/// A machine whose one TLB level is split, with a data array of a specialized shape (4-way
+/// LRU) and an instruction array that is not (FIFO), over an OS without eviction: the express
+/// path declines it (`express_ways` is `None`), `express_single_level` accepts it, and
+/// `process` then picks `process_single_level::<TRACK = true, MOSAIC = true>` for a machine
+/// that neither tracks use nor has a Mosaic TLB. Such a machine must simply run.
+#[test]
+fn split_single_level_without_eviction_runs() {
+    let l1 = LevelGeometry {
+        name: "L1".into(),
+        arrays: vec![ArrayGeometry { entries: 16, ways: 4, policy: Policy::Lru, page_sizes: vec![PageSize::Size4K] }],
+        instr_arrays: vec![ArrayGeometry { entries: 16, ways: 4, policy: Policy::Fifo, page_sizes: vec![PageSize::Size4K] }],
+        inclusive: false,
+    };
+    let mut m = Machine::new(&MachineSpec { tlb: vec![l1], ..spec() });
+    let refs = (0..100u64).map(|i| if i % 3 == 0 { MemRef::ifetch((i % 5) << 12, 4) } else { MemRef::load((i % 7) << 12, 8) }).collect();
+    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| m.process(&Batch { refs, instructions: 100 })));
+    assert!(matches!(result, Ok(Ok(()))), "processing panicked or failed");
+}
+
+/// The OS's clock, and with it `scan_period`, counts page accesses (docs/configuration.md):
+/// a reference that straddles two pages counts twice. Four references, each straddling
+/// pages 0 and 1, with a scan period of 4: scans after the fourth and the eighth page access,
+/// each clearing the bits of both pages (2 shootdowns each).
+#[test]
+fn scan_period_counts_page_accesses() {
+    let recency = crate::os::Recency::Scan { period: 4, hot_sample: 1.0, history: 8 };
+    let os = OsSpec { eviction: EvictionSpec::Lru, recency, ..OsSpec::simple(16 << 12, PlacementSpec::Random) };
+    let mut m = Machine::new(&MachineSpec { os, tlb: vec![level(64, 4)], ..spec() });
+    let refs = (0..4).map(|_| MemRef::load(0xffc, 8)).collect();
+    m.process(&Batch { refs, instructions: 0 }).unwrap();
+    let s = m.stats();
+    assert_eq!((s.counters.refs, s.counters.straddles), (4, 4));
+    assert_eq!(s.os.scan_shootdowns, 4);
+}
+
+/// Adding Mosaic TLBs to a machine with a conventional TLB changes nothing the OS does
+/// (docs/configuration.md, `recency`), over two address spaces and straddling references,
+/// for every recency mode.
+#[test]
+fn mosaic_tlbs_change_nothing_the_os_does_over_two_asids() {
+    let mut x = 0x1234_5678_9abc_def1u64;
+    let refs: Vec<MemRef> = (0..30_000u64)
+        .map(|i| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let u = (x >> 40) as f64 / (1u64 << 24) as f64;
+            let page = (u * u * 600.0) as u64;
+            let off = if i % 97 == 0 { 0xffc } else { 64 };
+            MemRef { asid: (i % 5 == 0) as u16, ..MemRef::load(page << 12 | off, 8) }
+        })
+        .collect();
+    let batch = Batch { refs, instructions: 0 };
+    let recencies = [
+        crate::os::Recency::Access,
+        crate::os::Recency::Fill,
+        crate::os::Recency::Scan { period: 1000, hot_sample: 0.2, history: 8 },
+    ];
+    for recency in recencies {
+        let mut with = mosaic_spec(2 * 64 * 4096 * 3, EvictionSpec::HorizonLru, 4);
+        with.os.recency = recency;
+        with.os.age_window = Some(100);
+        let mut without = with.clone();
+        without.mosaic.clear();
+        let [a, b] = [with, without].map(|spec| {
+            let mut m = Machine::new(&spec);
+            m.process(&batch).unwrap();
+            m.stats().os
+        });
+        assert!(a.swap_outs > 1000, "{a:?}");
+        let key = |s: &crate::os::OsStats| (s.swap_outs, s.swap_ins, s.page_faults, s.ghost_evictions, s.scan_shootdowns, s.conflicts, s.eviction_age.clone());
+        assert_eq!(key(&a), key(&b), "{recency:?}");
+    }
+}
