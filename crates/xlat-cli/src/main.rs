@@ -1,10 +1,10 @@
 //! The `xlat` command-line tool: run experiments, inspect and convert traces, benchmark.
 //!
 //! Exit codes: 0 success; 1 error (bad input, bad configuration, simulation failure);
-//! 2 usage error (unknown flag or subcommand, a flag value it does not take); 130
-//! interrupted by Ctrl-C, SIGTERM or SIGHUP (partial results, flagged `partial`, were
-//! written, unless the message says none were: a second interrupt exits at once); killed by
-//! SIGPIPE when standard output's reader is gone.
+//! 2 usage error (unknown flag or subcommand, a flag value it does not take, a `--set` value
+//! the workload rejects); 130 interrupted by Ctrl-C, SIGTERM or SIGHUP (partial results,
+//! flagged `partial`, were written, unless the message says none were: a second interrupt
+//! exits at once); killed by SIGPIPE when standard output's reader is gone.
 
 // The workspace forbids printing from library code; printing is this binary's job.
 #![allow(clippy::print_stdout)]
@@ -110,6 +110,10 @@ fn main() -> ExitCode {
         Err(e) if matches!(e.downcast_ref::<xlat::Error>(), Some(xlat::Error::Interrupted)) => {
             eprintln!("interrupted: nothing was written");
             ExitCode::from(130)
+        }
+        Err(e) if e.downcast_ref::<commands::UsageError>().is_some() => {
+            eprintln!("error: {}", message(&e));
+            ExitCode::from(2)
         }
         Err(e) => {
             eprintln!("error: {}", message(&e));

@@ -30,8 +30,9 @@ pub fn table(result: &ExperimentResult) -> String {
         let rows = w.machines.iter().flat_map(|m| m.rows(&w.workload, w.partial));
         for row in rows.filter(|r| r.accesses > 0 || r.side != "instr") {
             let mpki = row.mpki.map_or("-".to_string(), |v| format!("{v:.2}"));
-            let _ = writeln!(out, "  {:<16} {:<10} {:<8} {:>14} {:>14} {:>9.3} {:>9}",
-                row.config, row.level, row.side, thousands(row.accesses), thousands(row.misses), 100.0 * row.miss_rate, mpki);
+            let rate = row.miss_rate.map_or("-".to_string(), |v| format!("{:.3}", 100.0 * v));
+            let _ = writeln!(out, "  {:<16} {:<10} {:<8} {:>14} {:>14} {:>9} {:>9}",
+                row.config, row.level, row.side, thousands(row.accesses), thousands(row.misses), rate, mpki);
         }
         // Per machine: its page size and memory decide faults and what stays resident.
         for m in &w.machines {

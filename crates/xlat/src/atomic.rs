@@ -73,9 +73,25 @@ pub fn temp_for(path: &Path) -> Result<NamedTempFile> {
         Some(d) if !d.as_os_str().is_empty() => d,
         _ => Path::new("."),
     };
-    let tmp = tempfile::Builder::new().prefix(".xlat-partial-").tempfile_in(dir).map_err(|e| Error::io(path, e))?;
+    temp_in(dir, path)
+}
+
+/// A temporary file in `dir`; an error names `output`, what the file was for.
+fn temp_in(dir: &Path, output: &Path) -> Result<NamedTempFile> {
+    let tmp = tempfile::Builder::new().prefix(".xlat-partial-").tempfile_in(dir).map_err(|e| Error::io(output, without_temp_name(e)))?;
     register(tmp.path());
     Ok(tmp)
+}
+
+/// A temporary file's creation error without the name tempfile appends to its message (`at
+/// path "…/.xlat-partial-r98LsA"`): a name the user never gave, of a file that does not exist.
+/// tempfile keeps the original error only inside its message, so the suffix is cut there.
+fn without_temp_name(e: std::io::Error) -> std::io::Error {
+    let message = e.to_string();
+    match message.rsplit_once(" at path ") {
+        Some((cause, _)) => std::io::Error::new(e.kind(), cause.to_string()),
+        None => e,
+    }
 }
 
 /// Checks that files can be written to `dir`, creating it if missing, by creating (and
@@ -86,7 +102,7 @@ pub fn check_output_dir(dir: &Path) -> Result<()> {
         return Err(Error::io(dir, std::io::Error::other("is not a directory")));
     }
     std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
-    temp_for(&dir.join("check")).map(drop)
+    temp_in(dir, dir).map(drop)
 }
 
 /// Removes the output `path` if an earlier run left one, so that it is not taken for this
@@ -150,6 +166,17 @@ mod tests {
         assert!(!Path::new("-").exists());
         assert!(std::fs::symlink_metadata(&link).unwrap().file_type().is_symlink());
         assert_eq!(std::fs::read(&target).unwrap(), b"kept");
+    }
+
+    /// An output that cannot be created is named as the user gave it, never by the name of
+    /// the temporary file that failed (`/proc` takes no new files, even from root).
+    #[test]
+    #[cfg(target_os = "linux")]
+    fn unwritable_outputs_are_named_as_given() {
+        let e = check_output_dir(Path::new("/proc/self")).unwrap_err().to_string();
+        assert!(e.starts_with("/proc/self: ") && !e.contains(".xlat-partial"), "{e}");
+        let e = write_atomically(Path::new("/proc/out.txt"), |w| w.write_all(b"x")).unwrap_err().to_string();
+        assert!(e.starts_with("/proc/out.txt: ") && !e.contains(".xlat-partial"), "{e}");
     }
 
     #[test]

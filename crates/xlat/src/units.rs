@@ -44,10 +44,12 @@ pub fn parse_bytes(text: &str) -> Result<u64, String> {
     Ok(bytes as u64)
 }
 
+/// The binary units sizes are written in, largest first.
+const UNITS: [(&str, u64); 4] = [("TiB", 1 << 40), ("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)];
+
 /// Formats a byte count with the largest binary unit that divides it (`4KiB`, `1.5GiB` style
 /// for non-exact values).
 pub fn format_bytes(bytes: u64) -> String {
-    const UNITS: [(&str, u64); 4] = [("TiB", 1 << 40), ("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)];
     for (name, size) in UNITS {
         if bytes >= size {
             return if bytes % size == 0 {
@@ -58,6 +60,16 @@ pub fn format_bytes(bytes: u64) -> String {
         }
     }
     format!("{bytes}B")
+}
+
+/// Formats a byte count exactly, in the largest binary unit that divides it (`4097B`,
+/// `1536MiB`): what [`parse_bytes`] reads back as the same count, for configuration files and
+/// for errors about a size, where [`format_bytes`]'s rounding would hide the problem.
+pub fn exact_bytes(bytes: u64) -> String {
+    match UNITS.iter().find(|&&(_, size)| bytes >= size && bytes % size == 0) {
+        Some((name, size)) => format!("{}{name}", bytes / size),
+        None => format!("{bytes}B"),
+    }
 }
 
 #[cfg(test)]
@@ -87,8 +99,19 @@ mod tests {
 
     #[test]
     fn formats_sizes() {
+        assert_eq!((exact_bytes(4097), exact_bytes(3 << 29), exact_bytes(0)), ("4097B".into(), "1536MiB".into(), "0B".into()));
         assert_eq!(format_bytes(4096), "4KiB");
         assert_eq!(format_bytes(3 << 29), "1.50GiB");
         assert_eq!(format_bytes(12), "12B");
+    }
+
+    proptest::proptest! {
+        /// An exact size reads back as itself, whatever its unit (a shift up to 40 bits makes
+        /// every unit likely).
+        #[test]
+        fn exact_sizes_read_back(n in proptest::prelude::any::<u64>(), shift in 0u32..41) {
+            let bytes = n >> shift << shift;
+            proptest::prop_assert_eq!(parse_bytes(&exact_bytes(bytes)), Ok(bytes));
+        }
     }
 }

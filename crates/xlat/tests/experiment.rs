@@ -60,7 +60,11 @@ fn runs_every_workload_on_every_machine() {
             assert_eq!(row.accesses, 50_000, "{row:?}");
             assert_eq!(row.hits + row.misses, row.accesses);
         }
+        // The instruction side of a data-only stream saw nothing: its miss rate is empty.
+        let rate = (row.accesses > 0).then(|| row.misses as f64 / row.accesses as f64);
+        assert_eq!(row.miss_rate, rate, "{row:?}");
     }
+    assert!(rows.iter().any(|r| r.side == "instr" && r.miss_rate.is_none()));
     // 50,000 sequential 8-byte loads cover 400,000 bytes: 98 pages, one miss each.
     let seq_tiny = rows.iter().find(|r| r.workload == "seq" && r.config == "tiny").unwrap();
     assert_eq!(seq_tiny.misses, 98);
@@ -187,7 +191,9 @@ fn configuration_errors_name_the_field() {
         (SMALL.replace("ways = 2", "ways = \"most\""), "ways", "neither a way count nor"),
         (SMALL.replace("preset = \"skylake-like\"", "preset = \"skylake\""), "machine[0].preset", "unknown preset"),
         (SMALL.replace("preset = \"skylake-like\"", "preset = \"skylake-like\"\nways = 4"), "machine[0].preset", "takes no"),
-        (SMALL.replace("memory = \"64MiB\"", "memory = \"5000\""), "machine[1].os.memory", "multiple of the 4KiB"),
+        (SMALL.replace("memory = \"64MiB\"", "memory = \"5000\""), "machine[1].os.memory", "5000B is not a positive multiple of the 4KiB"),
+        // Sizes in messages are exact: a rounded "4.00KiB" would hide the stray byte.
+        (SMALL.replace("memory = \"64MiB\"", "memory = 4097"), "machine[1].os.memory", "4097B is not"),
         (SMALL.replace("memory = \"64MiB\"", "memory = \"64XB\""), "", "unknown size suffix"),
         (SMALL.replace("refs = 50_000\n\n[[workload]]", "refs = 50_000\nstride = 64\n\n[[workload]]"), "workload[0].stride", "only strided"),
         (SMALL.replace("type = \"sequential\"", "type = \"trace\""), "workload[0].footprint", "only synthetic"),
@@ -263,6 +269,12 @@ fn mosaic_configuration_errors_name_the_field() {
         (MOSAIC.replace("arity = [4, 8], ways = [1, \"full\"]", "name = \" \""), "machine[0].mosaic[0].name", "must not be empty"),
         (MOSAIC.replace("preset = \"single-tlb\"", "preset = \"single-tlb\"\nentries = 0"), "machine[0].entries", "`single-tlb` preset"),
         (MOSAIC.replace("preset = \"single-tlb\"", "preset = \"single-tlb\"\nways = 3"), "machine[0].ways", "not divisible by 3 ways"),
+        // A value or a list: a bad value gets its own type's message, alone or in a list.
+        (MOSAIC.replace("ways = [1, \"full\"]", "ways = \"ful\""), "line 12", "`ful` is neither a way count nor \"full\""),
+        (MOSAIC.replace("ways = [1, \"full\"]", "ways = [1, \"ful\"]"), "line 12", "`ful` is neither a way count nor \"full\""),
+        (MOSAIC.replace("arity = [4, 8]", "arity = -4"), "line 12", "invalid value: integer `-4`, expected u32"),
+        (MOSAIC.replace("arity = [4, 8]", "arity = 4.0"), "line 12", "invalid type: floating point `4.0`, expected u32"),
+        (MOSAIC.replace("arity = [4, 8]", "arity = { a = 4 }"), "line 12", "expected a value or a list of values"),
     ];
     for (text, path, message) in cases {
         let e = config_error(&text);

@@ -149,6 +149,15 @@ fn initiator_errors_name_the_parameter() {
     assert!(e.contains("workload.params.b"), "{e}");
 }
 
+/// `sources` is bc's alone: a graph of two vertices is checked against it for bc only.
+#[test]
+fn gap_sources_are_checked_for_bc_only() {
+    let gap = |params: &str| BuiltinSpec::new("gap", Scale::Tiny, Some(&toml::from_str(params).unwrap()), 7, 1, "workload").map(|_| ());
+    assert!(gap("kernel = \"bfs\"\nscale = 1").is_ok());
+    let e = gap("kernel = \"bc\"\nscale = 1\nsources = 3").unwrap_err().to_string();
+    assert!(e.contains("workload.params.sources") && e.contains("need 1 to 2"), "{e}");
+}
+
 #[test]
 fn gap_every_kernel_on_every_graph_tiny() {
     for kernel in ["bfs", "pr", "cc", "sssp", "bc", "tc"] {

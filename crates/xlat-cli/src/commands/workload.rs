@@ -2,6 +2,7 @@
 //! run one without simulating to see its self-check and measured footprint.
 
 use crate::report::thousands;
+use super::UsageError;
 use crate::Outcome;
 use anyhow::{anyhow, Result};
 use clap::{Args, Subcommand};
@@ -71,7 +72,8 @@ impl Selection {
         // Field paths read `NAME.params.KEY` here; `--set KEY` says the same to a command line.
         spec.map_err(|e| {
             let text = e.to_string();
-            anyhow!(text.replace(&format!("{}.params.", self.name), "--set ").replace(&format!("{}.type", self.name), "workload"))
+            let text = text.replace(&format!("{}.params.", self.name), "--set ").replace(&format!("{}.type", self.name), "workload");
+            anyhow::Error::new(UsageError(text))
         })
     }
 }

@@ -8,7 +8,7 @@ use crate::os::eviction::{EvictionKind, InactiveRatio, RecencyKind};
 use crate::os::iceberg::IcebergSpec;
 use crate::os::{EvictionSpec, OsSpec, Placement, PlacementSpec, Recency};
 use crate::types::PageSize;
-use crate::units::format_bytes;
+use crate::units::{exact_bytes, format_bytes};
 use crate::Result;
 
 /// Default fraction of memory Linux-like reclaim keeps free: the Mosaic paper observed Linux
@@ -57,12 +57,12 @@ pub fn validate(raw: &RawOs, path: &str) -> Result<OsSpec> {
     if memory < page_size.bytes() || memory % page_size.bytes() != 0 {
         return err(
             format!("{path}.memory"),
-            format!("{} is not a positive multiple of the {page_size} page size", format_bytes(memory)),
+            format!("{} is not a positive multiple of the {page_size} page size", exact_bytes(memory)),
         );
     }
     let frames = memory / page_size.bytes();
     if frames > crate::os::PageTable::MAX_FRAMES {
-        return err(format!("{path}.memory"), format!("{} holds more than 2^32 - 2 frames", format_bytes(memory)));
+        return err(format!("{path}.memory"), format!("{} holds more than 2^32 - 2 frames", exact_bytes(memory)));
     }
     let placement = placement(raw, path, frames, page_size)?;
     let eviction = eviction(raw, path, &placement)?;

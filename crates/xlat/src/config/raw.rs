@@ -256,7 +256,7 @@ pub struct RawMachine {
 }
 
 /// A value or a list of values (a sweep: one TLB per value).
-#[derive(Clone, Debug, PartialEq, Eq, Deserialize, Serialize, schemars::JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(untagged)]
 #[schemars(rename = "OneOrMany_{T}")]
 pub enum OneOrMany<T> {
@@ -264,6 +264,45 @@ pub enum OneOrMany<T> {
     One(T),
     /// Several values.
     Many(Vec<T>),
+}
+
+/// Read by hand rather than as an untagged enum, whose only error is "data did not match any
+/// variant": a list is read as values of `T`, anything else as one, so that a bad value gets
+/// `T`'s own message (`` `ful` is neither a way count nor "full" ``).
+impl<'de, T: Deserialize<'de>> Deserialize<'de> for OneOrMany<T> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<OneOrMany<T>, D::Error> {
+        use serde::de::value::{BoolDeserializer, F64Deserializer, I64Deserializer, StrDeserializer, U64Deserializer};
+        struct V<T>(std::marker::PhantomData<T>);
+        impl<'de, T: Deserialize<'de>> serde::de::Visitor<'de> for V<T> {
+            type Value = OneOrMany<T>;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a value or a list of values")
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<OneOrMany<T>, A::Error> {
+                let mut values = Vec::new();
+                while let Some(value) = seq.next_element()? {
+                    values.push(value);
+                }
+                Ok(OneOrMany::Many(values))
+            }
+            fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<OneOrMany<T>, E> {
+                T::deserialize(U64Deserializer::new(v)).map(OneOrMany::One)
+            }
+            fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<OneOrMany<T>, E> {
+                T::deserialize(I64Deserializer::new(v)).map(OneOrMany::One)
+            }
+            fn visit_f64<E: serde::de::Error>(self, v: f64) -> Result<OneOrMany<T>, E> {
+                T::deserialize(F64Deserializer::new(v)).map(OneOrMany::One)
+            }
+            fn visit_bool<E: serde::de::Error>(self, v: bool) -> Result<OneOrMany<T>, E> {
+                T::deserialize(BoolDeserializer::new(v)).map(OneOrMany::One)
+            }
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<OneOrMany<T>, E> {
+                T::deserialize(StrDeserializer::new(v)).map(OneOrMany::One)
+            }
+        }
+        d.deserialize_any(V(std::marker::PhantomData))
+    }
 }
 
 impl<T: Clone> OneOrMany<T> {

@@ -53,6 +53,6 @@ impl schemars::JsonSchema for ByteSize {
 
 impl Serialize for ByteSize {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_str(&crate::units::format_bytes(self.0))
+        s.serialize_str(&crate::units::exact_bytes(self.0))
     }
 }

@@ -12,7 +12,7 @@ use crate::source::{SourceSpec, WorkloadSpec};
 use crate::tlb::{ArrayGeometry, LevelGeometry, Policy};
 use crate::trace::TraceFormat;
 use crate::types::PageSize;
-use crate::units::format_bytes;
+use crate::units::exact_bytes;
 use crate::workload::BuiltinSpec;
 use crate::{Error, Result};
 use std::path::Path;
@@ -277,7 +277,7 @@ pub(super) fn page_size_of(bytes: u64, path: &str) -> Result<PageSize> {
     PageSize::ALL
         .into_iter()
         .find(|s| s.bytes() == bytes)
-        .ok_or_else(|| Error::config(path, format!("{} is not a page size (4KiB, 2MiB or 1GiB)", format_bytes(bytes))))
+        .ok_or_else(|| Error::config(path, format!("{} is not a page size (4KiB, 2MiB or 1GiB)", exact_bytes(bytes))))
 }
 
 /// The levels at `path` (none for a machine of Mosaic TLBs only).

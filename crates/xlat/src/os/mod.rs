@@ -311,8 +311,12 @@ impl Os {
     #[cold]
     fn scan(&mut self) {
         let mut scanner = self.scanner.take().expect("scan recency has a scanner");
-        for frame in 0..self.frames.capacity() {
-            let Some(page) = self.frames.owner(frame) else { continue };
+        // Resident pages only: a memory far larger than the footprint costs a word per 64
+        // free frames, not a visit each.
+        let mut next = self.frames.next_occupied(0);
+        while let Some(frame) = next {
+            next = self.frames.next_occupied(frame + 1);
+            let page = self.frames.owner(frame).expect("an occupied frame has an owner");
             let visit = scanner.visit(frame);
             if visit.used {
                 self.retime(frame);

@@ -72,8 +72,8 @@ pub struct ResultRow {
     pub misses: u64,
     /// Misses of a Mosaic TLB whose entry was present but whose sub-page was not.
     pub sub_page_misses: u64,
-    /// Misses / accesses.
-    pub miss_rate: f64,
+    /// Misses / accesses; empty when there were no accesses (a rate of nothing is not 0).
+    pub miss_rate: Option<f64>,
     /// Misses per thousand instructions; empty when instruction counts are unknown.
     pub mpki: Option<f64>,
     /// References of the workload.
@@ -139,7 +139,7 @@ impl MachineStats {
             hits,
             misses,
             sub_page_misses,
-            miss_rate: ratio(misses, accesses),
+            miss_rate: (accesses > 0).then(|| misses as f64 / accesses as f64),
             mpki: (self.counters.instructions > 0).then(|| 1000.0 * misses as f64 / self.counters.instructions as f64),
             refs: self.counters.refs,
             instructions: self.counters.instructions,
@@ -167,12 +167,4 @@ struct TlbColumns {
     entries: usize,
     ways: usize,
     arity: u32,
-}
-
-fn ratio(a: u64, b: u64) -> f64 {
-    if b == 0 {
-        0.0
-    } else {
-        a as f64 / b as f64
-    }
 }
