@@ -767,6 +767,18 @@ fn memory_beyond_an_address_space_limit_is_a_clear_error() {
 }
 
 #[test]
+fn a_lackey_line_that_never_ends_is_an_error_not_an_abort() {
+    // /dev/zero holds no newline: buffered whole, its one line would take all the memory
+    // `ulimit -v` leaves (976 MiB) within a second and abort.
+    let dir = tempfile::tempdir().unwrap();
+    let script = format!("ulimit -v 1000000 && exec '{}' trace info /dev/zero --format lackey", env!("CARGO_BIN_EXE_xlat"));
+    let out = Command::new("sh").args(["-c", &script]).current_dir(dir.path()).output().unwrap();
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{:?}: {err}", out.status);
+    assert!(err.contains("/dev/zero:1: line longer than 1024 KiB, the most a Lackey line may hold"), "{err}");
+}
+
+#[test]
 fn the_machines_of_a_workload_must_fit_together() {
     // 512 GiB of frames under eviction need 2.77 GiB: one machine fits the address space
     // left, two do not.

@@ -11,15 +11,22 @@
 //! any other line is a record and must parse exactly, else the error names the file and line.
 //! A file that ends without a record although it had a line that is not Valgrind's (not
 //! starting with `==` or `--`) is not a Lackey trace, and is an error naming that line. A
-//! UTF-8 byte-order mark before the first line is skipped.
+//! UTF-8 byte-order mark before the first line is skipped. A line longer than [`MAX_LINE`]
+//! is an error: it is never buffered whole.
 
 use super::io::{display_path, file_identity, open_input, AtomicOutput, Compression, Input};
 use super::TraceWriter;
 use crate::memref::{past_top, AccessKind, Batch, MemRef};
 use crate::source::RefSource;
 use crate::{Error, Result};
-use std::io::BufRead;
+use std::io::{BufRead, Read};
 use std::path::{Path, PathBuf};
+
+/// The longest line the reader takes, newline aside: 1 MiB. Valgrind's records are under 40
+/// bytes and its banners rarely pass a few KiB (a long command line), so this only stops
+/// input without newlines (binary data, `/dev/zero`, a damaged file) from being buffered
+/// whole until memory runs out.
+pub const MAX_LINE: usize = 1 << 20;
 
 /// One parsed record line.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -133,12 +140,9 @@ impl LackeyReader {
     /// Reads lines until one holds a record; `None` at the end of input.
     fn next_record(&mut self) -> Result<Option<Record>> {
         loop {
-            self.line.clear();
-            let n = self.input.read_until(b'\n', &mut self.line).map_err(|e| Error::io(&self.path, e))?;
-            if n == 0 {
+            if !self.read_line()? {
                 return self.end();
             }
-            self.line_no += 1;
             let mut body = self.line.strip_suffix(b"\n").unwrap_or(&self.line);
             if self.line_no == 1 {
                 body = body.strip_prefix(b"\xef\xbb\xbf").unwrap_or(body);
@@ -161,6 +165,24 @@ impl LackeyReader {
 }
 
 impl LackeyReader {
+    /// Reads the next line into `self.line` and counts it; false at the end of input. At most
+    /// [`MAX_LINE`] bytes and a newline are read: a longer line is an error naming it.
+    fn read_line(&mut self) -> Result<bool> {
+        self.line.clear();
+        let limit = MAX_LINE as u64 + 1;
+        let mut capped = (&mut self.input).take(limit);
+        let n = capped.read_until(b'\n', &mut self.line).map_err(|e| Error::io(&self.path, e))?;
+        if n == 0 {
+            return Ok(false);
+        }
+        self.line_no += 1;
+        if n as u64 == limit && !self.line.ends_with(b"\n") {
+            let message = format!("line longer than {} KiB, the most a Lackey line may hold: not a Lackey text trace", MAX_LINE >> 10);
+            return Err(Error::AtLine { path: self.path.clone(), line: self.line_no, message });
+        }
+        Ok(true)
+    }
+
     /// The end of input: an error when the file had text but no record, and some of it was
     /// not Valgrind's.
     fn end(&mut self) -> Result<Option<Record>> {
@@ -343,6 +365,44 @@ mod tests {
         ] {
             assert_eq!(parse_line(bad), Err(why.to_string()), "{}", String::from_utf8_lossy(bad));
         }
+    }
+
+    /// What reading all of `data`, written to a file named `name`, gives: the references,
+    /// or the line and message of the error.
+    fn read_file(name: &str, data: &[u8]) -> std::result::Result<usize, (u64, String)> {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(name);
+        std::fs::write(&path, data).unwrap();
+        let mut reader = LackeyReader::open(&path).unwrap();
+        match crate::source::collect(&mut reader) {
+            Ok((refs, _)) => Ok(refs.len()),
+            Err(Error::AtLine { path: p, line, message }) if p == path => Err((line, message)),
+            Err(e) => panic!("unexpected error: {e}"),
+        }
+    }
+
+    #[test]
+    fn lines_up_to_the_cap_are_read() {
+        let banner = format!("=={}\n", "x".repeat(MAX_LINE - 2));
+        assert_eq!(read_file("t.lackey", format!("{banner}I  0400000,4\n").as_bytes()), Ok(1));
+    }
+
+    #[test]
+    fn a_line_past_the_cap_is_an_error_naming_it() {
+        let long = format!("I  0400000,4\n=={}\n L 1000,8\n", "x".repeat(MAX_LINE - 1));
+        let (line, message) = read_file("t.lackey", long.as_bytes()).unwrap_err();
+        assert_eq!(line, 2);
+        assert!(message.contains("line longer than 1024 KiB"), "{message}");
+    }
+
+    #[test]
+    fn a_compressed_line_without_newline_is_not_buffered_whole() {
+        // 256 MiB of `A` and no newline, 8 KiB compressed: read whole, it would take 256 MiB
+        // (the fuzzer's 9 GiB took the process down).
+        let data = zstd::stream::encode_all(std::io::repeat(b'A').take(256 << 20), 19).unwrap();
+        let (line, message) = read_file("long.lackey.zst", &data).unwrap_err();
+        assert_eq!(line, 1);
+        assert!(message.contains("line longer than"), "{message}");
     }
 
     #[test]
