@@ -778,6 +778,61 @@ fn a_lackey_line_that_never_ends_is_an_error_not_an_abort() {
     assert!(err.contains("/dev/zero:1: line longer than 1024 KiB, the most a Lackey line may hold"), "{err}");
 }
 
+/// Writes at `path` a sparse file of `len` bytes (a hole but for `parts`, each an offset and
+/// its bytes), so that a test can make a file of gigabytes that takes no room.
+fn sparse_file(path: &Path, len: u64, parts: &[(u64, Vec<u8>)]) {
+    use std::io::{Seek, SeekFrom, Write};
+    let mut f = std::fs::File::create(path).unwrap();
+    f.set_len(len).unwrap();
+    for (at, bytes) in parts {
+        f.seek(SeekFrom::Start(*at)).unwrap();
+        f.write_all(bytes).unwrap();
+    }
+}
+
+/// The little-endian bytes of each of `values`.
+fn le(values: &[u64]) -> Vec<u8> {
+    values.iter().flat_map(|v| v.to_le_bytes()).collect()
+}
+
+#[test]
+fn native_sizes_are_checked_before_allocating() {
+    // Sparse files whose header, index or block sizes ask for gigabytes: each must be an
+    // error naming the file and offset, not an abort under a 976 MiB address-space limit.
+    let dir = tempfile::tempdir().unwrap();
+    let gib = 1u64 << 30;
+    let header = |meta_len: u32| [&b"XLATTRC\0\x01\0\0\0"[..], &meta_len.to_le_bytes(), b"{}"].concat();
+    let footer = |len: u64, index_offset: u64| (len - 16, [&index_offset.to_le_bytes()[..], b"XLATEND\0"].concat());
+    // An index of 20 GiB (a hole: no magic).
+    sparse_file(&dir.path().join("index.xlat"), 20 * gib, &[(0, header(2)), footer(20 * gib, 18)]);
+    // Metadata of 4 GiB.
+    sparse_file(&dir.path().join("meta.xlat"), 5 * gib, &[(0, header(u32::MAX)), footer(5 * gib, 18)]);
+    // A proper index head over 2 GiB of empty entries, after 8 GiB of body.
+    let (index_at, count) = (18 + 8 * gib, 1u64 << 26);
+    let len = index_at + 32 + 32 * count + 16;
+    let head = [&b"XLATIDX\0"[..], &le(&[count, count, 0])].concat();
+    sparse_file(&dir.path().join("entries.xlat"), len, &[(0, header(2)), (index_at, head), footer(len, index_at)]);
+    // One block of one record whose frame is said to be 4 GiB long.
+    let zlen = u64::from(u32::MAX);
+    let block = [le(&[1 | 2 << 32, zlen]), vec![0; 4]].concat();
+    let index_at = 18 + 20 + zlen;
+    let index = [&b"XLATIDX\0"[..], &le(&[1, 1, 0, 18, 0, 1, 0])].concat();
+    let len = index_at + index.len() as u64 + 16;
+    sparse_file(&dir.path().join("frame.xlat"), len, &[(0, header(2)), (18, block), (index_at, index), footer(len, index_at)]);
+    for (file, want) in [
+        ("index.xlat", "index.xlat: at byte offset 18: corrupt block index (bad magic)"),
+        ("meta.xlat", "meta.xlat: at byte offset 12: metadata length 4294967295 is more than the 16 MiB"),
+        ("entries.xlat", "entries.xlat: at byte offset 8589934610: index entry 0: block offset 0 is out of place"),
+        ("frame.xlat", "frame.xlat: at byte offset 18: block 0: compressed length 4294967295 is more than zstd needs for 2 bytes"),
+    ] {
+        let script = format!("ulimit -v 1000000 && exec '{}' trace info {file}", env!("CARGO_BIN_EXE_xlat"));
+        let out = Command::new("sh").args(["-c", &script]).current_dir(dir.path()).output().unwrap();
+        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{file}: {:?}: {err}", out.status);
+        assert!(err.contains(want), "{file}: {err}");
+    }
+}
+
 #[test]
 fn the_machines_of_a_workload_must_fit_together() {
     // 512 GiB of frames under eviction need 2.77 GiB: one machine fits the address space

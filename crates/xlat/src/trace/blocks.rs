@@ -57,6 +57,12 @@ impl Loader {
         if raw_len > records as usize * MAX_RECORD_BYTES || raw_len < records as usize * 2 {
             return Err(self.err(entry.offset, format!("block {b}: implausible length {raw_len} for {records} records")));
         }
+        // Checked before the frame is read into memory: in a sparse file, a frame length that
+        // reaches the next block could still ask for 4 GiB.
+        if zlen as usize > zstd::zstd_safe::compress_bound(raw_len) {
+            let why = format!("block {b}: compressed length {zlen} is more than zstd needs for {raw_len} bytes");
+            return Err(self.err(entry.offset, why));
+        }
         let mut zbuf = std::mem::take(&mut self.zbuf);
         zbuf.resize(zlen as usize, 0);
         let read = self.read_at(entry.offset + BLOCK_HEADER as u64, &mut zbuf);

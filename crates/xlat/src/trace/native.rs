@@ -20,6 +20,9 @@ pub(crate) const INDEX_MAGIC: &[u8; 8] = b"XLATIDX\0";
 pub const VERSION: u16 = 1;
 /// Magic, version, flags, metadata length.
 pub(crate) const HEADER_FIXED: usize = 16;
+/// The longest metadata (JSON and padding) a native trace may hold: 16 MiB, far more than a
+/// program's name and arguments need, and a bound on what a reader allocates for it.
+pub const MAX_METADATA: usize = 16 << 20;
 /// Record count (u32), uncompressed length (u32), compressed length (u32), instructions (u64).
 pub(crate) const BLOCK_HEADER: usize = 20;
 /// Index magic, block count, total records, total instructions.
@@ -94,7 +97,11 @@ impl NativeWriter {
         let io_err = |e| Error::io(&path, e);
         let mut meta = serde_json::to_vec(metadata).map_err(|e| Error::io(&path, e.into()))?;
         meta.resize(meta.len() + room, b' ');
-        let meta_len = u32::try_from(meta.len()).map_err(|_| Error::config("metadata", "longer than 4 GiB"))?;
+        if meta.len() > MAX_METADATA {
+            let why = format!("{} bytes, more than the {} MiB a native trace may hold", meta.len(), MAX_METADATA >> 20);
+            return Err(Error::config(format!("{}: metadata", path.display()), why));
+        }
+        let meta_len = meta.len() as u32;
         let mut out = BufWriter::with_capacity(1 << 17, temp_for(&path)?);
         out.write_all(MAGIC).map_err(io_err)?;
         out.write_all(&VERSION.to_le_bytes()).map_err(io_err)?;

@@ -112,6 +112,11 @@ impl NativeReader {
             return Err(self.err(10, format!("unknown header flags {flags:#06x}")));
         }
         let meta_len = u64::from(u32_at(&fixed, 12));
+        // Checked before the metadata is read into memory: the field alone could ask for 4 GiB.
+        if meta_len > MAX_METADATA as u64 {
+            let why = format!("metadata length {meta_len} is more than the {} MiB a native trace may hold", MAX_METADATA >> 20);
+            return Err(self.err(12, why));
+        }
         let header_end = HEADER_FIXED as u64 + meta_len;
         if header_end + (INDEX_FIXED + FOOTER) as u64 > self.file_size {
             return Err(self.err(self.file_size, "file truncated: shorter than header, metadata and trailer"));
@@ -123,8 +128,46 @@ impl NativeReader {
         Ok(header_end)
     }
 
-    /// Reads the footer and the index, checking that they describe a consistent file.
+    /// Reads the footer and the index, checking that they describe a consistent file. The
+    /// index is read a chunk at a time, each entry checked as it comes, and the fixed part
+    /// first: a damaged length or count must not make the reader allocate what the file
+    /// does not hold.
     fn read_trailer(&mut self, header_end: u64) -> Result<()> {
+        let index_offset = self.read_footer(header_end)?;
+        let (count, total_records, total_instructions) = self.read_index_head(header_end, index_offset)?;
+        let mut check = IndexCheck { header_end, index_offset, records: 0, instructions: 0, next_offset: header_end };
+        let mut chunk = vec![0u8; INDEX_ENTRY * INDEX_CHUNK];
+        let mut i = 0;
+        while i < count {
+            let n = (count - i).min(INDEX_CHUNK as u64) as usize;
+            let at = index_offset + (INDEX_FIXED as u64) + i * INDEX_ENTRY as u64;
+            self.read_at(at, &mut chunk[..n * INDEX_ENTRY])?;
+            let bad = |m: String| Error::AtOffset { path: self.path.clone(), offset: index_offset, message: m };
+            self.index.try_reserve(n).map_err(|_| bad(format!("cannot allocate memory for an index of {count} blocks")))?;
+            for e in chunk[..n * INDEX_ENTRY].chunks_exact(INDEX_ENTRY) {
+                let entry = IndexEntry {
+                    offset: u64_at(e, 0),
+                    first_record: u64_at(e, 8),
+                    records: u64_at(e, 16),
+                    instructions: u64_at(e, 24),
+                };
+                check.entry(i, &entry).map_err(bad)?;
+                self.index.push(entry);
+                i += 1;
+            }
+        }
+        if check.records != total_records || check.instructions != total_instructions {
+            return Err(self.err(index_offset, "index totals do not match its blocks"));
+        }
+        self.index_offset = index_offset;
+        self.total_records = total_records;
+        self.total_instructions = total_instructions;
+        Ok(())
+    }
+
+    /// Reads the footer; returns the index offset it gives, checked to lie between the
+    /// metadata and the footer.
+    fn read_footer(&mut self, header_end: u64) -> Result<u64> {
         let footer_at = self.file_size - FOOTER as u64;
         let mut footer = [0u8; FOOTER];
         self.read_at(footer_at, &mut footer)?;
@@ -132,57 +175,36 @@ impl NativeReader {
             return Err(self.err(footer_at + 8, "no end marker: the file is truncated or its writer did not finish"));
         }
         let index_offset = u64_at(&footer, 0);
-        if index_offset < header_end || index_offset.saturating_add(INDEX_FIXED as u64) > footer_at {
+        if index_offset < header_end || index_offset.saturating_add(INDEX_FIXED as u64) > self.file_size - FOOTER as u64 {
             return Err(self.err(footer_at, format!("index offset {index_offset} is out of range")));
         }
-        let mut idx = vec![0u8; (footer_at - index_offset) as usize];
-        self.read_at(index_offset, &mut idx)?;
-        let bad = |m: String| Error::AtOffset { path: self.path.clone(), offset: index_offset, message: m };
-        let count = u64_at(&idx, 8);
-        if &idx[..8] != INDEX_MAGIC
-            || Some(idx.len() as u64)
-                != count.checked_mul(INDEX_ENTRY as u64).and_then(|n| n.checked_add(INDEX_FIXED as u64))
-        {
-            return Err(bad("corrupt block index (bad magic or length)".into()));
+        Ok(index_offset)
+    }
+
+    /// Reads the fixed part of the index at `index_offset`; returns its block count, total
+    /// records and total instructions, the count checked against the index's length and
+    /// against the bytes of blocks before it.
+    fn read_index_head(&mut self, header_end: u64, index_offset: u64) -> Result<(u64, u64, u64)> {
+        let mut head = [0u8; INDEX_FIXED];
+        self.read_at(index_offset, &mut head)?;
+        let bad = |m: String| self.err(index_offset, m);
+        if &head[..8] != INDEX_MAGIC {
+            return Err(bad("corrupt block index (bad magic)".into()));
         }
-        let (total_records, total_instructions) = (u64_at(&idx, 16), u64_at(&idx, 24));
-        let (mut records, mut instructions, mut next_offset) = (0u64, 0u64, header_end);
-        for (i, e) in idx[INDEX_FIXED..].chunks_exact(INDEX_ENTRY).enumerate() {
-            let entry = IndexEntry {
-                offset: u64_at(e, 0),
-                first_record: u64_at(e, 8),
-                records: u64_at(e, 16),
-                instructions: u64_at(e, 24),
-            };
-            // Blocks are contiguous, so each must start after the previous one's header and
-            // end before the index; the exact end is checked when the block is read.
-            let in_place = if i == 0 { entry.offset == header_end } else { entry.offset >= next_offset };
-            if !in_place || entry.offset.saturating_add(BLOCK_HEADER as u64) > index_offset {
-                return Err(bad(format!("index entry {i}: block offset {} is out of place", entry.offset)));
-            }
-            if entry.first_record != records || entry.records == 0 {
-                return Err(bad(format!("index entry {i}: inconsistent record numbers")));
-            }
-            if entry.records > u64::from(MAX_BLOCK_RECORDS) {
-                return Err(bad(format!("index entry {i}: {} records, more than the {MAX_BLOCK_RECORDS} a block may hold", entry.records)));
-            }
-            records += entry.records;
-            instructions = instructions
-                .checked_add(entry.instructions)
-                .ok_or_else(|| bad(format!("index entry {i}: the instruction count passes 2^64 - 1")))?;
-            next_offset = entry.offset + BLOCK_HEADER as u64 + 1;
-            self.index.push(entry);
+        let count = u64_at(&head, 8);
+        let len = self.file_size - FOOTER as u64 - index_offset;
+        if Some(len) != count.checked_mul(INDEX_ENTRY as u64).and_then(|n| n.checked_add(INDEX_FIXED as u64)) {
+            return Err(bad(format!("corrupt block index: {len} bytes long, not {INDEX_FIXED} + {INDEX_ENTRY} per block for its {count} blocks")));
         }
-        if self.index.is_empty() && index_offset != header_end {
+        // Each block takes its header and at least one byte of frame.
+        let body = index_offset - header_end;
+        if count > body / (BLOCK_HEADER as u64 + 1) {
+            return Err(bad(format!("corrupt block index: {count} blocks cannot fit in the {body} bytes before it")));
+        }
+        if count == 0 && body != 0 {
             return Err(bad("index lists no block but the body is not empty".into()));
         }
-        if records != total_records || instructions != total_instructions {
-            return Err(bad("index totals do not match its blocks".into()));
-        }
-        self.index_offset = index_offset;
-        self.total_records = total_records;
-        self.total_instructions = total_instructions;
-        Ok(())
+        Ok((count, u64_at(&head, 16), u64_at(&head, 24)))
     }
 
     /// Takes the next block from the prefetcher; false at the end of the trace.
@@ -244,6 +266,46 @@ impl NativeReader {
     }
 }
 
+/// Index entries read at a time: 128 KiB.
+const INDEX_CHUNK: usize = 4096;
+
+/// The running checks of the index entries, in order.
+struct IndexCheck {
+    header_end: u64,
+    index_offset: u64,
+    /// Records of the entries so far.
+    records: u64,
+    /// Instructions of the entries so far.
+    instructions: u64,
+    /// The lowest offset the next block may start at.
+    next_offset: u64,
+}
+
+impl IndexCheck {
+    /// Checks entry `i` after those before it; the error says what is wrong.
+    fn entry(&mut self, i: u64, entry: &IndexEntry) -> std::result::Result<(), String> {
+        // Blocks are contiguous, so each must start after the previous one's header and
+        // end before the index; the exact end is checked when the block is read.
+        let in_place = if i == 0 { entry.offset == self.header_end } else { entry.offset >= self.next_offset };
+        if !in_place || entry.offset.saturating_add(BLOCK_HEADER as u64) > self.index_offset {
+            return Err(format!("index entry {i}: block offset {} is out of place", entry.offset));
+        }
+        if entry.first_record != self.records || entry.records == 0 {
+            return Err(format!("index entry {i}: inconsistent record numbers"));
+        }
+        if entry.records > u64::from(MAX_BLOCK_RECORDS) {
+            return Err(format!("index entry {i}: {} records, more than the {MAX_BLOCK_RECORDS} a block may hold", entry.records));
+        }
+        self.records += entry.records;
+        self.instructions = self
+            .instructions
+            .checked_add(entry.instructions)
+            .ok_or_else(|| format!("index entry {i}: the instruction count passes 2^64 - 1"))?;
+        self.next_offset = entry.offset + BLOCK_HEADER as u64 + 1;
+        Ok(())
+    }
+}
+
 impl RefSource for NativeReader {
     fn fill(&mut self, batch: &mut Batch, max: usize) -> Result<usize> {
         if self.failed {
@@ -268,5 +330,124 @@ impl RefSource for NativeReader {
 
     fn len_hint(&self) -> Option<u64> {
         Some(self.total_records)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::{Seek, SeekFrom, Write};
+
+    /// The fixed header of a native trace whose metadata is `meta_len` bytes long.
+    fn header(meta_len: u32) -> Vec<u8> {
+        let mut h = MAGIC.to_vec();
+        h.extend_from_slice(&VERSION.to_le_bytes());
+        h.extend_from_slice(&0u16.to_le_bytes());
+        h.extend_from_slice(&meta_len.to_le_bytes());
+        h
+    }
+
+    /// The fixed part of an index: magic, block count and totals.
+    fn index_head(count: u64, records: u64, instructions: u64) -> Vec<u8> {
+        let mut h = INDEX_MAGIC.to_vec();
+        [count, records, instructions].iter().for_each(|v| h.extend_from_slice(&v.to_le_bytes()));
+        h
+    }
+
+    /// A file of `len` bytes at `path` holding each `(offset, bytes)` of `parts`, the rest a
+    /// hole (sparse: a file of gigabytes takes no room), ending with a footer giving
+    /// `index_offset`.
+    fn sparse(path: &Path, len: u64, parts: &[(u64, Vec<u8>)], index_offset: u64) {
+        let mut f = File::create(path).unwrap();
+        f.set_len(len).unwrap();
+        let mut footer = index_offset.to_le_bytes().to_vec();
+        footer.extend_from_slice(END_MAGIC);
+        for (at, bytes) in parts.iter().chain([&(len - FOOTER as u64, footer)]) {
+            f.seek(SeekFrom::Start(*at)).unwrap();
+            f.write_all(bytes).unwrap();
+        }
+    }
+
+    /// The offset and message of the error opening `path` gives.
+    fn open_error(path: &Path) -> (u64, String) {
+        match NativeReader::open(path) {
+            Err(Error::AtOffset { path: p, offset, message }) if p == path => (offset, message),
+            Err(e) => panic!("expected an error at an offset of {}, got {e}", path.display()),
+            Ok(_) => panic!("{} opened", path.display()),
+        }
+    }
+
+    #[test]
+    fn metadata_longer_than_the_maximum_is_refused_before_it_is_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("meta.xlat");
+        let meta_len = MAX_METADATA as u32 + 1;
+        sparse(&p, u64::from(meta_len) + 1024, &[(0, header(meta_len))], HEADER_FIXED as u64);
+        let (offset, message) = open_error(&p);
+        assert_eq!(offset, 12);
+        assert!(message.contains("metadata length 16777217 is more than the 16 MiB a native trace may hold"), "{message}");
+    }
+
+    #[test]
+    fn the_writer_refuses_metadata_readers_would_refuse() {
+        let dir = tempfile::tempdir().unwrap();
+        let big = serde_json::json!({ "args": "x".repeat(MAX_METADATA) });
+        let err = NativeWriter::create(dir.path().join("w.xlat"), &big).err().expect("refused").to_string();
+        assert!(err.contains("w.xlat: metadata") && err.contains("more than the 16 MiB"), "{err}");
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0, "no temporary file left");
+    }
+
+    #[test]
+    fn an_index_of_more_blocks_than_the_body_holds_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("count.xlat");
+        // 40 bytes of body hold at most one block (a header and a byte of frame: 21 bytes);
+        // the index claims two, its length agreeing.
+        let mut h = header(2);
+        h.extend_from_slice(b"{}");
+        let index_offset = h.len() as u64 + 40;
+        let len = index_offset + (INDEX_FIXED + 2 * INDEX_ENTRY + FOOTER) as u64;
+        sparse(&p, len, &[(0, h), (index_offset, index_head(2, 2, 0))], index_offset);
+        let (offset, message) = open_error(&p);
+        assert_eq!(offset, index_offset);
+        assert!(message.contains("2 blocks cannot fit in the 40 bytes before it"), "{message}");
+    }
+
+    #[test]
+    fn an_index_whose_length_disagrees_with_its_count_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("length.xlat");
+        let mut h = header(2);
+        h.extend_from_slice(b"{}");
+        let index_offset = h.len() as u64 + 1000;
+        let len = index_offset + (INDEX_FIXED + 3 * INDEX_ENTRY + FOOTER) as u64;
+        sparse(&p, len, &[(0, h), (index_offset, index_head(2, 2, 0))], index_offset);
+        let (offset, message) = open_error(&p);
+        assert_eq!(offset, index_offset);
+        assert!(message.contains("128 bytes long, not 32 + 32 per block for its 2 blocks"), "{message}");
+    }
+
+    #[test]
+    fn a_frame_longer_than_zstd_needs_is_refused_before_it_is_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("zlen.xlat");
+        let mut h = header(2);
+        h.extend_from_slice(b"{}");
+        let block_at = h.len() as u64;
+        // One record of 2 bytes in a frame of 1 MiB (a hole): the lengths agree with the
+        // index, but no zstd frame of 2 bytes takes that much.
+        let zlen = 1u32 << 20;
+        let mut block = Vec::new();
+        [1u32, 2, zlen].iter().for_each(|v| block.extend_from_slice(&v.to_le_bytes()));
+        block.extend_from_slice(&0u64.to_le_bytes());
+        let index_offset = block_at + (BLOCK_HEADER as u64) + u64::from(zlen);
+        let mut index = index_head(1, 1, 0);
+        [block_at, 0, 1, 0].iter().for_each(|v| index.extend_from_slice(&v.to_le_bytes()));
+        let len = index_offset + (index.len() + FOOTER) as u64;
+        sparse(&p, len, &[(0, h), (block_at, block), (index_offset, index)], index_offset);
+        let mut reader = NativeReader::open(&p).unwrap();
+        let err = crate::source::collect(&mut reader).expect_err("refused").to_string();
+        let want = format!("at byte offset {block_at}: block 0: compressed length 1048576 is more than zstd needs for 2 bytes");
+        assert!(err.contains("zlen.xlat") && err.contains(&want), "{err}");
     }
 }
