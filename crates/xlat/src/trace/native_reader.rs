@@ -96,10 +96,7 @@ impl NativeReader {
     fn read_header(&mut self) -> Result<u64> {
         let mut fixed = [0u8; HEADER_FIXED];
         let got = super::io::read_full(&mut self.file, &mut fixed).map_err(|e| Error::io(&self.path, e))?;
-        if got < MAGIC.len() || &fixed[..8] != MAGIC {
-            let what = if got == 0 { "empty file" } else { "bad magic" };
-            return Err(self.err(0, format!("not a native xlat trace ({what})")));
-        }
+        check_magic(&fixed[..got]).map_err(|(at, why)| self.err(at, why))?;
         if got < HEADER_FIXED {
             return Err(self.err(got as u64, "file truncated inside the header"));
         }
@@ -269,6 +266,23 @@ impl NativeReader {
 /// Index entries read at a time: 128 KiB.
 const INDEX_CHUNK: usize = 4096;
 
+/// Checks that `head`, the first bytes of a file (up to 8), are the native magic. A proper
+/// prefix of it is a native trace cut short, as [`super::detect`] takes it, not some other
+/// file; the error gives the offset and what is wrong.
+fn check_magic(head: &[u8]) -> std::result::Result<(), (u64, String)> {
+    let head = &head[..head.len().min(MAGIC.len())];
+    if head.is_empty() {
+        return Err((0, "not a native xlat trace (empty file)".into()));
+    }
+    if !MAGIC.starts_with(head) {
+        return Err((0, "not a native xlat trace (bad magic)".into()));
+    }
+    if head.len() < MAGIC.len() {
+        return Err((head.len() as u64, "file truncated inside the magic (a native trace cut short)".into()));
+    }
+    Ok(())
+}
+
 /// The running checks of the index entries, in order.
 struct IndexCheck {
     header_end: u64,
@@ -375,6 +389,22 @@ mod tests {
             Err(e) => panic!("expected an error at an offset of {}, got {e}", path.display()),
             Ok(_) => panic!("{} opened", path.display()),
         }
+    }
+
+    #[test]
+    fn a_file_cut_inside_the_magic_is_a_truncated_native_trace() {
+        let dir = tempfile::tempdir().unwrap();
+        for n in 1..MAGIC.len() {
+            // Named as Lackey: the content decides, as for a trace workload without a format.
+            let p = dir.path().join("cut.lackey");
+            std::fs::write(&p, &MAGIC[..n]).unwrap();
+            assert_eq!(open_error(&p), (n as u64, "file truncated inside the magic (a native trace cut short)".into()));
+            let detected = crate::trace::open(&p, None).err().expect("refused").to_string();
+            assert!(detected.contains(&format!("cut.lackey: at byte offset {n}: file truncated inside the magic")), "{detected}");
+        }
+        let p = dir.path().join("other.xlat");
+        std::fs::write(&p, b"XLAX").unwrap();
+        assert_eq!(open_error(&p), (0, "not a native xlat trace (bad magic)".into()));
     }
 
     #[test]
