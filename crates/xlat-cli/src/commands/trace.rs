@@ -5,7 +5,8 @@ use anyhow::{anyhow, Result};
 use clap::Subcommand;
 use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;
-use xlat::source::Interruptible;
+use xlat::source::background::ReadAhead;
+use xlat::source::RefSource;
 use xlat::trace::{self, TraceFormat};
 
 /// Subcommands of `xlat trace`.
@@ -58,8 +59,11 @@ fn format_arg(name: &str) -> Result<TraceFormat, String> {
 pub fn run(cmd: &TraceCommand, interrupt: &AtomicBool) -> Result<Outcome> {
     match cmd {
         TraceCommand::Info { file, format, json } => {
-            let mut source = trace::open(file, *format)?;
-            let info = trace::info(&mut Interruptible::new(&mut *source, interrupt))?;
+            // Opened and read on a helper thread, so that an interrupt stops the command even
+            // while the input blocks (a FIFO nobody writes to).
+            let (_, opened) = trace::open_interruptibly(file, *format, interrupt)?;
+            let mut source = ReadAhead::new(opened, trace::info::BATCH, interrupt);
+            let info = trace::info(&mut source)?;
             // Native traces carry a header (program, arguments, how it was made) worth seeing.
             let identity = source.identity();
             let metadata = identity.get("metadata").filter(|m| !m.is_null());

@@ -10,20 +10,17 @@ use super::machine::Machine;
 use super::stats::{MachineStats, ResultRow};
 use crate::config::ExperimentSpec;
 use crate::memref::Batch;
+use crate::source::background::{interruptibly, receive, Received};
 use crate::source::{RefSource, WorkloadSpec};
 use crate::sim::MachineSpec;
 use crate::{Error, Result};
 use serde::Serialize;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc::{channel, sync_channel, Receiver, RecvTimeoutError, SyncSender};
-use std::time::{Duration, Instant};
+use std::sync::mpsc::{channel, sync_channel, Receiver, SyncSender};
+use std::time::Instant;
 
 /// Batches in flight between the reader thread and the simulation.
 const BATCHES_IN_FLIGHT: usize = 3;
-
-/// How often a wait for the source looks at the interrupt flag: short enough that Ctrl-C
-/// feels immediate, long enough to cost nothing.
-const INTERRUPT_POLL: Duration = Duration::from_millis(100);
 
 /// What a run reports as it goes, for progress bars.
 #[derive(Clone, Copy, Debug)]
@@ -143,48 +140,11 @@ fn workload_result(
     }
 }
 
-/// Opens `workload`'s source on a helper thread; `None` when `interrupt` is set first. The
-/// thread is then left behind, still blocked (on a FIFO nobody writes to): it holds nothing
-/// the run needs, and ends with the process.
+/// Opens `workload`'s source on a helper thread; `None` when `interrupt` is set first (see
+/// [`interruptibly`]).
 fn open_interruptibly(workload: &WorkloadSpec, interrupt: &AtomicBool) -> Result<Option<Box<dyn RefSource>>> {
-    let (tx, rx) = channel();
     let workload = workload.clone();
-    let opener = std::thread::spawn(move || {
-        let _ = tx.send(workload.open());
-    });
-    match receive(&rx, interrupt) {
-        Received::Item(opened) => opened.map(Some),
-        Received::Interrupted => Ok(None),
-        // The opener hung up without sending: it panicked, and the panic is passed on.
-        Received::Ended => match opener.join() {
-            Err(panic) => std::panic::resume_unwind(panic),
-            Ok(()) => unreachable!("the opener sends before it returns"),
-        },
-    }
-}
-
-/// What a wait on a channel gave.
-enum Received<T> {
-    /// The next item.
-    Item(T),
-    /// The sender is gone.
-    Ended,
-    /// The interrupt flag was set while nothing came.
-    Interrupted,
-}
-
-/// Waits for the next item of `rx`, looking at `interrupt` every [`INTERRUPT_POLL`]: a source
-/// can produce nothing for a long time (a built-in workload computing its set-up, a FIFO
-/// nobody writes to), and an interrupt must still stop the run meanwhile.
-fn receive<T>(rx: &Receiver<T>, interrupt: &AtomicBool) -> Received<T> {
-    loop {
-        match rx.recv_timeout(INTERRUPT_POLL) {
-            Ok(item) => return Received::Item(item),
-            Err(RecvTimeoutError::Disconnected) => return Received::Ended,
-            Err(RecvTimeoutError::Timeout) if interrupt.load(Ordering::Relaxed) => return Received::Interrupted,
-            Err(RecvTimeoutError::Timeout) => {}
-        }
-    }
+    interruptibly(interrupt, move || workload.open()).transpose()
 }
 
 /// Feeds `batch` to every machine. With two or more machines and `parallel` (two cores), the

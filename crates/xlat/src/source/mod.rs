@@ -3,6 +3,7 @@
 //! A source is called once per batch (tens of thousands of references), never once per
 //! reference, so dynamic dispatch through `Box<dyn RefSource>` costs nothing measurable.
 
+pub mod background;
 pub mod synthetic;
 mod zipf;
 

@@ -32,7 +32,10 @@ pub struct TraceInfo {
     pub max_addr: Option<u64>,
 }
 
-/// Reads `source` to its end and summarizes it.
+/// References [`info`] asks its source for at a time.
+pub const BATCH: usize = 1 << 16;
+
+/// Reads `source` to its end and summarizes it, [`BATCH`] references at a time.
 pub fn info(source: &mut dyn RefSource) -> Result<TraceInfo> {
     let mut t = TraceInfo::default();
     // (ASID, VPN) packed in a u128: VPNs use 52 bits, so the key is exact and cheap to hash.
@@ -40,10 +43,10 @@ pub fn info(source: &mut dyn RefSource) -> Result<TraceInfo> {
     let mut asids: FxHashSet<u16> = FxHashSet::default();
     let (mut min, mut max) = (u64::MAX, 0u64);
     let mut instructions = 0u64;
-    let mut batch = Batch::with_capacity(1 << 16);
+    let mut batch = Batch::with_capacity(BATCH);
     loop {
         batch.clear();
-        if source.fill(&mut batch, 1 << 16)? == 0 {
+        if source.fill(&mut batch, BATCH)? == 0 {
             break;
         }
         instructions += batch.instructions;

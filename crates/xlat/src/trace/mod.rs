@@ -23,7 +23,8 @@ pub use native::NativeWriter;
 pub use native_reader::NativeReader;
 
 use crate::memref::{AccessKind, Batch, MemRef};
-use crate::source::{Interruptible, RefSource};
+use crate::source::background::ReadAhead;
+use crate::source::RefSource;
 use std::sync::atomic::AtomicBool;
 use crate::{Error, Result};
 use io::Compression;
@@ -146,6 +147,26 @@ pub fn open(path: impl AsRef<Path>, format: Option<TraceFormat>) -> Result<Box<d
     })
 }
 
+/// [`open`] on a helper thread, detecting the format unless `format` is given, so that
+/// setting `interrupt` stops a caller waiting for the file to open: a FIFO blocks until a
+/// writer comes, detection until it writes. Returns the format and the source, or
+/// [`Error::Interrupted`]. Read the source through a [`ReadAhead`] so that reading stops too.
+pub fn open_interruptibly(
+    path: &Path,
+    format: Option<TraceFormat>,
+    interrupt: &AtomicBool,
+) -> Result<(TraceFormat, Box<dyn RefSource>)> {
+    let path = path.to_path_buf();
+    let opening = move || {
+        let format = match format {
+            Some(f) => f,
+            None => detect(&path)?,
+        };
+        Ok((format, open(&path, Some(format))?))
+    };
+    crate::source::background::interruptibly(interrupt, opening).unwrap_or(Err(Error::Interrupted))
+}
+
 /// A trace being written. Nothing appears at the destination before `finish` succeeds.
 pub trait TraceWriter: Send {
     /// Appends one reference; `instr_delta` instructions retired since the previous one.
@@ -206,7 +227,8 @@ pub fn convert(input: impl AsRef<Path>, output: impl AsRef<Path>) -> Result<u64>
 /// count exactly; other inputs count one instruction per fetch, which every writer keeps.
 /// `lossy` lets a ChampSim output take what it cannot represent exactly (sizes, loads after
 /// stores, wide instructions; see [`ChampSimWriter::lossy`]); otherwise those are errors.
-/// Setting `interrupt` stops the conversion with [`Error::Interrupted`], leaving no output.
+/// Setting `interrupt` stops the conversion with [`Error::Interrupted`], leaving no output,
+/// even while the input blocks (a FIFO): it is opened and read on a helper thread.
 pub fn convert_with(
     input: &Path,
     in_format: Option<TraceFormat>,
@@ -215,12 +237,11 @@ pub fn convert_with(
     lossy: bool,
     interrupt: &AtomicBool,
 ) -> Result<u64> {
-    let in_format = match in_format {
-        Some(f) => f,
-        None => detect(input)?,
-    };
-    let mut opened = open(input, Some(in_format))?;
-    let mut source = Interruptible::new(&mut *opened, interrupt);
+    let (in_format, opened) = open_interruptibly(input, in_format, interrupt)?;
+    // A batch only carries a total instruction count; one reference per batch keeps the
+    // native format's per-reference counts, which may not follow the one-per-fetch rule.
+    let step = if in_format == TraceFormat::Native && out_format == TraceFormat::Native { 1 } else { 1 << 16 };
+    let mut source = ReadAhead::new(opened, step, interrupt);
     let metadata = serde_json::json!({
         "source": source.identity(),
         "created_by": format!("xlat {} trace convert", crate::VERSION),
@@ -229,9 +250,6 @@ pub fn convert_with(
         TraceFormat::ChampSim if lossy => Box::new(ChampSimWriter::create(output)?.lossy()),
         _ => create_writer(output, out_format, &metadata)?,
     };
-    // A batch only carries a total instruction count; one reference per batch keeps the
-    // native format's per-reference counts, which may not follow the one-per-fetch rule.
-    let step = if in_format == TraceFormat::Native && out_format == TraceFormat::Native { 1 } else { 1 << 16 };
     let mut batch = Batch::with_capacity(step);
     let mut copied = 0u64;
     loop {
