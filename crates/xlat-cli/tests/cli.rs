@@ -584,6 +584,33 @@ fn a_signal_stops_trace_commands_waiting_for_their_input() {
     }
 }
 
+/// A FIFO can be read once: format detection must not consume what the reader needs. Both
+/// without a telling name (taken as Lackey, as standard input is) and with one.
+#[test]
+fn a_fifo_is_read_whole_without_a_format_given() {
+    let dir = tempfile::tempdir().unwrap();
+    for name in ["p", "p.lackey"] {
+        let fifo = dir.path().join(name);
+        assert!(Command::new("mkfifo").arg(&fifo).status().unwrap().success());
+        // 3,000 references: far more than the 4 KiB a content check would read.
+        // The writer's error is not checked: a reader that closes early breaks its pipe.
+        std::thread::spawn(move || std::fs::write(&fifo, "I  0400000,4\n L 1ffefff000,8\n S 1ffefff008,8\n".repeat(1000)));
+        let mut child = Command::new(env!("CARGO_BIN_EXE_xlat"))
+            .args(["trace", "info", name, "--json"])
+            .current_dir(dir.path())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        // A reader that reopens the FIFO after the writer left would wait for ever.
+        let status = wait_at_most(&mut child, std::time::Duration::from_secs(20));
+        let out = child.wait_with_output().unwrap();
+        assert!(status.success(), "{name}: {}", text(&out.stderr));
+        let info: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(info["references"], 3000, "{name}: {info}");
+    }
+}
+
 #[test]
 fn sigterm_and_sighup_stop_a_conversion_leaving_no_temporary_file() {
     use std::io::Write;

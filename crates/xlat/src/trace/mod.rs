@@ -95,10 +95,17 @@ impl fmt::Display for TraceFormat {
 /// xz, gzip or zstd magic means its decompressed content is examined; else the extension
 /// decides if it names a format; else content with NUL bytes is ChampSim and text is Lackey.
 /// An empty file without a telling extension is Lackey (an empty stream). Standard input
-/// (`-`) cannot be examined without consuming it, so it is taken as Lackey.
+/// (`-`), a FIFO or a device cannot be examined without consuming what the reader needs: the
+/// extension decides for them, else they are taken as Lackey.
 pub fn detect(path: &Path) -> Result<TraceFormat> {
     if path == Path::new("-") {
         return Ok(TraceFormat::Lackey);
+    }
+    // A FIFO or a device cannot be read twice: what detection read would be lost to the
+    // reader, which opens the path again. As for standard input, the name decides, else Lackey.
+    let meta = std::fs::metadata(path).map_err(|e| Error::io(path, e))?;
+    if !meta.is_file() && !meta.is_dir() {
+        return Ok(TraceFormat::from_extension(path).unwrap_or(TraceFormat::Lackey));
     }
     let mut head = [0u8; 8];
     let mut f = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
