@@ -254,7 +254,6 @@ impl Os {
         let frame = self.frame_of(pfn);
         if self.retime_uses {
             self.record_use(frame);
-            self.just_faulted = None;
             return false;
         }
         // Recency on fill records nothing here; a scan's accessed bits have a scanner.
@@ -285,7 +284,7 @@ impl Os {
         }
         self.retime(frame);
         if let Some(linux) = &mut self.linux {
-            if self.just_faulted != Some(frame) {
+            if self.just_faulted.take() != Some(frame) {
                 linux.reference(frame);
             }
         }
