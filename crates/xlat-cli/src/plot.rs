@@ -36,9 +36,21 @@ impl Table {
 /// One plotted series: its label and (x, y) points, x as text for bars.
 type Series = Vec<(String, Vec<(String, f64)>)>;
 
-/// Draws every plot of an experiment into `dir`, from the tables there.
+/// Draws every plot of an experiment into `dir`, from the tables there. A plot that cannot be
+/// drawn is an error, after every other plot was drawn and an earlier run's file of the one
+/// that failed was removed (it would not show these results).
 pub fn draw_all(dir: &Path, plots: &[PlotSpec]) -> Result<()> {
-    plots.iter().try_for_each(|plot| draw_named(dir, plot))
+    let mut failed = draw_those_possible(dir, plots).into_iter();
+    let Some((plot, first)) = failed.next() else { return Ok(()) };
+    let mut stale = vec![plot];
+    stale.extend(failed.map(|(plot, e)| {
+        eprintln!("error: {}", crate::message(&e));
+        plot
+    }));
+    for plot in stale {
+        xlat::atomic::remove_stale(&dir.join(&plot.file))?;
+    }
+    Err(first)
 }
 
 /// Draws every plot it can, returning each it cannot with its error: partial results may
@@ -68,21 +80,30 @@ pub fn draw(dir: &Path, plot: &PlotSpec) -> Result<()> {
     let panels = panels(&table, plot)?;
     let out = dir.join(&plot.file);
     let tmp = dir.join(format!(".{}.tmp.png", plot.file.trim_end_matches(".png")));
-    {
-        let width = WIDTH_PER_PANEL * panels.len() as u32;
-        let root = BitMapBackend::new(&tmp, (width, HEIGHT)).into_drawing_area();
-        root.fill(&WHITE)?;
-        let root = root.titled(&plot.title, ("sans-serif", 20))?;
-        let areas = root.split_evenly((1, panels.len()));
-        for (area, (name, series)) in areas.iter().zip(&panels) {
-            match plot.kind {
-                PlotKind::Lines => lines(area, plot, name, series)?,
-                PlotKind::Bars => bars(area, plot, name, series)?,
-            }
-        }
-        root.present()?;
+    let drawn = render(&tmp, plot, &panels);
+    // plotters writes the file when its drawing area is dropped, even after an error.
+    if drawn.is_err() {
+        let _ = std::fs::remove_file(&tmp);
     }
+    drawn?;
     std::fs::rename(&tmp, &out).with_context(|| format!("writing {}", out.display()))?;
+    Ok(())
+}
+
+/// Draws `panels` side by side into the PNG file `path`.
+fn render(path: &Path, plot: &PlotSpec, panels: &[(String, Series)]) -> Result<()> {
+    let width = WIDTH_PER_PANEL * panels.len() as u32;
+    let root = BitMapBackend::new(path, (width, HEIGHT)).into_drawing_area();
+    root.fill(&WHITE)?;
+    let root = root.titled(&plot.title, ("sans-serif", 20))?;
+    let areas = root.split_evenly((1, panels.len()));
+    for (area, (name, series)) in areas.iter().zip(panels) {
+        match plot.kind {
+            PlotKind::Lines => lines(area, plot, name, series)?,
+            PlotKind::Bars => bars(area, plot, name, series)?,
+        }
+    }
+    root.present()?;
     Ok(())
 }
 
@@ -110,8 +131,21 @@ fn panels(table: &Table, plot: &PlotSpec) -> Result<Vec<(String, Series)>> {
             if ys.len() > 1 {
                 label = if label.is_empty() { y_name.clone() } else { format!("{label} {y_name}") };
             }
-            let panel_series = entry(&mut out, panel.map_or(String::new(), |p| row[p].clone()));
-            entry(panel_series, label).push((row[x].clone(), value));
+            let panel_name = panel.map_or(String::new(), |p| row[p].clone());
+            let points = entry(entry(&mut out, panel_name.clone()), label.clone());
+            // Rows of one point agree (an OS metric repeats on every TLB row of its machine);
+            // two values at one point would be drawn over each other, one hidden.
+            match points.iter().find(|(at, _)| *at == row[x]) {
+                Some(&(_, seen)) if seen == value => {}
+                Some(&(_, seen)) => bail!(
+                    "rows disagree at {} = {}{}{}: {seen} and {value}; tell them apart with `series`, `panels` or `only`",
+                    plot.x,
+                    row[x],
+                    if label.is_empty() { String::new() } else { format!(", series {label}") },
+                    if panel_name.is_empty() { String::new() } else { format!(", panel {panel_name}") },
+                ),
+                None => points.push((row[x].clone(), value)),
+            }
         }
     }
     let file = plot.data.file();

@@ -318,6 +318,7 @@ fn plot_errors_are_found_before_simulating() {
         (plot("").replace("x = \"entries\"", "x = \"workload\""), "plot[0].x", "`workload` holds text"),
         (plot("").replace("kind = \"lines\"\nx = \"entries\"\ny = [\"misses\"]", "kind = \"bars\"\nx = \"workload\"\ny = [\"config\"]"), "plot[0].y", "`config` holds text"),
         (plot("").replace("x = \"entries\"", "x = \"colour\""), "plot[0].x", "not a column of results.csv"),
+        (plot("y_log = true").replace("kind = \"lines\"\nx = \"entries\"", "kind = \"bars\"\nx = \"workload\""), "plot[0].y_log", "`lines` plots only"),
     ];
     for (text, path, message) in cases {
         let e = config_error(&text);

@@ -154,6 +154,14 @@ pub fn validate(raw: &RawPlot, path: &str) -> Result<PlotSpec> {
         check("y", y)?;
         numeric("y", y, "the y axis")?;
     }
+    // Bars are drawn from 0 on a linear axis; a log axis would hide them or be ignored.
+    if raw.kind == PlotKind::Bars {
+        for (field, set) in [("x_log2", raw.x_log2), ("y_log", raw.y_log)] {
+            if set == Some(true) {
+                return err(format!("{path}.{field}"), "logarithmic axes apply to `lines` plots only".to_string());
+            }
+        }
+    }
     for (field, column) in [("series", &raw.series), ("panels", &raw.panels)] {
         if let Some(c) = column {
             check(field, c)?;
