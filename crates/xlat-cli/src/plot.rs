@@ -80,7 +80,7 @@ pub fn draw(dir: &Path, plot: &PlotSpec) -> Result<()> {
     let panels = panels(&table, plot)?;
     let out = dir.join(&plot.file);
     let tmp = dir.join(format!(".{}.tmp.png", plot.file.trim_end_matches(".png")));
-    let drawn = render(&tmp, plot, &panels);
+    let drawn = render(&tmp, plot, &panels, &Colours::of(&panels));
     // plotters writes the file when its drawing area is dropped, even after an error.
     if drawn.is_err() {
         let _ = std::fs::remove_file(&tmp);
@@ -91,7 +91,7 @@ pub fn draw(dir: &Path, plot: &PlotSpec) -> Result<()> {
 }
 
 /// Draws `panels` side by side into the PNG file `path`.
-fn render(path: &Path, plot: &PlotSpec, panels: &[(String, Series)]) -> Result<()> {
+fn render(path: &Path, plot: &PlotSpec, panels: &[(String, Series)], colours: &Colours) -> Result<()> {
     let width = WIDTH_PER_PANEL * panels.len() as u32;
     let root = BitMapBackend::new(path, (width, HEIGHT)).into_drawing_area();
     root.fill(&WHITE)?;
@@ -99,8 +99,8 @@ fn render(path: &Path, plot: &PlotSpec, panels: &[(String, Series)]) -> Result<(
     let areas = root.split_evenly((1, panels.len()));
     for (area, (name, series)) in areas.iter().zip(panels) {
         match plot.kind {
-            PlotKind::Lines => lines(area, plot, name, series)?,
-            PlotKind::Bars => bars(area, plot, name, series)?,
+            PlotKind::Lines => lines(area, plot, name, series, colours)?,
+            PlotKind::Bars => bars(area, plot, name, series, colours)?,
         }
     }
     root.present()?;
@@ -187,26 +187,44 @@ fn short(v: f64) -> String {
     }
 }
 
-/// A distinct colour per series.
-fn colour(i: usize) -> RGBColor {
-    const PALETTE: [RGBColor; 8] = [
-        RGBColor(31, 119, 180), RGBColor(214, 39, 40), RGBColor(44, 160, 44), RGBColor(255, 127, 14),
-        RGBColor(148, 103, 189), RGBColor(140, 86, 75), RGBColor(227, 119, 194), RGBColor(127, 127, 127),
-    ];
-    PALETTE[i % PALETTE.len()]
+/// The colour of each series label, the same in every panel: labels in order of first
+/// appearance over all panels.
+struct Colours(Vec<String>);
+
+impl Colours {
+    fn of(panels: &[(String, Series)]) -> Colours {
+        let mut labels: Vec<String> = Vec::new();
+        for (label, _) in panels.iter().flat_map(|(_, series)| series) {
+            if !labels.contains(label) {
+                labels.push(label.clone());
+            }
+        }
+        Colours(labels)
+    }
+
+    /// The colour of `label`: eight well-told-apart colours, then plotters' 99-colour palette,
+    /// so that no two series share one.
+    fn of_label(&self, label: &str) -> RGBAColor {
+        const PALETTE: [RGBColor; 8] = [
+            RGBColor(31, 119, 180), RGBColor(214, 39, 40), RGBColor(44, 160, 44), RGBColor(255, 127, 14),
+            RGBColor(148, 103, 189), RGBColor(140, 86, 75), RGBColor(227, 119, 194), RGBColor(127, 127, 127),
+        ];
+        let i = self.0.iter().position(|l| l == label).unwrap_or(0);
+        match PALETTE.get(i) {
+            Some(c) => c.to_rgba(),
+            None => Palette99::pick(i - PALETTE.len()).to_rgba(),
+        }
+    }
 }
 
-fn y_range(series: &Series, plot: &PlotSpec) -> Result<(f64, f64)> {
+/// The y axis's range over `values` (the points drawn), or the plot's own.
+fn y_range(values: impl Iterator<Item = f64>, plot: &PlotSpec) -> Result<(f64, f64)> {
     if let Some(range) = plot.y_range {
         return Ok(range);
     }
-    let values = series.iter().flat_map(|(_, p)| p.iter().map(|&(_, y)| y));
     if plot.y_log {
-        // A logarithmic axis shows positive values only; with none there is no axis to draw.
-        let (lo, hi) = values.filter(|&y| y > 0.0).fold((f64::MAX, f64::MIN), |(lo, hi), y| (lo.min(y), hi.max(y)));
-        if lo > hi {
-            bail!("`y_log` needs positive values, and every value of {} is 0 or less", plot.y.join(", "));
-        }
+        // Only `lines` plots have log axes, and they draw positive values only.
+        let (lo, hi) = values.fold((f64::MAX, f64::MIN), |(lo, hi), y| (lo.min(y), hi.max(y)));
         return Ok((lo / 2.0, hi * 2.0));
     }
     let (lo, hi) = values.fold((f64::MAX, f64::MIN), |(lo, hi), y| (lo.min(y), hi.max(y)));
@@ -215,11 +233,16 @@ fn y_range(series: &Series, plot: &PlotSpec) -> Result<(f64, f64)> {
 
 type Area<'a> = DrawingArea<BitMapBackend<'a>, plotters::coord::Shift>;
 
-fn lines(area: &Area, plot: &PlotSpec, name: &str, series: &Series) -> Result<()> {
+fn lines(area: &Area, plot: &PlotSpec, name: &str, series: &Series, colours: &Colours) -> Result<()> {
+    // A log axis has no place for 0 or less: such points are left out, as is an x that is
+    // not a number, and said so.
+    let shown = |x: f64, y: f64| (!plot.x_log2 || x > 0.0) && (!plot.y_log || y > 0.0);
+    let mut left_out = 0;
     let numeric: Vec<(&String, Vec<(f64, f64)>)> = series
         .iter()
         .map(|(label, points)| {
-            let mut p: Vec<(f64, f64)> = points.iter().filter_map(|(x, y)| x.parse::<f64>().ok().map(|x| (x, *y))).collect();
+            let mut p: Vec<(f64, f64)> = points.iter().filter_map(|(x, y)| x.parse::<f64>().ok().map(|x| (x, *y))).filter(|&(x, y)| shown(x, y)).collect();
+            left_out += points.len() - p.len();
             p.sort_by(|a, b| a.0.total_cmp(&b.0));
             (label, p)
         })
@@ -227,9 +250,14 @@ fn lines(area: &Area, plot: &PlotSpec, name: &str, series: &Series) -> Result<()
     let xs = numeric.iter().flat_map(|(_, p)| p.iter().map(|&(x, _)| x));
     let (x_lo, x_hi) = xs.fold((f64::MAX, f64::MIN), |(lo, hi), x| (lo.min(x), hi.max(x)));
     if x_lo > x_hi {
-        bail!("column `{}` has no numbers", plot.x);
+        let log = if plot.x_log2 || plot.y_log { " (a log axis shows positive values only)" } else { "" };
+        bail!("no point of `{}` against `{}` can be drawn{log}", plot.y.join(", "), plot.x);
     }
-    let (y_lo, y_hi) = y_range(series, plot)?;
+    if left_out > 0 {
+        let panel = if name.is_empty() { String::new() } else { format!(" (panel {name})") };
+        eprintln!("warning: {}{panel}: {left_out} points left out: an x that is not a number, or 0 or less on a log axis", plot.file);
+    }
+    let (y_lo, y_hi) = y_range(numeric.iter().flat_map(|(_, p)| p.iter().map(|&(_, y)| y)), plot)?;
     let mut builder = ChartBuilder::on(area);
     builder.caption(name, ("sans-serif", 16)).margin(10).x_label_area_size(40).y_label_area_size(70);
     let x_hi = if x_hi > x_lo { x_hi } else { x_lo + 1.0 };
@@ -243,8 +271,8 @@ fn lines(area: &Area, plot: &PlotSpec, name: &str, series: &Series) -> Result<()
                 .x_desc(&plot.x_label)
                 .y_desc(&plot.y_label)
                 .draw()?;
-            for (i, (label, points)) in numeric.iter().enumerate() {
-                let c = colour(i);
+            for (label, points) in &numeric {
+                let c = colours.of_label(label);
                 chart.draw_series(LineSeries::new(points.iter().copied(), c.stroke_width(2)))?
                     .label(label.as_str())
                     .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 16, y)], c.stroke_width(2)));
@@ -266,7 +294,7 @@ fn lines(area: &Area, plot: &PlotSpec, name: &str, series: &Series) -> Result<()
     Ok(())
 }
 
-fn bars(area: &Area, plot: &PlotSpec, name: &str, series: &Series) -> Result<()> {
+fn bars(area: &Area, plot: &PlotSpec, name: &str, series: &Series, colours: &Colours) -> Result<()> {
     let mut categories: Vec<&String> = Vec::new();
     for (_, points) in series {
         for (x, _) in points {
@@ -275,7 +303,7 @@ fn bars(area: &Area, plot: &PlotSpec, name: &str, series: &Series) -> Result<()>
             }
         }
     }
-    let (y_lo, y_hi) = y_range(series, plot)?;
+    let (y_lo, y_hi) = y_range(series.iter().flat_map(|(_, p)| p.iter().map(|&(_, y)| y)), plot)?;
     let mut chart = ChartBuilder::on(area)
         .caption(name, ("sans-serif", 16))
         .margin(10)
@@ -297,7 +325,7 @@ fn bars(area: &Area, plot: &PlotSpec, name: &str, series: &Series) -> Result<()>
         .draw()?;
     let width = 0.8 / series.len() as f64;
     for (s, (label, points)) in series.iter().enumerate() {
-        let c = colour(s);
+        let c = colours.of_label(label);
         let rects = points.iter().filter_map(|(x, y)| {
             let i = categories.iter().position(|c| *c == x)? as f64;
             let left = i + 0.1 + s as f64 * width;

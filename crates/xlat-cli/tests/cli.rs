@@ -832,11 +832,25 @@ fn a_plot_that_fails_leaves_no_temporary_file_and_no_old_drawing() {
     let out = xlat(&["run", "exp.toml", "--out", "res", "-q"], dir.path());
     let err = text(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{err}");
-    assert!(err.contains("drawing log.png: `y_log` needs positive values"), "{err}");
+    assert!(err.contains("drawing log.png: no point of `swap_io_bytes` against `entries` can be drawn (a log axis shows positive values only)"), "{err}");
     assert!(err.contains("drawing both.png: rows disagree at workload = uniform: "), "{err}");
     let mut left: Vec<String> = std::fs::read_dir(dir.path().join("res")).unwrap().map(|e| e.unwrap().file_name().into_string().unwrap()).collect();
     left.sort();
     assert_eq!(left, ["good.png", "results.csv", "results.json"]);
+}
+
+/// A log axis leaves out the points it cannot show, saying so, and draws the others.
+#[test]
+fn a_log_axis_leaves_out_values_of_0_and_says_so() {
+    let dir = tempfile::tempdir().unwrap();
+    let machine = "[[machine]]\nname = \"m2\"\npreset = \"single-tlb\"\nentries = 128\nways = 4\n";
+    let plot = "[[plot]]\nfile = \"log.png\"\nkind = \"lines\"\nx = \"entries\"\ny = [\"misses\", \"swap_ins\"]\ny_log = true\n";
+    std::fs::write(dir.path().join("exp.toml"), format!("{EXPERIMENT}\n{machine}\n{plot}")).unwrap();
+    let out = xlat(&["run", "exp.toml", "--out", "res", "-q"], dir.path());
+    let err = text(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(err.contains("warning: log.png: 2 points left out"), "{err}");
+    assert!(dir.path().join("res/log.png").exists());
 }
 
 /// `xlat run FILE -q` in `dir` under `ulimit -v 4000000` (3.81 GiB of address space).
