@@ -62,8 +62,9 @@ pub struct AgeStats {
     pub window_means: Vec<f64>,
     /// Largest relative age in each complete window.
     pub window_maxes: Vec<f64>,
-    /// Mean over every eviction.
-    pub mean: f64,
+    /// Mean over every eviction; none before the first (a mean of nothing is not 0, which
+    /// would read as ideal LRU).
+    pub mean: Option<f64>,
 }
 
 /// Tracks resident pages' timestamps and scores each eviction.
@@ -139,7 +140,7 @@ impl AgeTracker {
             window: self.window,
             window_means: self.means.clone(),
             window_maxes: self.maxes.clone(),
-            mean: if self.total == 0 { 0.0 } else { self.total_sum / self.total as f64 },
+            mean: (self.total > 0).then(|| self.total_sum / self.total as f64),
         }
     }
 }
@@ -177,11 +178,12 @@ mod tests {
         for s in [5, 9, 12] {
             t.insert(s);
         }
+        assert_eq!(t.stats().mean, None, "no eviction yet: no mean");
         t.evict(5);
         t.evict(12);
         assert_eq!(t.stats().window_means, vec![0.5]);
         assert_eq!(t.stats().window_maxes, vec![1.0]);
         t.retime(9, 20);
-        assert_eq!(t.stats().mean, 0.5);
+        assert_eq!(t.stats().mean, Some(0.5));
     }
 }
