@@ -149,6 +149,9 @@ fn panels(table: &Table, plot: &PlotSpec) -> Result<Vec<(String, Series)>> {
         }
     }
     let file = plot.data.file();
+    if table.rows.is_empty() {
+        bail!("{file} has no rows");
+    }
     if !matched {
         let only: Vec<String> = plot.only.iter().map(|(c, v)| format!("{c} = \"{v}\"")).collect();
         bail!("no row of {file} matches `only` ({})", only.join(", "));

@@ -792,6 +792,10 @@ fn plot_errors_give_their_cause() {
     assert_eq!(out.status.code(), Some(1));
     let err = text(&out.stderr);
     assert!(err.contains("drawing a.png: reading missing/results.csv: No such file"), "{err}");
+    std::fs::create_dir(dir.path().join("empty")).unwrap();
+    std::fs::write(dir.path().join("empty/results.csv"), format!("{}\n", xlat::config::plot::RESULT_COLUMNS.join(","))).unwrap();
+    let out = xlat(&["plot", "exp.toml", "--dir", "empty"], dir.path());
+    assert!(text(&out.stderr).contains("drawing a.png: results.csv has no rows"), "{}", text(&out.stderr));
     for (only, y, wanted) in [
         ("only = { config = \"zzz\" }", "misses", "no row of results.csv matches `only` (config = \"zzz\")"),
         ("", "mpki", "column `mpki` of results.csv has no numbers"),
