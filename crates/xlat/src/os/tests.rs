@@ -85,33 +85,56 @@ fn stream(len: usize, pages: u64, seed: u64) -> Vec<u64> {
         .collect()
 }
 
+/// Global LRU over `frames` frames the slow, obvious way: a recency list of pages, most
+/// recent first, and the set of pages evicted (whose next touch is a swap-in).
+struct BruteLru<K> {
+    frames: usize,
+    order: VecDeque<K>,
+    evicted: std::collections::HashSet<K>,
+    swap_outs: u64,
+    swap_ins: u64,
+}
+
+impl<K: Copy + Eq + std::hash::Hash> BruteLru<K> {
+    fn new(frames: usize) -> BruteLru<K> {
+        BruteLru { frames, order: VecDeque::new(), evicted: Default::default(), swap_outs: 0, swap_ins: 0 }
+    }
+
+    /// A use of `page`; returns the page it evicted, if any.
+    fn touch(&mut self, page: K) -> Option<K> {
+        let mut victim = None;
+        if let Some(pos) = self.order.iter().position(|&p| p == page) {
+            self.order.remove(pos);
+        } else {
+            if self.evicted.remove(&page) {
+                self.swap_ins += 1;
+            }
+            if self.order.len() == self.frames {
+                victim = self.order.pop_back();
+                self.evicted.extend(victim);
+                self.swap_outs += 1;
+            }
+        }
+        self.order.push_front(page);
+        victim
+    }
+}
+
 #[test]
 fn exact_lru_matches_a_brute_force_lru() {
     let frames = 64;
     let mut os = Os::new(&OsSpec { eviction: EvictionSpec::Lru, ..OsSpec::simple(frames << 12, PlacementSpec::Random) }, 3);
-    let mut model: VecDeque<u64> = VecDeque::new();
-    let (mut model_outs, mut model_ins, mut shot) = (0, 0, 0);
-    let mut evicted = std::collections::HashSet::new();
+    let mut model = BruteLru::new(frames as usize);
+    let mut shot = 0;
     for vpn in stream(20_000, 200, 1) {
         touch(&mut os, vpn);
-        if let Some(pos) = model.iter().position(|&p| p == vpn) {
-            model.remove(pos);
-        } else {
-            if evicted.remove(&vpn) {
-                model_ins += 1;
-            }
-            if model.len() == frames as usize {
-                evicted.insert(model.pop_back().unwrap());
-                model_outs += 1;
-            }
-        }
-        model.push_front(vpn);
+        model.touch(vpn);
         shot += os.take_shootdowns().map_or(0, |d| d.count() as u64);
     }
     let s = os.stats();
-    assert_eq!((s.swap_outs, s.swap_ins), (model_outs, model_ins));
+    assert_eq!((s.swap_outs, s.swap_ins), (model.swap_outs, model.swap_ins));
     assert_eq!(s.shootdowns, shot, "every page handed over for a shootdown is counted");
-    assert!(model_outs > 1000, "the stream must exercise eviction");
+    assert!(model.swap_outs > 1000, "the stream must exercise eviction");
     let age = s.eviction_age;
     assert!(age.is_none());
 }
@@ -526,35 +549,17 @@ fn lazy_iceberg_lru_matches_an_independent_model() {
 fn exact_lru_over_two_asids_matches_a_brute_force_lru() {
     let frames = 64;
     let mut os = Os::new(&OsSpec { eviction: EvictionSpec::Lru, ..OsSpec::simple(frames << 12, PlacementSpec::Random) }, 3);
-    let mut model: VecDeque<(u16, u64)> = VecDeque::new();
-    let mut evicted = std::collections::HashSet::new();
-    let (mut outs, mut ins) = (0, 0);
+    let mut model = BruteLru::new(frames as usize);
     for (i, vpn) in stream(20_000, 120, 8).into_iter().enumerate() {
         let asid = (i % 3 == 0) as u16;
         let t = os.translate(asid, vpn << 12).unwrap();
         let _ = os.access(t.pfn);
-        let mut shot: Vec<(u16, u64)> = os.take_shootdowns().map(|d| d.map(|(a, v)| (a, v.0)).collect()).unwrap_or_default();
-        let page = (asid, vpn);
-        let mut expect = Vec::new();
-        if let Some(pos) = model.iter().position(|&p| p == page) {
-            model.remove(pos);
-        } else {
-            if evicted.remove(&page) {
-                ins += 1;
-            }
-            if model.len() == frames as usize {
-                let v = model.pop_back().unwrap();
-                evicted.insert(v);
-                expect.push(v);
-                outs += 1;
-            }
-        }
-        model.push_front(page);
-        shot.sort();
+        let shot: Vec<(u16, u64)> = os.take_shootdowns().map(|d| d.map(|(a, v)| (a, v.0)).collect()).unwrap_or_default();
+        let expect: Vec<(u16, u64)> = model.touch((asid, vpn)).into_iter().collect();
         assert_eq!(shot, expect, "reference {i}");
     }
     let s = os.stats();
-    assert_eq!((s.swap_outs, s.swap_ins), (outs, ins));
+    assert_eq!((s.swap_outs, s.swap_ins), (model.swap_outs, model.swap_ins));
 }
 
 /// With no TLB every reference walks, so `recency = "fill"` and `recency = "access"` see the
