@@ -37,26 +37,28 @@ impl Table {
 type Series = Vec<(String, Vec<(String, f64)>)>;
 
 /// Draws every plot of an experiment into `dir`, from the tables there. A plot that cannot be
-/// drawn is an error, after every other plot was drawn and an earlier run's file of the one
-/// that failed was removed (it would not show these results).
+/// drawn is an error, after every other plot was drawn (see [`draw_those_possible`]).
 pub fn draw_all(dir: &Path, plots: &[PlotSpec]) -> Result<()> {
-    let mut failed = draw_those_possible(dir, plots).into_iter();
-    let Some((plot, first)) = failed.next() else { return Ok(()) };
-    let mut stale = vec![plot];
-    stale.extend(failed.map(|(plot, e)| {
+    let mut failed = draw_those_possible(dir, plots)?.into_iter();
+    let Some(first) = failed.next() else { return Ok(()) };
+    for e in failed {
         eprintln!("error: {}", crate::message(&e));
-        plot
-    }));
-    for plot in stale {
-        xlat::atomic::remove_stale(&dir.join(&plot.file))?;
     }
     Err(first)
 }
 
-/// Draws every plot it can, returning each it cannot with its error: partial results may
-/// lack what a plot shows (a workload the run did not reach).
-pub fn draw_those_possible<'a>(dir: &Path, plots: &'a [PlotSpec]) -> Vec<(&'a PlotSpec, anyhow::Error)> {
-    plots.iter().filter_map(|plot| draw_named(dir, plot).err().map(|e| (plot, e))).collect()
+/// Draws every plot it can, returning the error of each it cannot (naming the plot): partial
+/// results may lack what a plot shows (a workload the run did not reach). An earlier run's
+/// file of a plot not drawn is removed: it would not show these results.
+pub fn draw_those_possible(dir: &Path, plots: &[PlotSpec]) -> Result<Vec<anyhow::Error>> {
+    let mut failed = Vec::new();
+    for plot in plots {
+        if let Err(e) = draw_named(dir, plot) {
+            xlat::atomic::remove_stale(&dir.join(&plot.file))?;
+            failed.push(e);
+        }
+    }
+    Ok(failed)
 }
 
 /// [`draw`], its error naming the plot.

@@ -7,7 +7,6 @@ use clap::Args;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
 use xlat::config::{self, ExperimentSpec};
-use xlat::atomic::remove_stale;
 use xlat::sim::{check_outputs, run_experiment, write_results, ExperimentResult};
 
 /// The built-in experiment run when no file is given.
@@ -68,15 +67,14 @@ pub fn run(args: &RunArgs, interrupt: &AtomicBool) -> Result<Outcome> {
 
 /// Writes the result files into `dir`, then draws the plots. A plot that partial results
 /// cannot give (its workload was not reached) is a warning, not an error: the run still ends
-/// as interrupted, with exit code 130, and an earlier run's drawing of it is removed rather
-/// than left beside these results.
+/// as interrupted, with exit code 130 (an earlier run's drawing of it is removed, as for any
+/// plot not drawn).
 fn write_all(dir: &Path, spec: &ExperimentSpec, result: &ExperimentResult) -> Result<()> {
     write_results(dir, spec, result)?;
     if !result.partial {
         return crate::plot::draw_all(dir, &spec.plots);
     }
-    for (plot, e) in crate::plot::draw_those_possible(dir, &spec.plots) {
-        remove_stale(&dir.join(&plot.file))?;
+    for e in crate::plot::draw_those_possible(dir, &spec.plots)? {
         eprintln!("warning: {} (not drawn from these partial results)", crate::message(&e));
     }
     Ok(())
