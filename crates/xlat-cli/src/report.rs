@@ -16,6 +16,16 @@ pub fn thousands(n: u64) -> String {
     out
 }
 
+/// `v` with `decimals` decimals, or, when that would print a nonzero value as zero, in
+/// scientific notation: a rare miss must not read as none.
+fn fixed_or_small(v: f64, decimals: usize) -> String {
+    if v != 0.0 && v.abs() < 0.5 * 10f64.powi(-(decimals as i32)) {
+        format!("{v:.1e}")
+    } else {
+        format!("{v:.decimals$}")
+    }
+}
+
 /// One table per workload: a row per machine, level and side.
 pub fn table(result: &ExperimentResult) -> String {
     let mut out = String::new();
@@ -29,8 +39,8 @@ pub fn table(result: &ExperimentResult) -> String {
         // CSV keeps every row.
         let rows = w.machines.iter().flat_map(|m| m.rows(&w.workload, w.partial));
         for row in rows.filter(|r| r.accesses > 0 || r.side != "instr") {
-            let mpki = row.mpki.map_or("-".to_string(), |v| format!("{v:.2}"));
-            let rate = row.miss_rate.map_or("-".to_string(), |v| format!("{:.3}", 100.0 * v));
+            let mpki = row.mpki.map_or("-".to_string(), |v| fixed_or_small(v, 2));
+            let rate = row.miss_rate.map_or("-".to_string(), |v| fixed_or_small(100.0 * v, 3));
             let _ = writeln!(out, "  {:<16} {:<10} {:<8} {:>14} {:>14} {:>9} {:>9}",
                 row.config, row.level, row.side, thousands(row.accesses), thousands(row.misses), rate, mpki);
         }
@@ -46,7 +56,7 @@ pub fn table(result: &ExperimentResult) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::thousands;
+    use super::{fixed_or_small, thousands};
 
     #[test]
     fn separators() {
@@ -54,5 +64,14 @@ mod tests {
         assert_eq!(thousands(999), "999");
         assert_eq!(thousands(1000), "1,000");
         assert_eq!(thousands(1234567), "1,234,567");
+    }
+
+    #[test]
+    fn small_values_are_not_rounded_to_zero() {
+        assert_eq!(fixed_or_small(0.0, 3), "0.000");
+        assert_eq!(fixed_or_small(12.34567, 3), "12.346");
+        assert_eq!(fixed_or_small(0.0005, 3), "0.001");
+        assert_eq!(fixed_or_small(0.000_42, 3), "4.2e-4");
+        assert_eq!(fixed_or_small(0.004, 2), "4.0e-3");
     }
 }

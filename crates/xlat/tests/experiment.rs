@@ -267,6 +267,9 @@ fn mosaic_configuration_errors_name_the_field() {
         (MOSAIC.replace("arity = [4, 8]", "arity = [4, 8], entries = 1_099_511_627_776"), "machine[0].mosaic[0].entries", "exceed the 16777216"),
         (MOSAIC.replace("arity = [4, 8], ways = [1, \"full\"]", "name = \"TLB\""), "machine[0].mosaic[0].name", "`TLB` already names a TLB level"),
         (MOSAIC.replace("arity = [4, 8], ways = [1, \"full\"]", "name = \" \""), "machine[0].mosaic[0].name", "must not be empty"),
+        (MOSAIC.replace("arity = [4, 8], ways = [1, \"full\"]", "name = \"a\\tb\""), "machine[0].mosaic[0].name", "control characters (found '\\t')"),
+        (MOSAIC.replace("name = \"m\"", "name = \"m\\nn\""), "machine[0].name", "control characters (found '\\n')"),
+        (MOSAIC.replace("name = \"seq\"", "name = \"  \""), "workload[0].name", "must not be empty"),
         (MOSAIC.replace("preset = \"single-tlb\"", "preset = \"single-tlb\"\nentries = 0"), "machine[0].entries", "`single-tlb` preset"),
         (MOSAIC.replace("preset = \"single-tlb\"", "preset = \"single-tlb\"\nways = 3"), "machine[0].ways", "not divisible by 3 ways"),
         // A value or a list: a bad value gets its own type's message, alone or in a list.

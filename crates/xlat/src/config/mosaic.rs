@@ -2,7 +2,7 @@
 //! one TLB per combination.
 
 use super::raw::{RawMosaic, RawWays};
-use super::validate::{err, MAX_ARRAY_ENTRIES};
+use super::validate::{check_name, err, MAX_ARRAY_ENTRIES};
 use crate::sim::MosaicSpec;
 use crate::tlb::mosaic::MosaicGeometry;
 use crate::tlb::Policy;
@@ -21,8 +21,8 @@ pub fn validate(list: &[RawMosaic], path: &str, levels: &[&str]) -> Result<Vec<M
     let mut out: Vec<MosaicSpec> = Vec::new();
     for (i, raw) in list.iter().enumerate() {
         let path = format!("{path}[{i}]");
-        if raw.name.as_deref().is_some_and(|n| n.trim().is_empty()) {
-            return err(format!("{path}.name"), "names must not be empty");
+        if let Some(name) = &raw.name {
+            check_name(name, &format!("{path}.name"))?;
         }
         let entries = raw.entries.unwrap_or(DEFAULT_ENTRIES);
         // The same bound as conventional arrays: a mistyped size is an error, not an attempt

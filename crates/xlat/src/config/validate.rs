@@ -110,17 +110,28 @@ pub fn experiment(file: &ExperimentFile, base_dir: &Path) -> Result<ExperimentSp
     Ok(ExperimentSpec { seed, batch, workloads, machines, plots })
 }
 
-/// Checks that the `name`s of the list at `path` are non-empty and distinct: a name is a key
-/// of result rows, so two equal ones would make rows that cannot be told apart.
+/// Checks that the `name`s of the list at `path` are printable (see [`check_name`]) and
+/// distinct: a name is a key of result rows, so two equal ones would make rows that cannot be
+/// told apart.
 fn unique_names<'a>(names: impl Iterator<Item = &'a str>, path: &str, what: &str) -> Result<()> {
     let mut seen = std::collections::BTreeSet::new();
     for (i, name) in names.enumerate() {
-        if name.is_empty() {
-            return err(format!("{path}[{i}].name"), "names must not be empty");
-        }
+        check_name(name, &format!("{path}[{i}].name"))?;
         if !seen.insert(name) {
             return err(format!("{path}[{i}].name"), format!("another {what} is already named `{name}`"));
         }
+    }
+    Ok(())
+}
+
+/// Checks that the name at `path` shows something and contains no control character: names
+/// head the rows of the printed tables, where a newline or tab would break the columns.
+pub(super) fn check_name(name: &str, path: &str) -> Result<()> {
+    if name.trim().is_empty() {
+        return err(path, "names must not be empty");
+    }
+    if let Some(c) = name.chars().find(|c| c.is_control()) {
+        return err(path, format!("names must not contain control characters (found {:?})", c));
     }
     Ok(())
 }
