@@ -475,6 +475,10 @@ fn real_program_trace_converts_and_replays() {
     let json: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(dir.path().join("res/results.json")).unwrap()).unwrap();
     let straddles = json["results"][0]["machines"][0]["straddles"].as_u64().unwrap();
+    // The trace is named absolutely, so the results still point at it when read elsewhere.
+    let recorded = json["results"][0]["input"]["path"].as_str().unwrap();
+    assert!(Path::new(recorded).is_absolute(), "{json}");
+    assert_eq!(Path::new(recorded).canonicalize().unwrap(), dir.path().join("true.xlat").canonicalize().unwrap());
     let accesses = field("accesses").parse::<u64>().unwrap();
     assert!(accesses >= instructions && accesses - instructions <= straddles, "{instr_row}, {straddles} straddles");
     assert!(!field("mpki").is_empty(), "MPKI is known for a Lackey trace: {instr_row}");

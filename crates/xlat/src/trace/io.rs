@@ -20,6 +20,15 @@ pub(crate) fn display_path(path: &Path) -> PathBuf {
     }
 }
 
+/// The path to record in result files: absolute, so that results read elsewhere still name
+/// the file (the path as written is relative to wherever xlat ran). Standard input stays
+/// [`STDIN_NAME`].
+pub(crate) fn recorded_path(path: &Path) -> String {
+    let path = display_path(path);
+    let absolute = if path == Path::new(STDIN_NAME) { path } else { std::path::absolute(&path).unwrap_or(path) };
+    absolute.display().to_string()
+}
+
 /// Stream compressions recognized on input (by magic) and output (by extension).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Compression {
@@ -111,7 +120,7 @@ pub(crate) fn read_at(file: &mut File, path: &Path, offset: u64, buf: &mut [u8])
 pub(crate) fn file_identity(format: &str, path: &Path, file_size: Option<u64>, compression: Compression) -> serde_json::Value {
     serde_json::json!({
         "format": format,
-        "path": path.display().to_string(),
+        "path": recorded_path(path),
         "file_size": file_size,
         "compression": format!("{compression:?}").to_lowercase(),
     })

@@ -6,7 +6,7 @@
 
 use super::block::{BlockCursor, MAX_BLOCK_RECORDS};
 use super::blocks::{LoadedBlock, Prefetcher};
-use super::io::{read_at, u16_at, u32_at, u64_at};
+use super::io::{read_at, recorded_path, u16_at, u32_at, u64_at};
 use super::native::*;
 use crate::memref::Batch;
 use crate::source::RefSource;
@@ -333,7 +333,7 @@ impl RefSource for NativeReader {
     fn identity(&self) -> serde_json::Value {
         serde_json::json!({
             "format": "native",
-            "path": self.path.display().to_string(),
+            "path": recorded_path(&self.path),
             "file_size": self.file_size,
             "records": self.total_records,
             "instructions": self.total_instructions,
