@@ -328,3 +328,17 @@ fn plot_errors_are_found_before_simulating() {
         assert!(e.contains(path) && e.contains(message), "expected `{path}` and `{message}` in: {e}");
     }
 }
+
+#[test]
+fn a_syntax_error_in_a_long_line_quotes_only_its_surroundings() {
+    let long = format!("[[workload]]\nname = \"u\"\nskip = [{}, x]\n", vec!["1"; 20_000].join(", "));
+    let e = config_error(&long);
+    assert!(e.len() < 400, "{e}");
+    assert!(e.contains("line 3, column 60009") && e.contains("1, 1, x]") && e.contains("string values must be quoted"), "{e}");
+    let lines: Vec<&str> = e.lines().collect();
+    let (quote, caret) = (lines[2], lines[3]);
+    assert_eq!(quote.chars().position(|c| c == 'x'), caret.chars().position(|c| c == '^'), "{e}");
+    // A short line is quoted whole, as toml quotes it.
+    let short = config_error("[[workload]]\nname = x\n");
+    assert!(short.contains("2 | name = x\n  |        ^"), "{short}");
+}

@@ -39,6 +39,39 @@ pub fn load_experiment(path: &Path) -> Result<ExperimentSpec> {
 
 /// Parses and validates experiment TOML text; relative trace paths resolve against `base_dir`.
 pub fn parse_experiment(text: &str, base_dir: &Path) -> Result<ExperimentSpec> {
-    let file: ExperimentFile = toml::from_str(text).map_err(|e| Error::config(TOML_SYNTAX, e.to_string().trim_end().to_string()))?;
+    let file: ExperimentFile = toml::from_str(text).map_err(|e| Error::config(TOML_SYNTAX, syntax_message(text, &e)))?;
     validate::experiment(&file, base_dir)
+}
+
+/// Characters of a line that a syntax error quotes on either side of the error.
+const QUOTED_CONTEXT: usize = 40;
+
+/// toml's message for `e`, an error in `text`; when the line it quotes is long (a one-line
+/// array of a million values), the quote is cut to [`QUOTED_CONTEXT`] characters either
+/// side of the error, as the whole line would bury the message.
+fn syntax_message(text: &str, e: &toml::de::Error) -> String {
+    let full = e.to_string().trim_end().to_string();
+    let Some(span) = e.span().filter(|span| span.start <= text.len()) else { return full };
+    if full.lines().all(|line| line.chars().count() <= 4 * QUOTED_CONTEXT) {
+        return full;
+    }
+    let line_start = text[..span.start].rfind('\n').map_or(0, |i| i + 1);
+    let line_end = text[span.start..].find('\n').map_or(text.len(), |i| span.start + i);
+    let before: Vec<char> = text[line_start..span.start].chars().collect();
+    let after: Vec<char> = text[span.start..line_end].chars().collect();
+    let shown_before = &before[before.len().saturating_sub(QUOTED_CONTEXT)..];
+    let shown_after = &after[..after.len().min(QUOTED_CONTEXT)];
+    let (lead, trail) = (if shown_before.len() < before.len() { "…" } else { "" }, if shown_after.len() < after.len() { "…" } else { "" });
+    let line = text[..span.start].matches('\n').count() + 1;
+    let number = line.to_string();
+    let pad = " ".repeat(number.len());
+    let caret_at = lead.chars().count() + shown_before.len();
+    format!(
+        "TOML parse error at line {line}, column {}\n{pad} |\n{number} | {lead}{}{}{trail}\n{pad} | {}^\n{}",
+        before.len() + 1,
+        shown_before.iter().collect::<String>(),
+        shown_after.iter().collect::<String>(),
+        " ".repeat(caret_at),
+        e.message().trim_end(),
+    )
 }
