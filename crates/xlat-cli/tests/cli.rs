@@ -479,6 +479,8 @@ fn real_program_trace_converts_and_replays() {
     let recorded = json["results"][0]["input"]["path"].as_str().unwrap();
     assert!(Path::new(recorded).is_absolute(), "{json}");
     assert_eq!(Path::new(recorded).canonicalize().unwrap(), dir.path().join("true.xlat").canonicalize().unwrap());
+    // The format was detected; the resolved experiment records it, so that it replays alike.
+    assert_eq!(json["experiment"]["workloads"][0]["source"]["format"], "native", "{json}");
     let accesses = field("accesses").parse::<u64>().unwrap();
     assert!(accesses >= instructions && accesses - instructions <= straddles, "{instr_row}, {straddles} straddles");
     assert!(!field("mpki").is_empty(), "MPKI is known for a Lackey trace: {instr_row}");

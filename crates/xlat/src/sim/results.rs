@@ -6,6 +6,8 @@
 
 use super::experiment::ExperimentResult;
 use crate::config::ExperimentSpec;
+use crate::source::SourceSpec;
+use crate::trace::TraceFormat;
 use crate::atomic::{check_output, check_output_dir, remove_stale, write_atomically};
 use crate::{Error, Result};
 use std::io::Write;
@@ -44,13 +46,26 @@ pub fn write_results(dir: &Path, spec: &ExperimentSpec, result: &ExperimentResul
         "xlat_version": crate::VERSION,
         "seed": spec.seed,
         "partial": result.partial,
-        "experiment": spec,
+        "experiment": as_run(spec, result),
         "results": result.workloads,
     });
     write_atomically(&dir.join(RESULTS_JSON), |out| {
         serde_json::to_writer_pretty(&mut *out, &json)?;
         out.write_all(b"\n")
     })
+}
+
+/// `spec` as it ran: a trace workload whose format was left to detection gets the format its
+/// input was read in, so that the resolved experiment replays the same way.
+fn as_run(spec: &ExperimentSpec, result: &ExperimentResult) -> ExperimentSpec {
+    let mut spec = spec.clone();
+    for w in &mut spec.workloads {
+        if let SourceSpec::Trace { format: format @ None, .. } = &mut w.source {
+            let read = result.workloads.iter().find(|r| r.workload == w.name);
+            *format = read.and_then(|r| r.input["format"].as_str()).and_then(TraceFormat::from_name);
+        }
+    }
+    spec
 }
 
 /// One row of `eviction_age.csv`: the relative age of one window of evictions.
