@@ -342,3 +342,73 @@ fn a_syntax_error_in_a_long_line_quotes_only_its_surroundings() {
     let short = config_error("[[workload]]\nname = x\n");
     assert!(short.contains("2 | name = x\n  |        ^"), "{short}");
 }
+
+/// Machines of every simulation loop: the express path (`sky`), a single level with Mosaic
+/// TLBs over an iceberg memory under Horizon LRU with scanned recency (`mosaic`), Linux-like
+/// reclaim with recency on every access (`linux`) and a general hierarchy (`odd`, 3 ways).
+const EVERY_LOOP: &str = r#"
+seed = 3
+
+[[workload]]
+name = "zipf"
+type = "zipf"
+footprint = "24MiB"
+refs = 40_000
+size = 64
+store_fraction = 0.3
+
+[[workload]]
+name = "strided"
+type = "strided"
+footprint = "20MiB"
+stride = 4100
+size = 16
+refs = 10_000
+
+[[machine]]
+name = "sky"
+preset = "skylake-like"
+
+[[machine]]
+name = "mosaic"
+preset = "mosaic-paper"
+os = { memory = "16MiB", placement = "iceberg", eviction = "horizon-lru", recency = "scan", scan_period = 5000, age_window = 100 }
+mosaic = [{ arity = [4, 16] }]
+
+[[machine]]
+name = "linux"
+preset = "single-tlb"
+os = { memory = "12MiB", eviction = "linux", recency = "access" }
+
+[[machine]]
+name = "odd"
+os = { memory = "64MiB" }
+[[machine.tlb]]
+name = "L1"
+arrays = [{ entries = 12, ways = 3 }]
+[[machine.tlb]]
+name = "L2"
+arrays = [{ entries = 96, ways = 6, replacement = "tree-plru" }]
+"#;
+
+#[test]
+fn results_do_not_depend_on_the_batch_size() {
+    let results = |batch: usize| {
+        let text = EVERY_LOOP.replace("seed = 3", &format!("seed = 3\nbatch = {batch}"));
+        let spec = parse_experiment(&text, Path::new(".")).unwrap();
+        let result = run_experiment(&spec, &AtomicBool::new(false), &mut |_| {}).unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        write_results(dir.path(), &spec, &result).unwrap();
+        let read = |file: &str| std::fs::read_to_string(dir.path().join(file)).unwrap();
+        (read("results.csv"), read("eviction_age.csv"))
+    };
+    let (csv, ages) = results(65_536);
+    // Every machine simulated something, and the memories were short enough to evict.
+    assert!(csv.lines().count() > 10, "{csv}");
+    assert!(ages.lines().count() > 2, "{ages}");
+    // Batches of 1 and 7 run the machines in sequence, larger ones on two threads (on a
+    // host with two cores); prefetching and the loop's shape are chosen per batch.
+    for batch in [1, 7, 4096] {
+        assert_eq!(results(batch), (csv.clone(), ages.clone()), "batch = {batch}");
+    }
+}

@@ -147,12 +147,17 @@ fn open_interruptibly(workload: &WorkloadSpec, interrupt: &AtomicBool) -> Result
     interruptibly(interrupt, move || workload.open()).transpose()
 }
 
-/// Feeds `batch` to every machine. With two or more machines and `parallel` (two cores), the
-/// second half of the machines runs on a scoped thread; machines share nothing, so results are
-/// the same as in sequence. A thread per batch (tens of microseconds against milliseconds of simulation)
-/// keeps this simpler than a pool.
+/// Batches shorter than this are simulated on one thread: a thread's start (tens of
+/// microseconds) would cost more than the half of the batch it takes over.
+const PARALLEL_MIN_BATCH: usize = 4096;
+
+/// Feeds `batch` to every machine. With two or more machines, `parallel` (two cores) and a
+/// batch of at least [`PARALLEL_MIN_BATCH`] references, the second half of the machines runs
+/// on a scoped thread; machines share nothing, so results are the same as in sequence. A
+/// thread per batch (tens of microseconds against milliseconds of simulation) keeps this
+/// simpler than a pool.
 fn process_all(machines: &mut [Machine], batch: &Batch, parallel: bool) -> Result<()> {
-    if machines.len() < 2 || !parallel {
+    if machines.len() < 2 || !parallel || batch.len() < PARALLEL_MIN_BATCH {
         return machines.iter_mut().try_for_each(|m| m.process(batch));
     }
     let (first, second) = machines.split_at_mut(machines.len() / 2);
