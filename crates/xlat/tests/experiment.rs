@@ -412,3 +412,70 @@ fn results_do_not_depend_on_the_batch_size() {
         assert_eq!(results(batch), (csv.clone(), ages.clone()), "batch = {batch}");
     }
 }
+
+/// Two copies of one sequential stream (20 pages), alone and as a mix.
+const MIX: &str = r#"
+seed = 5
+
+[[workload]]
+name = "alone"
+type = "sequential"
+footprint = "1MiB"
+refs = 10_000
+
+[[workload]]
+name = "two"
+type = "mix"
+quantum = 300
+[[workload.parts]]
+name = "a"
+type = "sequential"
+footprint = "1MiB"
+refs = 10_000
+[[workload.parts]]
+name = "b"
+type = "sequential"
+footprint = "1MiB"
+refs = 10_000
+
+[[machine]]
+name = "m"
+preset = "single-tlb"
+"#;
+
+/// (references, page faults, TLB misses) of each workload of `text` on its one machine.
+fn faults_and_misses(text: &str) -> Vec<(u64, u64, u64)> {
+    let spec = parse_experiment(text, Path::new(".")).unwrap();
+    let result = run_experiment(&spec, &AtomicBool::new(false), &mut |_| {}).unwrap();
+    let misses = |w: &xlat::sim::WorkloadResult| w.machines[0].rows(&w.workload, false).iter().map(|r| r.misses).sum::<u64>();
+    result.workloads.iter().map(|w| (w.refs, w.machines[0].os.page_faults, misses(w))).collect()
+}
+
+#[test]
+fn a_mix_runs_its_parts_in_address_spaces_of_their_own() {
+    // By default each part has its own ASID: the same addresses are other pages.
+    assert_eq!(faults_and_misses(MIX), [(10_000, 20, 20), (20_000, 40, 40)]);
+    // Parts given one ASID share their pages, as threads of one process would.
+    let shared = MIX.replace("name = \"b\"\n", "name = \"b\"\nasid = 0\n");
+    assert_eq!(faults_and_misses(&shared), [(10_000, 20, 20), (20_000, 20, 20)]);
+}
+
+#[test]
+fn mix_configuration_errors_name_the_field() {
+    let part = "[[workload.parts]]\nname = \"a\"\ntype = \"sequential\"";
+    let cases = [
+        (MIX.replace("quantum = 300", "quantum = 0"), "workload[1].quantum", "at least one reference"),
+        (MIX.replace("quantum = 300", "quantum = 300\nfootprint = \"1MiB\""), "workload[1].footprint", "belongs in a part"),
+        (MIX.replace("name = \"alone\"\n", "name = \"alone\"\nquantum = 5\n"), "workload[0].quantum", "only `type = \"mix\"`"),
+        (MIX.replace("name = \"b\"", "name = \"a\""), "workload[1].parts[1].name", "another part is already named `a`"),
+        (MIX.replace("name = \"b\"\ntype = \"sequential\"", "name = \"b\"\ntype = \"mix\""), "workload[1].parts[1].type", "cannot be a part of a mix"),
+        (MIX.replace("name = \"b\"\n", "name = \"b\"\nmachines = [\"m\"]\n"), "workload[1].parts[1].machines", "set `machines` on the mix"),
+        (MIX.replace("name = \"b\"\n", "name = \"b\"\nstride = 64\n"), "workload[1].parts[1].stride", "only strided workloads"),
+        (MIX.replace(&format!("{part}\nfootprint"), "[[workload.parts]]\nname = \"a\"\ntype = \"trace\"\nfootprint"), "workload[1].parts[0].footprint", "only synthetic workloads"),
+        (MIX[..MIX.find("[[workload.parts]]").unwrap()].to_string() + "[[machine]]\nname = \"m\"\npreset = \"single-tlb\"\n", "workload[1].parts", "at least one part"),
+    ];
+    for (text, path, message) in cases {
+        let e = config_error(&text);
+        assert!(e.contains(path) && e.contains(message), "expected `{path}` and `{message}` in: {e}");
+    }
+}

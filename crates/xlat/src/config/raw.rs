@@ -55,6 +55,8 @@ pub enum WorkloadType {
     Graph500,
     /// Built-in workload: a GAP benchmark suite kernel.
     Gap,
+    /// Several workloads taking turns, each in its own address space.
+    Mix,
 }
 
 impl WorkloadType {
@@ -71,6 +73,7 @@ impl WorkloadType {
             WorkloadType::Xsbench => "xsbench",
             WorkloadType::Graph500 => "graph500",
             WorkloadType::Gap => "gap",
+            WorkloadType::Mix => "mix",
         }
     }
 
@@ -123,6 +126,10 @@ pub struct RawWorkload {
     /// Any: run only on these machines (names; a trailing `*` matches a prefix). All when
     /// absent.
     pub machines: Option<Vec<String>>,
+    /// Mix: references per turn.
+    pub quantum: Option<u64>,
+    /// Mix: the workloads taking turns (any type but `mix`), in rotation order.
+    pub parts: Option<Vec<RawWorkload>>,
 }
 
 /// Linux-like reclaim's active:inactive ratio as written: a number, or `"kernel"` for the

@@ -8,6 +8,7 @@ use super::presets::{self, PresetParams};
 use super::raw::{ExperimentFile, RawArray, RawLevel, RawMachine, RawWays, RawWorkload, WorkloadType};
 use crate::sim::MachineSpec;
 use crate::source::synthetic::{Pattern, SyntheticSpec};
+use crate::source::mix::MixPart;
 use crate::source::{SourceSpec, WorkloadSpec};
 use crate::tlb::{ArrayGeometry, LevelGeometry, Policy};
 use crate::trace::TraceFormat;
@@ -142,12 +143,59 @@ pub fn workload(w: &RawWorkload, path: &str, seed: u64, base_dir: &Path) -> Resu
         let field = if w.scale.is_some() { "scale" } else { "params" };
         return err(format!("{path}.{field}"), "only built-in workloads (gups, btree, xsbench, graph500, gap) take this field");
     }
+    if w.kind != WorkloadType::Mix && (w.quantum.is_some() || w.parts.is_some()) {
+        let field = if w.quantum.is_some() { "quantum" } else { "parts" };
+        return err(format!("{path}.{field}"), "only `type = \"mix\"` workloads take this field");
+    }
     let source = match w.kind {
         WorkloadType::Trace => trace_source(w, path, base_dir)?,
+        WorkloadType::Mix => mix_source(w, path, seed, base_dir)?,
         kind if kind.is_builtin() => SourceSpec::Builtin(builtin(w, path, seed)?),
         _ => SourceSpec::Synthetic(synthetic(w, path, seed)?),
     };
     Ok(WorkloadSpec { name: w.name.clone(), source, skip: w.skip.unwrap_or(0), limit: w.limit, machines: w.machines.clone() })
+}
+
+/// References per turn of a mix when `quantum` is not given: about a scheduler's time slice
+/// (a few milliseconds) of a core issuing a few hundred million references a second.
+pub const DEFAULT_QUANTUM: u64 = 1_000_000;
+
+/// A mix's parts, each validated as a workload of its own under `path.parts[j]`, in the
+/// address space its `asid` names (by default its position in the list).
+fn mix_source(w: &RawWorkload, path: &str, seed: u64, base_dir: &Path) -> Result<SourceSpec> {
+    let own = [("asid", w.asid.is_some()), ("seed", w.seed.is_some()), ("path", w.path.is_some()), ("format", w.format.is_some())];
+    if let Some((field, _)) = pattern_fields(w).iter().chain(&own).find(|(_, set)| *set) {
+        return err(format!("{path}.{field}"), "a mix takes `parts` and `quantum`; this field belongs in a part");
+    }
+    let quantum = w.quantum.unwrap_or(DEFAULT_QUANTUM);
+    if quantum == 0 {
+        return err(format!("{path}.quantum"), "a turn must be at least one reference");
+    }
+    let Some(raw_parts) = w.parts.as_deref().filter(|parts| !parts.is_empty()) else {
+        return err(format!("{path}.parts"), "a mix needs at least one part");
+    };
+    let parts = raw_parts.iter().enumerate().map(|(j, raw)| mix_part(raw, &format!("{path}.parts[{j}]"), j, seed, base_dir));
+    let parts = parts.collect::<Result<Vec<_>>>()?;
+    unique_names(parts.iter().map(|p| p.workload.name.as_str()), &format!("{path}.parts"), "part")?;
+    Ok(SourceSpec::Mix { quantum, parts })
+}
+
+/// Part `j` of a mix, at `path`.
+fn mix_part(raw: &RawWorkload, path: &str, j: usize, seed: u64, base_dir: &Path) -> Result<MixPart> {
+    if raw.kind == WorkloadType::Mix {
+        return err(format!("{path}.type"), "a mix cannot be a part of a mix");
+    }
+    if raw.machines.is_some() {
+        return err(format!("{path}.machines"), "a part runs wherever its mix runs: set `machines` on the mix");
+    }
+    let Some(asid) = raw.asid.or_else(|| u16::try_from(j).ok()) else {
+        return err(format!("{path}.asid"), "parts past the 65,536th need an explicit `asid`");
+    };
+    // A generated part takes the ASID itself, so that its resolved spec shows it; a trace's
+    // references get it as they are read.
+    let mut raw = raw.clone();
+    raw.asid = (raw.kind != WorkloadType::Trace).then_some(asid);
+    Ok(MixPart { workload: workload(&raw, path, seed, base_dir)?, asid })
 }
 
 /// The fields that describe a synthetic stream's pattern, and whether each is set.

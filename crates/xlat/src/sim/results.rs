@@ -55,17 +55,30 @@ pub fn write_results(dir: &Path, spec: &ExperimentSpec, result: &ExperimentResul
     })
 }
 
-/// `spec` as it ran: a trace workload whose format was left to detection gets the format its
-/// input was read in, so that the resolved experiment replays the same way.
+/// `spec` as it ran: a trace whose format was left to detection gets the format its input
+/// was read in, so that the resolved experiment replays the same way.
 fn as_run(spec: &ExperimentSpec, result: &ExperimentResult) -> ExperimentSpec {
     let mut spec = spec.clone();
     for w in &mut spec.workloads {
-        if let SourceSpec::Trace { format: format @ None, .. } = &mut w.source {
-            let read = result.workloads.iter().find(|r| r.workload == w.name);
-            *format = read.and_then(|r| r.input["format"].as_str()).and_then(TraceFormat::from_name);
+        if let Some(read) = result.workloads.iter().find(|r| r.workload == w.name) {
+            record_formats(&mut w.source, &read.input);
         }
     }
     spec
+}
+
+/// Sets the format of every trace of `source` left to detection from `input`, the identity
+/// of the input as read (a mix's gives each part's).
+fn record_formats(source: &mut SourceSpec, input: &serde_json::Value) {
+    match source {
+        SourceSpec::Trace { format: format @ None, .. } => *format = input["format"].as_str().and_then(TraceFormat::from_name),
+        SourceSpec::Mix { parts, .. } => {
+            for (j, part) in parts.iter_mut().enumerate() {
+                record_formats(&mut part.workload.source, &input["parts"][j]["input"]);
+            }
+        }
+        _ => {}
+    }
 }
 
 /// One row of `eviction_age.csv`: the relative age of one window of evictions.

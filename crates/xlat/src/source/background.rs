@@ -130,13 +130,14 @@ pub struct ReadAhead<'a> {
     failed: bool,
     identity: serde_json::Value,
     len_hint: Option<u64>,
+    counts_instructions: bool,
     interrupt: &'a AtomicBool,
 }
 
 impl<'a> ReadAhead<'a> {
     /// Starts reading `source`, `step` references a fill, on a helper thread.
     pub fn new(source: Box<dyn RefSource>, step: usize, interrupt: &'a AtomicBool) -> ReadAhead<'a> {
-        let (identity, len_hint) = (source.identity(), source.len_hint());
+        let (identity, len_hint, counts_instructions) = (source.identity(), source.len_hint(), source.counts_instructions());
         let (full_tx, full) = sync_channel(CHUNKS_IN_FLIGHT);
         let (empty, empty_rx) = channel();
         for _ in 1..CHUNKS_IN_FLIGHT {
@@ -144,7 +145,7 @@ impl<'a> ReadAhead<'a> {
         }
         let helper = std::thread::spawn(move || read_chunks(source, step.max(1), &empty_rx, &full_tx));
         let current = Chunk::default();
-        ReadAhead { full, empty, current, helper: Some(helper), failed: false, identity, len_hint, interrupt }
+        ReadAhead { full, empty, current, helper: Some(helper), failed: false, identity, len_hint, counts_instructions, interrupt }
     }
 
     /// Takes the next chunk from the helper, handing back the one used up; false at the end
@@ -203,6 +204,10 @@ impl RefSource for ReadAhead<'_> {
 
     fn len_hint(&self) -> Option<u64> {
         self.len_hint
+    }
+
+    fn counts_instructions(&self) -> bool {
+        self.counts_instructions
     }
 }
 

@@ -4,6 +4,7 @@
 //! reference, so dynamic dispatch through `Box<dyn RefSource>` costs nothing measurable.
 
 pub mod background;
+pub mod mix;
 pub mod synthetic;
 mod zipf;
 
@@ -27,6 +28,13 @@ pub enum SourceSpec {
         path: PathBuf,
         /// Its format; detected from the content when `None`.
         format: Option<TraceFormat>,
+    },
+    /// Several workloads taking turns, each in its own address space ([`mix`]).
+    Mix {
+        /// References per turn.
+        quantum: u64,
+        /// The workloads, in rotation order.
+        parts: Vec<mix::MixPart>,
     },
 }
 
@@ -62,6 +70,7 @@ impl WorkloadSpec {
             SourceSpec::Synthetic(spec) => Box::new(synthetic::Synthetic::new(spec.clone())?),
             SourceSpec::Trace { path, format } => crate::trace::open(path, *format)?,
             SourceSpec::Builtin(spec) => Box::new(spec.open()?),
+            SourceSpec::Mix { quantum, parts } => Box::new(mix::Mix::open(parts, *quantum)?),
         };
         if self.skip == 0 && self.limit.is_none() {
             return Ok(inner);
@@ -84,6 +93,12 @@ pub trait RefSource: Send {
     fn len_hint(&self) -> Option<u64> {
         None
     }
+
+    /// True when the source counts the instructions its references span (in
+    /// `Batch::instructions`), even where a batch spans none.
+    fn counts_instructions(&self) -> bool {
+        false
+    }
 }
 
 impl<S: RefSource + ?Sized> RefSource for Box<S> {
@@ -95,6 +110,9 @@ impl<S: RefSource + ?Sized> RefSource for Box<S> {
     }
     fn len_hint(&self) -> Option<u64> {
         (**self).len_hint()
+    }
+    fn counts_instructions(&self) -> bool {
+        (**self).counts_instructions()
     }
 }
 
@@ -152,6 +170,10 @@ impl<S: RefSource> RefSource for Limited<S> {
             (None, r) => Some(r),
         }
     }
+
+    fn counts_instructions(&self) -> bool {
+        self.inner.counts_instructions()
+    }
 }
 
 /// Wraps a source so that reading fails with [`crate::Error::Interrupted`] once `flag` is
@@ -182,6 +204,10 @@ impl<S: RefSource + ?Sized> RefSource for Interruptible<'_, S> {
 
     fn len_hint(&self) -> Option<u64> {
         self.inner.len_hint()
+    }
+
+    fn counts_instructions(&self) -> bool {
+        self.inner.counts_instructions()
     }
 }
 

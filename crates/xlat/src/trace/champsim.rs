@@ -175,6 +175,10 @@ impl RefSource for ChampSimReader {
     fn identity(&self) -> serde_json::Value {
         file_identity("champsim", &self.path, self.file_size, self.compression)
     }
+    /// One instruction per fetch.
+    fn counts_instructions(&self) -> bool {
+        true
+    }
 }
 
 

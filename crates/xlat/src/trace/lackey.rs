@@ -235,6 +235,10 @@ impl RefSource for LackeyReader {
     fn identity(&self) -> serde_json::Value {
         file_identity("lackey", &self.path, self.file_size, self.compression)
     }
+    /// One instruction per fetch.
+    fn counts_instructions(&self) -> bool {
+        true
+    }
 }
 
 /// Writes references as Lackey lines, one per reference (`I` for fetches; loads and stores

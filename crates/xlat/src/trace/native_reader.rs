@@ -345,6 +345,11 @@ impl RefSource for NativeReader {
     fn len_hint(&self) -> Option<u64> {
         Some(self.total_records)
     }
+
+    /// A trace records instruction counts when it was written with some.
+    fn counts_instructions(&self) -> bool {
+        self.total_instructions > 0
+    }
 }
 
 #[cfg(test)]

@@ -159,4 +159,9 @@ impl RefSource for BuiltinSource {
     fn len_hint(&self) -> Option<u64> {
         Some(self.expected_refs)
     }
+
+    /// Every workload estimates the instructions of its operations.
+    fn counts_instructions(&self) -> bool {
+        true
+    }
 }
