@@ -376,6 +376,15 @@ fn native_instruction_counts_past_2_pow_64_are_errors() {
     w.write(&MemRef::load(8, 8), u64::MAX).unwrap();
     let err = w.write(&MemRef::load(8, 8), 1).unwrap_err().to_string();
     assert!(err.contains("reference 1") && err.contains("instruction count"), "{err}");
+    // Nor does it carry more from batches without references, which pass their counts on to
+    // the next reference: that sum was unchecked (a panic in debug builds, a count wrapped
+    // around in release builds, which readers cannot tell from a true one).
+    let mut w = NativeWriter::create(dir.path().join("c.xlat"), &serde_json::json!({})).unwrap();
+    w.write(&MemRef::ifetch(8, 4), 1).unwrap();
+    let half = xlat::Batch { refs: vec![], instructions: 1 << 63 };
+    w.write_batch(&half).unwrap();
+    let err = w.write_batch(&half).unwrap_err().to_string();
+    assert!(err.contains("reference 1") && err.contains("instruction count"), "{err}");
 }
 
 #[test]

@@ -139,18 +139,14 @@ impl NativeWriter {
     /// whose last byte lies past 2^64 - 1, or an instruction count past 2^64 - 1, is an error:
     /// readers reject both.
     pub fn write(&mut self, r: &MemRef, instr_delta: u64) -> Result<()> {
-        let reject = |why: &str| {
-            let index = self.records + u64::from(self.enc.records);
-            Error::config(self.path.display().to_string(), format!("reference {index}: {why} (readers reject it)"))
-        };
         if past_top(r.vaddr, r.size) {
-            return Err(reject("runs past the top of the 64-bit address space"));
+            return Err(self.reject("runs past the top of the 64-bit address space"));
         }
         // With the trace's total checked here, the block's sum cannot wrap either.
         let delta = instr_delta.checked_add(self.carry);
         let total = delta.and_then(|d| self.instructions.checked_add(self.enc.instructions)?.checked_add(d));
         let (Some(delta), Some(_)) = (delta, total) else {
-            return Err(reject("the instruction count passes 2^64 - 1"));
+            return Err(self.reject("the instruction count passes 2^64 - 1"));
         };
         self.carry = 0;
         self.enc.push(r, delta);
@@ -163,10 +159,14 @@ impl NativeWriter {
     /// Appends a batch. A batch carries only its total instruction count, so it is spread as
     /// follows: if it equals the number of instruction fetches, each fetch gets +1 (the
     /// Lackey/ChampSim convention, exact for those sources); otherwise the whole count goes on
-    /// the batch's first reference. Use [`NativeWriter::write`] to place counts exactly.
+    /// the batch's first reference. A batch without references passes its count on to the
+    /// next reference written. Use [`NativeWriter::write`] to place counts exactly.
     pub fn write_batch(&mut self, batch: &Batch) -> Result<()> {
         let Some(first) = batch.refs.first() else {
-            self.carry += batch.instructions;
+            // Checked like any count: unchecked, the sum wrapped around to a wrong count in
+            // release builds (and panicked in debug builds).
+            let carry = self.carry.checked_add(batch.instructions);
+            self.carry = carry.ok_or_else(|| self.reject("the instruction count passes 2^64 - 1"))?;
             return Ok(());
         };
         let fetches = batch.refs.iter().filter(|r| r.kind == AccessKind::IFetch).count() as u64;
@@ -181,6 +181,13 @@ impl NativeWriter {
             }
         }
         Ok(())
+    }
+
+    /// The error refusing the next reference (the one being written, or the one a batch
+    /// without references carries its instructions to) because of `why`.
+    fn reject(&self, why: &str) -> Error {
+        let index = self.records + u64::from(self.enc.records);
+        Error::config(self.path.display().to_string(), format!("reference {index}: {why} (readers reject it)"))
     }
 
     /// Compresses and writes the current block, if it holds any record.
