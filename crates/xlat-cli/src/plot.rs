@@ -238,6 +238,9 @@ fn y_range(values: impl Iterator<Item = f64>, plot: &PlotSpec) -> Result<(f64, f
 
 type Area<'a> = DrawingArea<BitMapBackend<'a>, plotters::coord::Shift>;
 
+/// The chart of a bar plot: bar groups at x = 0, 1, 2... and values on y.
+type BarChart<'a, 'b> = ChartContext<'a, BitMapBackend<'b>, Cartesian2d<plotters::coord::types::RangedCoordf64, plotters::coord::types::RangedCoordf64>>;
+
 fn lines(area: &Area, plot: &PlotSpec, name: &str, series: &Series, colours: &Colours) -> Result<()> {
     // A log axis has no place for 0 or less: such points are left out, as is an x that is
     // not a number, and said so.
@@ -299,6 +302,32 @@ fn lines(area: &Area, plot: &PlotSpec, name: &str, series: &Series, colours: &Co
     Ok(())
 }
 
+/// A generous width of one character of a bar label, in pixels.
+const LABEL_CHAR_PIXELS: u32 = 7;
+
+/// The height of the label area when the labels of `categories` are too wide to sit side by
+/// side under their bars in a panel `width` pixels wide, and are written downwards from the
+/// axis instead (by [`upright_labels`]); `None` when they fit.
+fn upright_label_height(categories: &[&String], width: u32) -> Option<u32> {
+    let longest = categories.iter().map(|c| c.chars().count()).max().unwrap_or(0) as u32 * LABEL_CHAR_PIXELS;
+    (categories.len() as u32 * longest > width).then_some(longest + 40)
+}
+
+/// Writes each of `categories` under its group of bars, turned a quarter clockwise so that it
+/// reads downwards from the axis (whose value is `y_lo`). Drawn on the panel itself: the
+/// chart's own labels are centred on their tick, which would put half of a turned label
+/// inside the plot.
+fn upright_labels(area: &Area, chart: &BarChart, categories: &[&String], y_lo: f64) -> Result<()> {
+    let style = TextStyle::from(("sans-serif", 12).into_font().transform(FontTransform::Rotate90));
+    let (left, top) = area.get_base_pixel();
+    for (i, category) in categories.iter().enumerate() {
+        let (x, y) = chart.backend_coord(&(i as f64 + 0.5, y_lo));
+        // The turned text grows to the left of its anchor: half a line right centres it.
+        area.draw(&Text::new(category.to_string(), (x - left + 6, y - top + 8), style.clone()))?;
+    }
+    Ok(())
+}
+
 fn bars(area: &Area, plot: &PlotSpec, name: &str, series: &Series, colours: &Colours) -> Result<()> {
     let mut categories: Vec<&String> = Vec::new();
     for (_, points) in series {
@@ -309,10 +338,12 @@ fn bars(area: &Area, plot: &PlotSpec, name: &str, series: &Series, colours: &Col
         }
     }
     let (y_lo, y_hi) = y_range(series.iter().flat_map(|(_, p)| p.iter().map(|&(_, y)| y)), plot)?;
+    let upright_height = upright_label_height(&categories, area.dim_in_pixel().0);
+    let upright = upright_height.is_some();
     let mut chart = ChartBuilder::on(area)
         .caption(name, ("sans-serif", 16))
         .margin(10)
-        .x_label_area_size(60)
+        .x_label_area_size(upright_height.unwrap_or(60))
         .y_label_area_size(70)
         .build_cartesian_2d(0f64..categories.len() as f64, y_lo..y_hi)?;
     let label_of: BTreeMap<usize, &String> = categories.iter().enumerate().map(|(i, c)| (i, *c)).collect();
@@ -322,12 +353,16 @@ fn bars(area: &Area, plot: &PlotSpec, name: &str, series: &Series, colours: &Col
         .x_labels(categories.len() * 2 + 1)
         .x_label_formatter(&|x| {
             let i = x.floor() as usize;
-            if (x - i as f64 - 0.5).abs() < 0.26 { label_of.get(&i).map_or(String::new(), |s| s.to_string()) } else { String::new() }
+            let centred = (x - i as f64 - 0.5).abs() < 0.26;
+            if centred && !upright { label_of.get(&i).map_or(String::new(), |s| s.to_string()) } else { String::new() }
         })
         .y_label_formatter(&|y| short(*y))
         .x_desc(&plot.x_label)
         .y_desc(&plot.y_label)
         .draw()?;
+    if upright {
+        upright_labels(area, &chart, &categories, y_lo)?;
+    }
     let width = 0.8 / series.len() as f64;
     for (s, (label, points)) in series.iter().enumerate() {
         let c = colours.of_label(label);
@@ -345,4 +380,20 @@ fn bars(area: &Area, plot: &PlotSpec, name: &str, series: &Series, colours: &Col
         chart.configure_series_labels().background_style(WHITE.mix(0.8)).border_style(BLACK).draw()?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{upright_label_height, LABEL_CHAR_PIXELS};
+
+    #[test]
+    fn labels_turn_upright_only_when_they_do_not_fit_side_by_side() {
+        let names = |n: usize, len: usize| (0..n).map(|i| format!("{i:0len$}")).collect::<Vec<_>>();
+        let (few, many) = (names(3, 8), names(16, 24));
+        // Three workload names under a 640-pixel panel fit.
+        assert_eq!(upright_label_height(&few.iter().collect::<Vec<_>>(), 640), None);
+        // Sixteen machine names of 24 characters do not: the area takes the longest.
+        assert_eq!(upright_label_height(&many.iter().collect::<Vec<_>>(), 640), Some(24 * LABEL_CHAR_PIXELS + 40));
+        assert_eq!(upright_label_height(&[], 640), None);
+    }
 }
