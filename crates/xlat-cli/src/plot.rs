@@ -305,25 +305,43 @@ fn lines(area: &Area, plot: &PlotSpec, name: &str, series: &Series, colours: &Co
 /// A generous width of one character of a bar label, in pixels.
 const LABEL_CHAR_PIXELS: u32 = 7;
 
+/// Room under upright labels for the axis description, in pixels.
+const UPRIGHT_MARGIN: u32 = 40;
+
+/// The most characters an upright label shows: so many that the labels leave the plot half
+/// of the panel's height. Longer ones are cut (see [`shortened`]); uncut, a long machine name
+/// took the whole panel and left no room for the bars.
+const MAX_UPRIGHT_CHARS: usize = ((HEIGHT / 2 - UPRIGHT_MARGIN) / LABEL_CHAR_PIXELS) as usize;
+
 /// The height of the label area when the labels of `categories` are too wide to sit side by
 /// side under their bars in a panel `width` pixels wide, and are written downwards from the
 /// axis instead (by [`upright_labels`]); `None` when they fit.
 fn upright_label_height(categories: &[&String], width: u32) -> Option<u32> {
-    let longest = categories.iter().map(|c| c.chars().count()).max().unwrap_or(0) as u32 * LABEL_CHAR_PIXELS;
-    (categories.len() as u32 * longest > width).then_some(longest + 40)
+    let longest = categories.iter().map(|c| c.chars().count()).max().unwrap_or(0);
+    let fits = categories.len() as u32 * longest as u32 * LABEL_CHAR_PIXELS <= width;
+    (!fits).then_some(longest.min(MAX_UPRIGHT_CHARS) as u32 * LABEL_CHAR_PIXELS + UPRIGHT_MARGIN)
+}
+
+/// `label` cut to at most `max` characters, the last one `…` when cut.
+fn shortened(label: &str, max: usize) -> String {
+    if label.chars().count() <= max {
+        return label.to_string();
+    }
+    label.chars().take(max.saturating_sub(1)).chain(['…']).collect()
 }
 
 /// Writes each of `categories` under its group of bars, turned a quarter clockwise so that it
-/// reads downwards from the axis (whose value is `y_lo`). Drawn on the panel itself: the
-/// chart's own labels are centred on their tick, which would put half of a turned label
-/// inside the plot.
+/// reads downwards from the axis (whose value is `y_lo`), cut to [`MAX_UPRIGHT_CHARS`]. Drawn
+/// on the panel itself: the chart's own labels are centred on their tick, which would put half
+/// of a turned label inside the plot.
 fn upright_labels(area: &Area, chart: &BarChart, categories: &[&String], y_lo: f64) -> Result<()> {
     let style = TextStyle::from(("sans-serif", 12).into_font().transform(FontTransform::Rotate90));
     let (left, top) = area.get_base_pixel();
     for (i, category) in categories.iter().enumerate() {
         let (x, y) = chart.backend_coord(&(i as f64 + 0.5, y_lo));
         // The turned text grows to the left of its anchor: half a line right centres it.
-        area.draw(&Text::new(category.to_string(), (x - left + 6, y - top + 8), style.clone()))?;
+        let text = shortened(category, MAX_UPRIGHT_CHARS);
+        area.draw(&Text::new(text, (x - left + 6, y - top + 8), style.clone()))?;
     }
     Ok(())
 }
@@ -384,7 +402,48 @@ fn bars(area: &Area, plot: &PlotSpec, name: &str, series: &Series, colours: &Col
 
 #[cfg(test)]
 mod tests {
-    use super::{upright_label_height, LABEL_CHAR_PIXELS};
+    use super::{draw, shortened, upright_label_height, HEIGHT, LABEL_CHAR_PIXELS, MAX_UPRIGHT_CHARS, UPRIGHT_MARGIN, WIDTH_PER_PANEL};
+    use xlat::config::plot::{PlotData, PlotKind, PlotSpec};
+
+    /// A bar plot of `value` by `machine`, from `results.csv`.
+    fn bar_plot() -> PlotSpec {
+        PlotSpec {
+            file: "bars.png".into(),
+            title: "t".into(),
+            kind: PlotKind::Bars,
+            data: PlotData::Results,
+            x: "machine".into(),
+            y: vec!["value".into()],
+            series: None,
+            panels: None,
+            only: Vec::new(),
+            x_log2: false,
+            y_log: false,
+            y_range: None,
+            x_label: "machine".into(),
+            y_label: "value".into(),
+        }
+    }
+
+    #[test]
+    fn upright_labels_leave_the_plot_half_the_panel() {
+        // One category named wider than the panel, and several named longer than the panel is
+        // high: the label area is capped, and the labels cut to fit it.
+        for (n, len) in [(1, 100), (4, 80), (16, 300)] {
+            let names: Vec<String> = (0..n).map(|i| format!("{}{i}", "m".repeat(len))).collect();
+            let height = upright_label_height(&names.iter().collect::<Vec<_>>(), WIDTH_PER_PANEL);
+            assert_eq!(height, Some(MAX_UPRIGHT_CHARS as u32 * LABEL_CHAR_PIXELS + UPRIGHT_MARGIN), "{n} labels of {len}");
+            assert!(height.unwrap() <= HEIGHT / 2);
+            assert_eq!(shortened(&names[0], MAX_UPRIGHT_CHARS).chars().count(), MAX_UPRIGHT_CHARS);
+        }
+        assert_eq!(shortened("graph500-101%-horizon-scan", MAX_UPRIGHT_CHARS), "graph500-101%-horizon-scan");
+        assert_eq!(shortened("abcdef", 4), "abc…");
+        // And the bars are drawn.
+        let dir = tempfile::tempdir().unwrap();
+        let rows: String = (0..16).map(|i| format!("{}{i},{}\n", "m".repeat(300), i + 1)).collect();
+        std::fs::write(dir.path().join("results.csv"), format!("machine,value\n{rows}")).unwrap();
+        draw(dir.path(), &bar_plot()).unwrap();
+    }
 
     #[test]
     fn labels_turn_upright_only_when_they_do_not_fit_side_by_side() {
@@ -393,7 +452,7 @@ mod tests {
         // Three workload names under a 640-pixel panel fit.
         assert_eq!(upright_label_height(&few.iter().collect::<Vec<_>>(), 640), None);
         // Sixteen machine names of 24 characters do not: the area takes the longest.
-        assert_eq!(upright_label_height(&many.iter().collect::<Vec<_>>(), 640), Some(24 * LABEL_CHAR_PIXELS + 40));
+        assert_eq!(upright_label_height(&many.iter().collect::<Vec<_>>(), 640), Some(24 * LABEL_CHAR_PIXELS + UPRIGHT_MARGIN));
         assert_eq!(upright_label_height(&[], 640), None);
     }
 }
