@@ -46,6 +46,22 @@ fn config_error(text: &str) -> String {
     parse_experiment(text, Path::new(".")).unwrap_err().to_string()
 }
 
+/// Checks that each experiment text of `cases` is an error naming its field and saying its
+/// message.
+fn assert_config_errors(cases: impl IntoIterator<Item = (String, &'static str, &'static str)>) {
+    for (text, path, message) in cases {
+        let e = config_error(&text);
+        assert!(e.contains(path) && e.contains(message), "expected `{path}` and `{message}` in: {e}");
+    }
+}
+
+/// Runs the experiment `text`, whose relative paths start at `base_dir`, to its end.
+fn run_text(text: &str, base_dir: &Path) -> (xlat::config::ExperimentSpec, Result<xlat::sim::ExperimentResult>) {
+    let spec = parse_experiment(text, base_dir).unwrap();
+    let result = run_experiment(&spec, &AtomicBool::new(false), &mut |_| {});
+    (spec, result)
+}
+
 #[test]
 fn runs_every_workload_on_every_machine() {
     let spec = parse_experiment(SMALL, Path::new(".")).unwrap();
@@ -214,10 +230,7 @@ fn configuration_errors_name_the_field() {
         (SMALL.to_string() + "[[machine.tlb]]\nname = \"L1\"\narrays = [{ entries = 8, ways = 2 }]\n", "machine[1].tlb[1].name", "another level is already named `L1`"),
         (SMALL.replace("placement = \"sequential\"", "placement = \"sequential\"\neviction = \"horizon-lru\""), "machine[1].os.eviction", "`horizon-lru` eviction needs iceberg"),
     ];
-    for (text, path, message) in cases {
-        let e = config_error(&text);
-        assert!(e.contains(path) && e.contains(message), "expected `{path}` and `{message}` in: {e}");
-    }
+    assert_config_errors(cases);
 }
 
 #[test]
@@ -279,10 +292,7 @@ fn mosaic_configuration_errors_name_the_field() {
         (MOSAIC.replace("arity = [4, 8]", "arity = 4.0"), "line 12", "invalid type: floating point `4.0`, expected u32"),
         (MOSAIC.replace("arity = [4, 8]", "arity = { a = 4 }"), "line 12", "expected a value or a list of values"),
     ];
-    for (text, path, message) in cases {
-        let e = config_error(&text);
-        assert!(e.contains(path) && e.contains(message), "expected `{path}` and `{message}` in: {e}");
-    }
+    assert_config_errors(cases);
     let spec = parse_experiment(MOSAIC, Path::new(".")).unwrap();
     let names: Vec<_> = spec.machines[0].mosaic.iter().map(|m| m.name.as_str()).collect();
     assert_eq!(names, ["mosaic-4-1w", "mosaic-8-1w", "mosaic-4-full", "mosaic-8-full"]);
@@ -323,10 +333,13 @@ fn plot_errors_are_found_before_simulating() {
         (plot("").replace("x = \"entries\"", "x = \"colour\""), "plot[0].x", "not a column of results.csv"),
         (plot("y_log = true").replace("kind = \"lines\"\nx = \"entries\"", "kind = \"bars\"\nx = \"workload\""), "plot[0].y_log", "`lines` plots only"),
     ];
-    for (text, path, message) in cases {
-        let e = config_error(&text);
-        assert!(e.contains(path) && e.contains(message), "expected `{path}` and `{message}` in: {e}");
-    }
+    assert_config_errors(cases);
+}
+
+/// Whether the caret of syntax error `e` (its fourth line) stands under `c` in the quoted line.
+fn caret_under(e: &str, c: char) -> bool {
+    let lines: Vec<&str> = e.lines().collect();
+    lines[2].chars().position(|x| x == c) == lines[3].chars().position(|x| x == '^')
 }
 
 #[test]
@@ -335,12 +348,18 @@ fn a_syntax_error_in_a_long_line_quotes_only_its_surroundings() {
     let e = config_error(&long);
     assert!(e.len() < 400, "{e}");
     assert!(e.contains("line 3, column 60009") && e.contains("1, 1, x]") && e.contains("string values must be quoted"), "{e}");
-    let lines: Vec<&str> = e.lines().collect();
-    let (quote, caret) = (lines[2], lines[3]);
-    assert_eq!(quote.chars().position(|c| c == 'x'), caret.chars().position(|c| c == '^'), "{e}");
+    assert!(caret_under(&e, 'x'), "{e}");
     // A short line is quoted whole, as toml quotes it.
     let short = config_error("[[workload]]\nname = x\n");
     assert!(short.contains("2 | name = x\n  |        ^"), "{short}");
+    // An unclosed array on a long last line: the error is at the end of the file, just past
+    // the end of that line, not on a line after it.
+    let unclosed = config_error(&format!("[[workload]]\nname = \"u\"\nskip = [{}\n", vec!["1"; 20_000].join(", ")));
+    assert!(unclosed.len() < 400, "{unclosed}");
+    assert!(unclosed.contains("line 3, column 60007") && unclosed.contains(", 1, 1\n  |") && unclosed.contains("unclosed array"), "{unclosed}");
+    // Columns count characters, as toml's do, however many bytes they take.
+    let wide = config_error(&format!("[[workload]]\nname = \"{}\" x\n", "é".repeat(300)));
+    assert!(wide.contains("line 2, column 311") && wide.contains("ééé\" x\n") && caret_under(&wide, 'x'), "{wide}");
 }
 
 /// Machines of every simulation loop: the express path (`sky`), a single level with Mosaic
@@ -395,10 +414,9 @@ arrays = [{ entries = 96, ways = 6, replacement = "tree-plru" }]
 fn results_do_not_depend_on_the_batch_size() {
     let results = |batch: usize| {
         let text = EVERY_LOOP.replace("seed = 3", &format!("seed = 3\nbatch = {batch}"));
-        let spec = parse_experiment(&text, Path::new(".")).unwrap();
-        let result = run_experiment(&spec, &AtomicBool::new(false), &mut |_| {}).unwrap();
+        let (spec, result) = run_text(&text, Path::new("."));
         let dir = tempfile::tempdir().unwrap();
-        write_results(dir.path(), &spec, &result).unwrap();
+        write_results(dir.path(), &spec, &result.unwrap()).unwrap();
         let read = |file: &str| std::fs::read_to_string(dir.path().join(file)).unwrap();
         (read("results.csv"), read("eviction_age.csv"))
     };
@@ -445,8 +463,7 @@ preset = "single-tlb"
 
 /// (references, page faults, TLB misses) of each workload of `text` on its one machine.
 fn faults_and_misses(text: &str) -> Vec<(u64, u64, u64)> {
-    let spec = parse_experiment(text, Path::new(".")).unwrap();
-    let result = run_experiment(&spec, &AtomicBool::new(false), &mut |_| {}).unwrap();
+    let result = run_text(text, Path::new(".")).1.unwrap();
     let misses = |w: &xlat::sim::WorkloadResult| w.machines[0].rows(&w.workload, false).iter().map(|r| r.misses).sum::<u64>();
     result.workloads.iter().map(|w| (w.refs, w.machines[0].os.page_faults, misses(w))).collect()
 }
@@ -456,7 +473,7 @@ fn a_mix_runs_its_parts_in_address_spaces_of_their_own() {
     // By default each part has its own ASID: the same addresses are other pages.
     assert_eq!(faults_and_misses(MIX), [(10_000, 20, 20), (20_000, 40, 40)]);
     // Parts given one ASID share their pages, as threads of one process would.
-    let shared = MIX.replace("name = \"b\"\n", "name = \"b\"\nasid = 0\n");
+    let shared = MIX.replace("name = \"a\"\n", "name = \"a\"\nasid = 0\n").replace("name = \"b\"\n", "name = \"b\"\nasid = 0\n");
     assert_eq!(faults_and_misses(&shared), [(10_000, 20, 20), (20_000, 20, 20)]);
 }
 
@@ -474,8 +491,74 @@ fn mix_configuration_errors_name_the_field() {
         (MIX.replace(&format!("{part}\nfootprint"), "[[workload.parts]]\nname = \"a\"\ntype = \"trace\"\nfootprint"), "workload[1].parts[0].footprint", "only synthetic workloads"),
         (MIX[..MIX.find("[[workload.parts]]").unwrap()].to_string() + "[[machine]]\nname = \"m\"\npreset = \"single-tlb\"\n", "workload[1].parts", "at least one part"),
     ];
-    for (text, path, message) in cases {
-        let e = config_error(&text);
-        assert!(e.contains(path) && e.contains(message), "expected `{path}` and `{message}` in: {e}");
+    assert_config_errors(cases);
+}
+
+/// Writes a native trace of one load from each of `asids`, all at the same address.
+fn trace_of_asids(path: &Path, asids: &[u16]) {
+    let mut w = xlat::trace::NativeWriter::create(path, &serde_json::json!({})).unwrap();
+    for &asid in asids {
+        w.write(&MemRef { asid, ..MemRef::load(0x1000, 8) }, 1).unwrap();
     }
+    w.finish().unwrap();
+}
+
+/// A mix of the trace `t.xlat` and a sequential stream, on the machine of [`MIX`].
+const TRACE_MIX: &str = r#"
+[[workload]]
+name = "mix"
+type = "mix"
+[[workload.parts]]
+name = "trace"
+type = "trace"
+path = "t.xlat"
+[[workload.parts]]
+name = "seq"
+type = "sequential"
+footprint = "1MiB"
+refs = 100
+
+[[machine]]
+name = "m"
+preset = "single-tlb"
+"#;
+
+#[test]
+fn a_trace_of_several_address_spaces_is_not_merged_into_one_part() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = |asids: &[u16]| {
+        trace_of_asids(&dir.path().join("t.xlat"), asids);
+        run_text(TRACE_MIX, dir.path()).1.map(|r| r.workloads[0].machines[0].os.page_faults)
+    };
+    // One address space, whatever its number: the part's ASID replaces it.
+    assert_eq!(run(&[7, 7, 7]).unwrap(), 1 + 1);
+    // Two processes' pages at one address are two pages, which one part's ASID would merge.
+    let e = run(&[0, 1, 0]).unwrap_err().to_string();
+    assert!(e.contains("`trace`") && e.contains("ASIDs 0 and 1"), "{e}");
+}
+
+#[test]
+fn a_parts_asid_must_not_be_another_parts_by_position() {
+    // `b` is part 1, so ASID 1 by default: an explicit `asid = 1` on `a` would share its
+    // pages without either part saying so.
+    let text = MIX.replace("name = \"a\"\n", "name = \"a\"\nasid = 1\n");
+    let e = config_error(&text);
+    assert!(e.contains("workload[1].parts[0].asid") && e.contains("`b`"), "{e}");
+    // Sharing stays possible when both say so.
+    let both = text.replace("name = \"b\"\n", "name = \"b\"\nasid = 1\n");
+    assert_eq!(faults_and_misses(&both), [(10_000, 20, 20), (20_000, 20, 20)]);
+}
+
+#[test]
+fn results_json_records_the_format_of_a_mixs_trace() {
+    let dir = tempfile::tempdir().unwrap();
+    trace_of_asids(&dir.path().join("t.xlat"), &[3, 3]);
+    let (spec, result) = run_text(TRACE_MIX, dir.path());
+    write_results(&dir.path().join("res"), &spec, &result.unwrap()).unwrap();
+    let json: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(dir.path().join("res/results.json")).unwrap()).unwrap();
+    // The resolved experiment replays the trace in the format it was read in.
+    let parts = &json["experiment"]["workloads"][0]["source"]["parts"];
+    assert_eq!(parts[0]["workload"]["source"]["format"], "native", "{json:#}");
+    let input = &json["results"][0]["input"]["parts"];
+    assert_eq!((&input[0]["name"], &input[0]["asid"], &input[0]["input"]["format"]), (&"trace".into(), &0.into(), &"native".into()), "{json:#}");
 }

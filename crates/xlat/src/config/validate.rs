@@ -177,7 +177,25 @@ fn mix_source(w: &RawWorkload, path: &str, seed: u64, base_dir: &Path) -> Result
     let parts = raw_parts.iter().enumerate().map(|(j, raw)| mix_part(raw, &format!("{path}.parts[{j}]"), j, seed, base_dir));
     let parts = parts.collect::<Result<Vec<_>>>()?;
     unique_names(parts.iter().map(|p| p.workload.name.as_str()), &format!("{path}.parts"), "part")?;
+    check_shared_asids(raw_parts, path)?;
     Ok(SourceSpec::Mix { quantum, parts })
+}
+
+/// Checks that no part's `asid` is another part's default (its position): parts share their
+/// pages only when both say so, not because one was given the number of the other's place.
+fn check_shared_asids(raw_parts: &[RawWorkload], path: &str) -> Result<()> {
+    for (j, raw) in raw_parts.iter().enumerate() {
+        let Some(asid) = raw.asid else { continue };
+        let i = usize::from(asid);
+        if let Some(other) = raw_parts.get(i).filter(|other| i != j && other.asid.is_none()) {
+            let message = format!(
+                "ASID {asid} is part `{}`'s, by its position; give that part `asid = {asid}` too if the two are to share their pages",
+                other.name
+            );
+            return err(format!("{path}.parts[{j}].asid"), message);
+        }
+    }
+    Ok(())
 }
 
 /// Part `j` of a mix, at `path`.

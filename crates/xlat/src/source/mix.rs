@@ -4,14 +4,16 @@
 //! Parts run round robin, `quantum` references at a time, in the order they are listed; a
 //! part that ends leaves the rotation and the mix ends with its last part. Every reference
 //! of a part is tagged with the part's ASID, so that the TLBs and the OS tell the address
-//! spaces apart (a switch flushes nothing: entries are ASID-tagged). Instruction counts are
+//! spaces apart (a switch flushes nothing: entries are ASID-tagged). A part whose source
+//! gives its references several ASIDs (a native trace of several processes) is an error: one
+//! ASID for all would merge their address spaces. Instruction counts are
 //! kept only when every part counts them, as misses per kilo-instruction over a mix would
 //! otherwise divide every part's misses by some parts' instructions.
 
 use super::{RefSource, WorkloadSpec};
-use crate::memref::Batch;
+use crate::memref::{Batch, MemRef};
 use crate::types::Asid;
-use crate::Result;
+use crate::{Error, Result};
 use serde::Serialize;
 
 /// One workload of a mix and the address space its references are tagged with.
@@ -23,10 +25,38 @@ pub struct MixPart {
     pub asid: Asid,
 }
 
+/// A part of a running mix.
+struct Running {
+    source: Box<dyn RefSource>,
+    /// The ASID every reference of the part is given.
+    asid: Asid,
+    name: String,
+    /// The ASID the source gave the part's first reference, once read.
+    source_asid: Option<Asid>,
+}
+
+impl Running {
+    /// Gives `refs`, just read from the part's source, the part's ASID. An error if the source
+    /// gave them another ASID than its first reference's: a part is one address space.
+    fn tag(&mut self, refs: &mut [MemRef]) -> Result<()> {
+        for r in refs {
+            let first = *self.source_asid.get_or_insert(r.asid);
+            if r.asid != first {
+                return Err(Error::Simulation(format!(
+                    "mix part `{}`: its input has references of ASIDs {first} and {}, but a part is one address space (its ASID, {}, would merge them)",
+                    self.name, r.asid, self.asid
+                )));
+            }
+            r.asid = self.asid;
+        }
+        Ok(())
+    }
+}
+
 /// A running mix.
 pub struct Mix {
-    /// The parts still running, in rotation order, with their ASIDs.
-    parts: Vec<(Box<dyn RefSource>, Asid)>,
+    /// The parts still running, in rotation order.
+    parts: Vec<Running>,
     /// Every part's identity, in the listed order (for result files).
     identities: Vec<serde_json::Value>,
     quantum: u64,
@@ -48,11 +78,13 @@ impl Mix {
     /// A mix of the opened `parts` with their ASIDs, named `names`.
     fn new<'a>(parts: Vec<(Box<dyn RefSource>, Asid)>, names: impl Iterator<Item = &'a str>, quantum: u64) -> Mix {
         let counts_instructions = parts.iter().all(|(source, _)| source.counts_instructions());
-        let identities = parts
-            .iter()
+        let parts: Vec<Running> = parts
+            .into_iter()
             .zip(names)
-            .map(|((source, asid), name)| serde_json::json!({ "name": name, "asid": asid, "input": source.identity() }))
+            .map(|((source, asid), name)| Running { source, asid, name: name.to_string(), source_asid: None })
             .collect();
+        let identities =
+            parts.iter().map(|p| serde_json::json!({ "name": p.name, "asid": p.asid, "input": p.source.identity() })).collect();
         Mix { parts, identities, quantum, current: 0, left: quantum, counts_instructions }
     }
 
@@ -75,12 +107,10 @@ impl RefSource for Mix {
         let (start, instructions) = (batch.refs.len(), batch.instructions);
         while batch.refs.len() - start < max && !self.parts.is_empty() {
             let want = (max - (batch.refs.len() - start)).min(usize::try_from(self.left).unwrap_or(usize::MAX));
-            let (source, asid) = &mut self.parts[self.current];
+            let part = &mut self.parts[self.current];
             let from = batch.refs.len();
-            let got = source.fill(batch, want)?;
-            for r in &mut batch.refs[from..] {
-                r.asid = *asid;
-            }
+            let got = part.source.fill(batch, want)?;
+            part.tag(&mut batch.refs[from..])?;
             self.left -= got as u64;
             if got == 0 || self.left == 0 {
                 self.next_turn(got == 0);
@@ -97,7 +127,7 @@ impl RefSource for Mix {
     }
 
     fn len_hint(&self) -> Option<u64> {
-        self.parts.iter().try_fold(0u64, |total, (source, _)| source.len_hint().map(|n| total.saturating_add(n)))
+        self.parts.iter().try_fold(0u64, |total, p| p.source.len_hint().map(|n| total.saturating_add(n)))
     }
 
     fn counts_instructions(&self) -> bool {
