@@ -198,13 +198,8 @@ struct Colours(Vec<String>);
 
 impl Colours {
     fn of(panels: &[(String, Series)]) -> Colours {
-        let mut labels: Vec<String> = Vec::new();
-        for (label, _) in panels.iter().flat_map(|(_, series)| series) {
-            if !labels.contains(label) {
-                labels.push(label.clone());
-            }
-        }
-        Colours(labels)
+        let labels = in_first_order(panels.iter().flat_map(|(_, series)| series.iter().map(|(label, _)| label)));
+        Colours(labels.into_iter().cloned().collect())
     }
 
     /// The colour of `label`: eight well-told-apart colours, then plotters' 99-colour palette,
@@ -227,13 +222,29 @@ fn y_range(values: impl Iterator<Item = f64>, plot: &PlotSpec) -> Result<(f64, f
     if let Some(range) = plot.y_range {
         return Ok(range);
     }
+    let (lo, hi) = min_max(values);
     if plot.y_log {
         // Only `lines` plots have log axes, and they draw positive values only.
-        let (lo, hi) = values.fold((f64::MAX, f64::MIN), |(lo, hi), y| (lo.min(y), hi.max(y)));
         return Ok((lo / 2.0, hi * 2.0));
     }
-    let (lo, hi) = values.fold((f64::MAX, f64::MIN), |(lo, hi), y| (lo.min(y), hi.max(y)));
     Ok((lo.min(0.0), if hi > lo.min(0.0) { hi * 1.05 } else { 1.0 }))
+}
+
+/// The least and greatest of `values`; `(f64::MAX, f64::MIN)`, low above high, when there
+/// are none.
+fn min_max(values: impl Iterator<Item = f64>) -> (f64, f64) {
+    values.fold((f64::MAX, f64::MIN), |(lo, hi), v| (lo.min(v), hi.max(v)))
+}
+
+/// The distinct `items`, in order of first appearance.
+fn in_first_order<'a, T: PartialEq>(items: impl Iterator<Item = &'a T>) -> Vec<&'a T> {
+    let mut seen: Vec<&T> = Vec::new();
+    for item in items {
+        if !seen.contains(&item) {
+            seen.push(item);
+        }
+    }
+    seen
 }
 
 type Area<'a> = DrawingArea<BitMapBackend<'a>, plotters::coord::Shift>;
@@ -256,7 +267,7 @@ fn lines(area: &Area, plot: &PlotSpec, name: &str, series: &Series, colours: &Co
         })
         .collect();
     let xs = numeric.iter().flat_map(|(_, p)| p.iter().map(|&(x, _)| x));
-    let (x_lo, x_hi) = xs.fold((f64::MAX, f64::MIN), |(lo, hi), x| (lo.min(x), hi.max(x)));
+    let (x_lo, x_hi) = min_max(xs);
     if x_lo > x_hi {
         let log = if plot.x_log2 || plot.y_log { " (a log axis shows positive values only)" } else { "" };
         bail!("no point of `{}` against `{}` can be drawn{log}", plot.y.join(", "), plot.x);
@@ -347,14 +358,7 @@ fn upright_labels(area: &Area, chart: &BarChart, categories: &[&String], y_lo: f
 }
 
 fn bars(area: &Area, plot: &PlotSpec, name: &str, series: &Series, colours: &Colours) -> Result<()> {
-    let mut categories: Vec<&String> = Vec::new();
-    for (_, points) in series {
-        for (x, _) in points {
-            if !categories.contains(&x) {
-                categories.push(x);
-            }
-        }
-    }
+    let categories = in_first_order(series.iter().flat_map(|(_, points)| points.iter().map(|(x, _)| x)));
     let (y_lo, y_hi) = y_range(series.iter().flat_map(|(_, p)| p.iter().map(|&(_, y)| y)), plot)?;
     let upright_height = upright_label_height(&categories, area.dim_in_pixel().0);
     let upright = upright_height.is_some();
