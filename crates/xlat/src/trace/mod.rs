@@ -137,14 +137,15 @@ pub fn detect(path: &Path) -> Result<TraceFormat> {
     Ok(if got == 0 && compressed || sample[..got].contains(&0) { TraceFormat::ChampSim } else { TraceFormat::Lackey })
 }
 
+/// `format` if given, else the format [`detect`] finds in `path`.
+fn given_or_detected(path: &Path, format: Option<TraceFormat>) -> Result<TraceFormat> {
+    format.map_or_else(|| detect(path), Ok)
+}
+
 /// Opens a trace for reading, detecting its format unless `format` is given.
 pub fn open(path: impl AsRef<Path>, format: Option<TraceFormat>) -> Result<Box<dyn RefSource>> {
     let path = path.as_ref();
-    let format = match format {
-        Some(f) => f,
-        None => detect(path)?,
-    };
-    Ok(match format {
+    Ok(match given_or_detected(path, format)? {
         TraceFormat::Native if path == Path::new("-") => {
             return Err(Error::config("input", "native traces cannot be read from stdin (the index is at the end)"))
         }
@@ -165,10 +166,7 @@ pub fn open_interruptibly(
 ) -> Result<(TraceFormat, Box<dyn RefSource>)> {
     let path = path.to_path_buf();
     let opening = move || {
-        let format = match format {
-            Some(f) => f,
-            None => detect(&path)?,
-        };
+        let format = given_or_detected(&path, format)?;
         Ok((format, open(&path, Some(format))?))
     };
     crate::source::background::interruptibly(interrupt, opening).unwrap_or(Err(Error::Interrupted))

@@ -172,7 +172,7 @@ impl NativeReader {
             return Err(self.err(footer_at + 8, "no end marker: the file is truncated or its writer did not finish"));
         }
         let index_offset = u64_at(&footer, 0);
-        if index_offset < header_end || index_offset.saturating_add(INDEX_FIXED as u64) > self.file_size - FOOTER as u64 {
+        if index_offset < header_end || index_offset.saturating_add(INDEX_FIXED as u64) > footer_at {
             return Err(self.err(footer_at, format!("index offset {index_offset} is out of range")));
         }
         Ok(index_offset)
@@ -432,32 +432,33 @@ mod tests {
         assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0, "no temporary file left");
     }
 
-    #[test]
-    fn an_index_of_more_blocks_than_the_body_holds_is_refused() {
+    /// Opens a sparse file of `body` bytes of blocks (a hole) followed by an index that
+    /// claims two blocks and is `entries` entries long; returns the index's offset and the
+    /// error's offset and message.
+    fn index_of_two_blocks_error(body: u64, entries: usize) -> (u64, u64, String) {
         let dir = tempfile::tempdir().unwrap();
-        let p = dir.path().join("count.xlat");
-        // 40 bytes of body hold at most one block (a header and a byte of frame: 21 bytes);
-        // the index claims two, its length agreeing.
+        let p = dir.path().join("index.xlat");
         let mut h = header(2);
         h.extend_from_slice(b"{}");
-        let index_offset = h.len() as u64 + 40;
-        let len = index_offset + (INDEX_FIXED + 2 * INDEX_ENTRY + FOOTER) as u64;
+        let index_offset = h.len() as u64 + body;
+        let len = index_offset + (INDEX_FIXED + entries * INDEX_ENTRY + FOOTER) as u64;
         sparse(&p, len, &[(0, h), (index_offset, index_head(2, 2, 0))], index_offset);
         let (offset, message) = open_error(&p);
+        (index_offset, offset, message)
+    }
+
+    #[test]
+    fn an_index_of_more_blocks_than_the_body_holds_is_refused() {
+        // 40 bytes of body hold at most one block (a header and a byte of frame: 21 bytes);
+        // the index claims two, its length agreeing.
+        let (index_offset, offset, message) = index_of_two_blocks_error(40, 2);
         assert_eq!(offset, index_offset);
         assert!(message.contains("2 blocks cannot fit in the 40 bytes before it"), "{message}");
     }
 
     #[test]
     fn an_index_whose_length_disagrees_with_its_count_is_refused() {
-        let dir = tempfile::tempdir().unwrap();
-        let p = dir.path().join("length.xlat");
-        let mut h = header(2);
-        h.extend_from_slice(b"{}");
-        let index_offset = h.len() as u64 + 1000;
-        let len = index_offset + (INDEX_FIXED + 3 * INDEX_ENTRY + FOOTER) as u64;
-        sparse(&p, len, &[(0, h), (index_offset, index_head(2, 2, 0))], index_offset);
-        let (offset, message) = open_error(&p);
+        let (index_offset, offset, message) = index_of_two_blocks_error(1000, 3);
         assert_eq!(offset, index_offset);
         assert!(message.contains("128 bytes long, not 32 + 32 per block for its 2 blocks"), "{message}");
     }
