@@ -111,13 +111,13 @@ fn main() -> ExitCode {
             eprintln!("interrupted: nothing was written");
             ExitCode::from(130)
         }
-        Err(e) if e.downcast_ref::<commands::UsageError>().is_some() => {
-            eprintln!("error: {}", message(&e));
-            ExitCode::from(2)
-        }
         Err(e) => {
             eprintln!("error: {}", message(&e));
-            ExitCode::FAILURE
+            if e.downcast_ref::<commands::UsageError>().is_some() {
+                ExitCode::from(2)
+            } else {
+                ExitCode::FAILURE
+            }
         }
     }
 }
