@@ -302,27 +302,7 @@ fn express_at_address_space_edges() {
             MemRef { vaddr: page << 12 | off, asid, size: 8, kind: AccessKind::ALL[rng.random_range(0..3)] }
         })
         .collect();
-    let mut express = TlbHierarchy::new(&levels, 1);
-    let mut general = TlbHierarchy::new(&levels, 1);
-    let mut reference = RefHierarchy::new(&levels, 1);
-    let ways = express.express_ways(K4).expect("express");
-    assert_eq!(ways, 4);
-    for chunk in stream.chunks(100) {
-        express.run_express::<4, false, _>(K4, chunk, &mut PagesOf(K4), 3).unwrap();
-        for r in chunk {
-            let mut pages = vec![r.first_vpn()];
-            pages.extend(r.later_pages());
-            for p in pages {
-                let va = p.addr().0;
-                if general.lookup(r.asid, va, r.kind).is_none() {
-                    general.fill_after_walk(&walk_all(K4)(r.asid, va), va, r.kind);
-                }
-                reference.access(r.asid, va, r.kind, || walk_all(K4)(r.asid, va));
-            }
-        }
-        assert_eq!(format!("{express:?}"), format!("{general:?}"));
-        assert_eq!(express.stats(), reference.stats());
-    }
+    check_express_4way(&levels, K4, &stream, 100);
 }
 
 /// The skylake-like data side over an OS of 1 GiB pages takes the express path (its 1 GiB
@@ -342,22 +322,30 @@ fn express_with_1g_pages() {
             MemRef { vaddr: gpage << 30 | off, asid: rng.random_range(0..2), size: 8, kind: AccessKind::ALL[rng.random_range(0..2)] }
         })
         .collect();
-    let mut express = TlbHierarchy::new(&levels, 1);
-    let mut general = TlbHierarchy::new(&levels, 1);
-    let mut reference = RefHierarchy::new(&levels, 1);
-    assert_eq!(express.express_ways(G1), Some(4));
-    for chunk in stream.chunks(300) {
-        express.run_express::<4, false, _>(G1, chunk, &mut PagesOf(G1), 3).unwrap();
+    check_express_4way(&levels, G1, &stream, 300);
+}
+
+/// Runs `stream` over an OS of `size` pages through the express path of a hierarchy whose
+/// first level is 4-way, `chunk` references a batch, and page by page through the general
+/// path and the reference hierarchy: after every batch all three have the same statistics,
+/// and the express and general paths the same state, entry by entry (through `Debug`).
+fn check_express_4way(levels: &[LevelGeometry], size: PageSize, stream: &[MemRef], chunk: usize) {
+    let mut express = TlbHierarchy::new(levels, 1);
+    let mut general = TlbHierarchy::new(levels, 1);
+    let mut reference = RefHierarchy::new(levels, 1);
+    assert_eq!(express.express_ways(size), Some(4));
+    for chunk in stream.chunks(chunk) {
+        express.run_express::<4, false, _>(size, chunk, &mut PagesOf(size), 3).unwrap();
         for r in chunk {
-          let mut pages = vec![r.first_vpn()];
-          pages.extend(r.later_pages());
-          for p in pages {
-            let va = p.addr().0 | ((r.vaddr & 0xfff) * u64::from(p == r.first_vpn()));
-            if general.lookup(r.asid, va, r.kind).is_none() {
-                general.fill_after_walk(&walk_all(G1)(r.asid, va), va, r.kind);
+            let mut pages = vec![r.first_vpn()];
+            pages.extend(r.later_pages());
+            for p in pages {
+                let va = p.addr().0 | ((r.vaddr & 0xfff) * u64::from(p == r.first_vpn()));
+                if general.lookup(r.asid, va, r.kind).is_none() {
+                    general.fill_after_walk(&walk_all(size)(r.asid, va), va, r.kind);
+                }
+                reference.access(r.asid, va, r.kind, || walk_all(size)(r.asid, va));
             }
-            reference.access(r.asid, va, r.kind, || walk_all(G1)(r.asid, va));
-          }
         }
         assert_eq!(general.stats(), reference.stats(), "general vs reference");
         assert_eq!(express.stats(), reference.stats(), "express vs reference");

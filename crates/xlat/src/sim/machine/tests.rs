@@ -119,15 +119,8 @@ fn a_refaulted_page_decodes_its_new_cpfn() {
     let mut m = Machine::new(&spec);
     // Half the references go to 200 hot pages, half to all 512 (384 frames): hot pages stay
     // mostly resident and hit, and are now and then evicted and refaulted.
-    let mut x = 0x9e37_79b9_7f4a_7c15u64;
-    let refs: Vec<MemRef> = (0..40_000u64)
-        .map(|i| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            MemRef::load((x % if i % 2 == 0 { 200 } else { 512 }) << 12, 8)
-        })
-        .collect();
+    let mut draw = xorshift(0x9e37_79b9_7f4a_7c15);
+    let refs: Vec<MemRef> = (0..40_000u64).map(|i| MemRef::load((draw() % if i % 2 == 0 { 200 } else { 512 }) << 12, 8)).collect();
     m.process(&Batch { refs, instructions: 0 }).unwrap();
     let s = m.stats();
     assert!(s.os.swap_ins > 1000, "{:?}", s.os);
@@ -208,17 +201,26 @@ fn an_evicted_huge_page_leaves_no_splinter() {
 /// A Zipf-like stream over 512 pages (skewed by squaring a uniform draw), so that recency
 /// decides what Horizon LRU evicts.
 fn skewed_refs(n: u64) -> Batch {
-    let mut x = 0x2545_f491_4f6c_dd1du64;
-    let refs = (0..n)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            let u = (x >> 40) as f64 / (1u64 << 24) as f64;
-            MemRef::load(((u * u * 512.0) as u64) << 12, 8)
-        })
-        .collect();
+    let mut draw = xorshift(0x2545_f491_4f6c_dd1d);
+    let refs = (0..n).map(|_| MemRef::load(skewed_page(draw(), 512.0) << 12, 8)).collect();
     Batch { refs, instructions: 0 }
+}
+
+/// A xorshift64 generator seeded with `x` (not 0): cheap reproducible draws for test streams.
+fn xorshift(mut x: u64) -> impl FnMut() -> u64 {
+    move || {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x
+    }
+}
+
+/// A page below `pages`, skewed towards page 0 by squaring the uniform value of `draw`'s top
+/// 24 bits.
+fn skewed_page(draw: u64, pages: f64) -> u64 {
+    let u = (draw >> 40) as f64 / (1u64 << 24) as f64;
+    (u * u * pages) as u64
 }
 
 #[test]
@@ -338,14 +340,10 @@ fn scan_period_counts_page_accesses() {
 /// for every recency mode.
 #[test]
 fn mosaic_tlbs_change_nothing_the_os_does_over_two_asids() {
-    let mut x = 0x1234_5678_9abc_def1u64;
+    let mut draw = xorshift(0x1234_5678_9abc_def1);
     let refs: Vec<MemRef> = (0..30_000u64)
         .map(|i| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            let u = (x >> 40) as f64 / (1u64 << 24) as f64;
-            let page = (u * u * 600.0) as u64;
+            let page = skewed_page(draw(), 600.0);
             let off = if i % 97 == 0 { 0xffc } else { 64 };
             MemRef { asid: (i % 5 == 0) as u16, ..MemRef::load(page << 12 | off, 8) }
         })
