@@ -460,13 +460,16 @@ pub fn run(args: &BenchArgs, interrupt: &AtomicBool) -> Result<Outcome> {
                 eprintln!("round {round} of {rounds}: {:<30} {:>8.1} M refs/s", m.name, m.refs_per_second / 1e6);
             }
             runs[i].push(m);
-            if round == rounds && !args.json {
-                print_summary(&Summary::of(&runs[i]))?;
-                printed = i + 1;
-            }
+            // Looked at before the benchmark's line is printed: an interrupt that comes once
+            // the line is out always finds the next benchmark started, and is seen after it
+            // (a line printed before the look let a reader's interrupt land in between).
             if interrupt.load(Ordering::Relaxed) {
                 interrupted = Some(round);
                 break 'rounds;
+            }
+            if round == rounds && !args.json {
+                print_summary(&Summary::of(&runs[i]))?;
+                printed = i + 1;
             }
         }
     }
