@@ -122,6 +122,29 @@ fn graph500_tiny() {
     check(&spec("graph500", ""));
 }
 
+/// Leaving the validation out of the stream leaves the rest of it as it was: the same set-up
+/// and searches, the validation still performed (and counted), only not emitted.
+#[test]
+fn graph500_without_validation_emits_the_same_searches() {
+    let run = |params| {
+        let spec = spec("graph500", params);
+        check(&spec);
+        let mut source = spec.open().unwrap();
+        let summary = info(&mut source).unwrap();
+        (summary, source.report().unwrap().phases)
+    };
+    let (with, with_phases) = run("");
+    let (without, without_phases) = run("validation = false");
+    let names: Vec<_> = with_phases.iter().map(|p| p.name).collect();
+    assert_eq!(names, ["setup", "bfs", "validation"]);
+    assert_eq!(with_phases[..2], without_phases[..2]);
+    let (validation, left_out) = (&with_phases[2], &without_phases[2]);
+    assert!(validation.emitted && !left_out.emitted);
+    assert_eq!((validation.refs, validation.instructions), (left_out.refs, left_out.instructions));
+    assert_eq!(with.references - without.references, validation.refs);
+    assert!(with.pages > without.pages, "the validation arrays are touched only when emitted");
+}
+
 #[test]
 fn graph500_linked_lists_tiny() {
     check(&spec("graph500", "adjacency = \"list\""));

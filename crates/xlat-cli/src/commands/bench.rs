@@ -241,16 +241,16 @@ const WORKLOAD_CASES: [WorkloadCase; 6] = [
     },
     WorkloadCase {
         name: "graph500-bfs-small-tlb1024x4",
-        description: "Graph500 BFS at small scale (2^18 vertices, 8 roots; set-up computed, not emitted) into one 1024-entry 4-way TLB",
+        description: "Graph500 BFS at small scale (2^18 vertices, 8 roots; set-up and validation computed, not emitted) into one 1024-entry 4-way TLB",
         workload: "graph500",
-        params: "setup = false",
+        params: "setup = false\nvalidation = false",
         machine: single_tlb,
     },
     WorkloadCase {
         name: "graph500-bfs-small-mosaic",
         description: "Graph500 BFS at small scale into the default experiment's mosaic-paper machine (1024-entry 4-way vanilla, Mosaic-4 and Mosaic-16 TLBs, iceberg memory)",
         workload: "graph500",
-        params: "setup = false",
+        params: "setup = false\nvalidation = false",
         machine: mosaic_paper,
     },
     WorkloadCase {

@@ -40,7 +40,8 @@ impl Sink for Discard {
 /// What one phase of a workload did.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct PhaseStats {
-    /// Phase name (`init`, `update`, `build`, `lookup`, `bfs`...).
+    /// Phase name (`init`, `update`, `build`, `lookup`, `bfs`...). A phase entered several
+    /// times (Graph500's searches and validations take turns) has one entry adding them up.
     pub name: &'static str,
     /// Whether its references were emitted (setup phases can be left out).
     pub emitted: bool,
@@ -66,6 +67,8 @@ pub struct Emitter<'s> {
     /// Where the instructions counted since the buffer was last handed out fall in it.
     marks: Marks,
     phases: Vec<PhaseStats>,
+    /// The index in `phases` of the phase running.
+    current: Option<usize>,
     phase_start: (u64, u64),
     sink: &'s mut dyn Sink,
 }
@@ -87,6 +90,7 @@ impl<'s> Emitter<'s> {
             instructions: 0,
             marks: Vec::new(),
             phases: Vec::new(),
+            current: None,
             phase_start: (0, 0),
             sink,
         }
@@ -167,22 +171,32 @@ impl<'s> Emitter<'s> {
         self.flushed + self.len as u64 + self.skipped
     }
 
-    /// Ends the current phase, if any, and starts phase `name`, whose references are emitted
-    /// only when `emit` is true (they are counted either way).
+    /// Ends the current phase, if any, and starts (or resumes) phase `name`, whose references
+    /// are emitted only when `emit` is true (they are counted either way). A phase resumed
+    /// keeps the `emit` of its first start.
     pub fn phase(&mut self, name: &'static str, emit: bool) {
         self.close_phase();
+        let index = match self.phases.iter().position(|p| p.name == name) {
+            Some(index) => index,
+            None => {
+                self.phases.push(PhaseStats { name, emitted: emit, refs: 0, instructions: 0 });
+                self.phases.len() - 1
+            }
+        };
+        let emit = self.phases[index].emitted;
         if !(self.emitting && emit) {
             self.flush();
         }
-        self.phases.push(PhaseStats { name, emitted: emit, refs: 0, instructions: 0 });
+        self.current = Some(index);
         self.emitting = emit;
     }
 
+    /// Adds what happened since the current phase started (or resumed) to its counts.
     fn close_phase(&mut self) {
         let now = (self.total_refs(), self.instructions);
-        if let Some(p) = self.phases.last_mut() {
-            p.refs = now.0 - self.phase_start.0;
-            p.instructions = now.1 - self.phase_start.1;
+        if let Some(p) = self.current.map(|index| &mut self.phases[index]) {
+            p.refs += now.0 - self.phase_start.0;
+            p.instructions += now.1 - self.phase_start.1;
         }
         self.phase_start = now;
     }
@@ -298,5 +312,31 @@ mod tests {
         assert_eq!(sink.0, vec![MemRef { vaddr: 0x200c, asid: 7, size: 4, kind: AccessKind::Store },
             MemRef { vaddr: 0x200c, asid: 7, size: 4, kind: AccessKind::Load }]);
         assert_eq!(sink.1, 5, "instructions of skipped phases are not handed out");
+    }
+
+    #[test]
+    fn a_phase_entered_again_adds_to_its_counts_and_keeps_its_emission() {
+        let mut sink = Collect(Vec::new(), 0);
+        let mut e = Emitter::new(1, &mut sink);
+        for round in 0..3u64 {
+            e.phase("search", true);
+            e.load(0x1000 + round, 1);
+            e.instructions(2);
+            e.phase("check", false);
+            e.load(0x9000, 8);
+            e.load(0x9008, 8);
+            e.instructions(7);
+            // A later start asking to emit does not change the first start's choice.
+            e.phase("check", true);
+            e.load(0x9010, 8);
+        }
+        let phases = e.finish();
+        assert_eq!(phases, vec![
+            PhaseStats { name: "search", emitted: true, refs: 3, instructions: 6 },
+            PhaseStats { name: "check", emitted: false, refs: 9, instructions: 21 },
+        ]);
+        let emitted: Vec<u64> = sink.0.iter().map(|r| r.vaddr).collect();
+        assert_eq!(emitted, vec![0x1000, 0x1001, 0x1002]);
+        assert_eq!(sink.1, 6);
     }
 }

@@ -19,19 +19,34 @@
 //! freeing them raises glibc's mmap threshold, and later searches get their arrays from the
 //! heap — as in a real run.
 //!
+//! Validation after each search (the reference's `verify_bfs_tree`, always performed, emitted
+//! when `validation` is true, as phase `validation`): `malloc` one array of `2 nv` `int64`
+//! (`seen_edge`, then `level`), clear `seen_edge`, set every level to -1 and the root's to 0;
+//! for each vertex in order, when it has no level yet and has a predecessor, run up its
+//! predecessors to the first vertex with a level, then down the same chain again assigning
+//! levels; then for each edge of the edge list read both endpoints' predecessors and, when
+//! they are reached, mark the tree edges it holds in `seen_edge` and read both levels; then a
+//! pass over the vertices checks that every reached vertex's tree edge was seen; `free` the
+//! array. Each step reads an element once however often its source line names it (as an
+//! optimizing compiler keeps it in a register), and the assertions are compiled out (`NDEBUG`).
+//!
 //! The `setup` phase (generation and construction) is emitted when `setup` is true: one store
 //! per edge endpoint written by the generator (its internal relabeling and shuffling passes
 //! are not emitted), and every load and store of the construction, except that each vertex's
 //! sort is modelled as one load and one store per adjacency entry.
 //!
-//! Self-check (the Graph500 validation rules, not emitted): the root is its own predecessor;
-//! following predecessors from any reached vertex reaches the root without a cycle, giving
-//! every vertex a level; every tree edge (vertex, predecessor) is an edge of the graph; every
-//! graph edge joins vertices whose levels differ by at most one, or two unreached vertices.
+//! Self-check: the validation's rules. The root is its own predecessor; following
+//! predecessors from any reached vertex reaches the root without a cycle, giving every vertex
+//! a level; every edge joins two reached vertices whose levels differ by at most one, or two
+//! unreached vertices; every tree edge (vertex, predecessor) is an edge of the edge list.
 //!
 //! Instructions (estimated): 12 per generated edge per scale bit (random draws and bit
 //! arithmetic), 6 per edge per construction pass, 4 per vertex of a pass over vertices, 8 per
-//! vertex dequeued, 5 per adjacency entry scanned, 4 per vertex claimed.
+//! vertex dequeued, 5 per adjacency entry scanned, 4 per vertex claimed or given a level.
+
+mod verify;
+#[cfg(test)]
+mod tests;
 
 use super::address_space::AddressSpace;
 use super::kronecker::{self, Initiator};
@@ -64,6 +79,8 @@ pub struct Graph500 {
     pub roots: u32,
     /// Emit the generation and construction phase (it is always performed).
     pub setup: bool,
+    /// Emit the validation of each search tree (it is always performed).
+    pub validation: bool,
     /// `csr` (the reference kernel) or `list` (linked adjacency lists).
     pub adjacency: Adjacency,
     /// Kronecker initiator: upper-left quadrant's probability (0.57 in the specification).
@@ -95,8 +112,17 @@ struct Layout {
     xoff: u64,
     /// CSR: `xadj`; list: the first node (the others follow every 32 bytes).
     xadj: u64,
-    /// Per search: predecessor array and queue.
-    searches: Vec<(u64, u64)>,
+    /// Per search, its arrays.
+    searches: Vec<SearchArrays>,
+}
+
+/// The simulated addresses of one search's arrays.
+#[derive(Clone, Copy)]
+struct SearchArrays {
+    pred: u64,
+    queue: u64,
+    /// The validation's `seen_edge` and `level`, one allocation.
+    check: u64,
 }
 
 /// The graph in CSR form with simulated addresses.
@@ -124,15 +150,6 @@ impl Lists {
     fn node_addr(&self, k: u64) -> u64 {
         self.base + k * LIST_NODE_STRIDE
     }
-
-    fn iter(&self, v: usize) -> impl Iterator<Item = u64> + '_ {
-        let mut k = self.head.raw()[v];
-        std::iter::from_fn(move || {
-            let (w, next) = *self.nodes.get(k as usize)?;
-            k = next;
-            Some(w)
-        })
-    }
 }
 
 /// The graph in either form.
@@ -146,13 +163,6 @@ impl Graph {
         match self {
             Graph::Csr(c) => !c.neighbours(v).is_empty(),
             Graph::List(l) => l.head.raw()[v] != NONE,
-        }
-    }
-
-    fn has_edge(&self, v: usize, w: u64) -> bool {
-        match self {
-            Graph::Csr(c) => c.neighbours(v).binary_search(&w).is_ok(),
-            Graph::List(l) => l.iter(v).any(|x| x == w),
         }
     }
 
@@ -212,8 +222,10 @@ impl Graph500 {
                 let pred = space.malloc(nv * 8);
                 let queue = space.malloc(nv * 8);
                 space.free(queue);
+                let check = space.malloc(2 * nv * 8);
+                space.free(check);
                 space.free(pred);
-                (pred, queue)
+                SearchArrays { pred, queue, check }
             })
             .collect();
         Layout { edges, xoff, xadj, searches }
@@ -390,50 +402,6 @@ impl Graph500 {
         }
         tail
     }
-
-    /// The Graph500 validation rules for the tree in `pred` from `root`.
-    fn validate_tree(&self, ij: &[u64], graph: &Graph, root: usize, pred: &[u64]) -> Result<(), String> {
-        if pred[root] != root as u64 {
-            return Err(format!("root {root} is not its own predecessor"));
-        }
-        let nv = pred.len();
-        let mut level = vec![NONE; nv];
-        level[root] = 0;
-        let mut chain = Vec::new();
-        for v in 0..nv {
-            let mut u = v;
-            while pred[u] != NONE && level[u] == NONE {
-                chain.push(u);
-                if chain.len() > nv {
-                    return Err(format!("following predecessors from vertex {v} loops"));
-                }
-                u = pred[u] as usize;
-            }
-            let mut l = level[u];
-            while let Some(w) = chain.pop() {
-                if l == NONE {
-                    return Err(format!("vertex {w} has a predecessor chain that does not reach the root"));
-                }
-                l += 1;
-                level[w] = l;
-            }
-        }
-        for v in (0..nv).filter(|&v| v != root && pred[v] != NONE) {
-            if !graph.has_edge(v, pred[v]) {
-                return Err(format!("tree edge ({v}, {}) is not an edge of the graph", pred[v]));
-            }
-        }
-        for pair in ij.chunks_exact(2) {
-            let (lu, lv) = (level[pair[0] as usize], level[pair[1] as usize]);
-            if (lu == NONE) != (lv == NONE) {
-                return Err(format!("edge ({}, {}) joins a reached and an unreached vertex", pair[0], pair[1]));
-            }
-            if lu != NONE && lu.abs_diff(lv) > 1 {
-                return Err(format!("edge ({}, {}) joins levels {lu} and {lv}", pair[0], pair[1]));
-            }
-        }
-        Ok(())
-    }
 }
 
 impl Workload for Graph500 {
@@ -447,7 +415,7 @@ impl Workload for Graph500 {
             Scale::Paper => (21, 64),
         };
         let Initiator { a, b, c } = Initiator::GRAPH500;
-        Graph500 { scale: s, edgefactor: 16, roots, setup: true, adjacency: Adjacency::Csr, a, b, c }
+        Graph500 { scale: s, edgefactor: 16, roots, setup: true, validation: true, adjacency: Adjacency::Csr, a, b, c }
     }
 
     fn validate(&self) -> Result<(), (&'static str, String)> {
@@ -471,8 +439,9 @@ impl Workload for Graph500 {
         let list_nodes = (2.0 * non_loop).round() as u64;
         let l = self.layout(list_nodes);
         let region = |name: &str, addr, bytes: u64, touched| Region { name: name.into(), addr, bytes, touched };
-        let setup_touch = |bytes| if self.setup { bytes } else { 0 };
-        let mut regions = vec![region("edge list", l.edges, m * 16, setup_touch(m * 16))];
+        // The validation reads the whole edge list after every search.
+        let edges_touched = if self.setup || self.validation { m * 16 } else { 0 };
+        let mut regions = vec![region("edge list", l.edges, m * 16, edges_touched)];
         let (setup, scanned) = match self.adjacency {
             Adjacency::Csr => {
                 let adj_touched = if self.setup {
@@ -495,9 +464,11 @@ impl Workload for Graph500 {
                 (6.0 * mf + nvf + 8.0 * non_loop, 2.0 * non_loop)
             }
         };
-        for (r, &(pred, queue)) in l.searches.iter().enumerate() {
-            regions.push(region(&format!("search {r}: predecessors"), pred, nv * 8, nv * 8));
-            regions.push(region(&format!("search {r}: queue"), queue, nv * 8, (connected * 8.0) as u64));
+        for (r, arrays) in l.searches.iter().enumerate() {
+            regions.push(region(&format!("search {r}: predecessors"), arrays.pred, nv * 8, nv * 8));
+            regions.push(region(&format!("search {r}: queue"), arrays.queue, nv * 8, (connected * 8.0) as u64));
+            let checked = if self.validation { 2 * nv * 8 } else { 0 };
+            regions.push(region(&format!("search {r}: validation (seen edges, levels)"), arrays.check, 2 * nv * 8, checked));
         }
         // Per search: predecessors set, root claimed; per reached vertex its dequeue and
         // adjacency bounds (CSR: 3 loads, list: 2); per adjacency entry 2 loads (list: 3, with
@@ -505,11 +476,20 @@ impl Workload for Graph500 {
         let per_vertex = if self.adjacency == Adjacency::Csr { 3.0 } else { 2.0 };
         let per_entry = if self.adjacency == Adjacency::Csr { 2.0 } else { 3.0 };
         let search = nvf + 2.0 + per_vertex * connected + per_entry * scanned + 2.0 * (connected - 1.0);
+        // Per validation: 2 nv stores clearing and 1 + nv setting levels; per vertex a level
+        // load, and for an unreached one its predecessor; per reached vertex 5 references on
+        // its chain (2 up, 3 down) and per chain about 4 more (assumed one chain per two
+        // reached vertices); per edge its two endpoints and their predecessors, and for the
+        // reached ones both levels; a seen-edge store per tree edge; a last pass of a
+        // predecessor per vertex and a seen-edge load per reached one.
+        let validation = 3.0 * nvf + 1.0 + nvf + (nvf - connected) + 7.0 * connected + 6.0 * mf + connected + nvf + connected;
+        let roots = f64::from(self.roots);
         Expected {
             regions,
             phases: vec![
                 ExpectedPhase { name: "setup", emitted: self.setup, refs: setup as u64, exact: false },
-                ExpectedPhase { name: "bfs", emitted: true, refs: (search * f64::from(self.roots)) as u64, exact: false },
+                ExpectedPhase { name: "bfs", emitted: true, refs: (search * roots) as u64, exact: false },
+                ExpectedPhase { name: "validation", emitted: self.validation, refs: (validation * roots) as u64, exact: false },
             ],
             tolerance: 0.1,
         }
@@ -527,17 +507,18 @@ impl Workload for Graph500 {
             Adjacency::List => Graph::List(self.build_lists(&ij, &layout, e)?),
         };
         let roots = self.pick_roots(&graph, &mut rng)?;
-        e.phase("bfs", true);
         let nv = self.vertices() as usize;
         let mut reached_total = 0;
-        for (&root, &(pred_at, queue_at)) in roots.iter().zip(&layout.searches) {
-            let mut pred = SimVec::filled(pred_at, nv, NONE, "the predecessor array")?;
-            let mut queue = SimVec::filled(queue_at, nv, 0u64, "the BFS queue")?;
+        for (&root, arrays) in roots.iter().zip(&layout.searches) {
+            e.phase("bfs", true);
+            let mut pred = SimVec::filled(arrays.pred, nv, NONE, "the predecessor array")?;
+            let mut queue = SimVec::filled(arrays.queue, nv, 0u64, "the BFS queue")?;
             reached_total += Self::bfs(&graph, root, &mut pred, &mut queue, e);
+            e.phase("validation", self.validation);
+            verify::verify(&ij, root, &pred, arrays.check, e).map_err(|m| format!("search from root {root}: {m}"))?;
             if e.stopped() {
                 return Ok(Vec::new());
             }
-            self.validate_tree(ij.raw(), &graph, root, pred.raw()).map_err(|m| format!("search from root {root}: {m}"))?;
         }
         Ok(vec![format!(
             "{} BFS trees pass the Graph500 validation rules ({:.0} vertices reached on average)",
