@@ -143,6 +143,34 @@ fn graph500_without_validation_emits_the_same_searches() {
     assert_eq!((validation.refs, validation.instructions), (left_out.refs, left_out.instructions));
     assert_eq!(with.references - without.references, validation.refs);
     assert!(with.pages > without.pages, "the validation arrays are touched only when emitted");
+    // The validation's estimate is finer than the workloads' 10%: within 1%, its per-vertex
+    // terms (an eighth of it at this scale) count.
+    let estimate = spec("graph500", "").expected().phases[2].refs;
+    assert!(within(validation.refs, estimate, 0.01), "{} validation references, expected {estimate}", validation.refs);
+}
+
+/// The references of `spec`'s whole stream.
+fn stream(spec: &BuiltinSpec) -> Vec<xlat::MemRef> {
+    xlat::source::collect(&mut spec.open().unwrap()).unwrap().0
+}
+
+/// The same, reference by reference: with one search, the stream without the validation is
+/// the stream with it cut where the validation starts; with two, the second search follows
+/// the first validation unchanged (the first root and search do not depend on the count).
+#[test]
+fn graph500_without_validation_is_the_stream_with_it_less_the_validations() {
+    let without_one = stream(&spec("graph500", "roots = 1\nvalidation = false"));
+    let with_one = stream(&spec("graph500", "roots = 1"));
+    assert!(with_one.len() > without_one.len());
+    assert_eq!(with_one[..without_one.len()], without_one[..]);
+    let first_validation = with_one.len() - without_one.len();
+    let without_two = stream(&spec("graph500", "roots = 2\nvalidation = false"));
+    let with_two = stream(&spec("graph500", "roots = 2"));
+    let second_search = &without_two[without_one.len()..];
+    assert!(!second_search.is_empty());
+    assert_eq!(with_two[..with_one.len()], with_one[..]);
+    assert_eq!(with_two[with_one.len()..with_one.len() + second_search.len()], second_search[..]);
+    assert!(with_two.len() > with_one.len() + second_search.len() + first_validation / 2, "a second validation follows");
 }
 
 #[test]

@@ -112,25 +112,39 @@ impl Sink for Collect {
     }
 }
 
-/// The path 0 – 1 – 2 and the isolated vertex 3, from root 0: the references counted from the
-/// reference's source by hand.
+/// The path 3 – 2 – 1 – 0 from root 3, whose vertex 0 is levelled by a chain of three hops:
+/// every reference, in order, as the reference's source makes them under the documented rule
+/// (`P`: predecessors, `S`: seen-edge flags, `L`: levels, `E`: the edge list; `ld`/`st`).
 #[test]
 fn validation_of_a_path_makes_the_references_of_the_source() {
     let mut sink = Collect(Vec::new());
-    validate(&[(0, 1), (1, 2)], 0, &[0, 0, 1, NONE], &mut sink).unwrap();
-    let count = |kind| sink.0.iter().filter(|r| r.kind == kind).count();
-    // Loads: the root's predecessor; while levelling, vertex 0 its level, vertices 1 and 2
-    // their level and predecessor, then up the chain a level, a predecessor and the parent's
-    // level, and down it the same three again (8 each), vertex 3 its level and predecessor;
-    // per edge 2 endpoints, 2 predecessors and 2 levels; in the last pass 3 predecessors and
-    // 2 seen flags.
-    assert_eq!(count(AccessKind::Load), 1 + (1 + 8 + 8 + 2) + 2 * 6 + 5);
-    // Stores: 4 seen flags cleared, 4 levels set to -1 and the root's to 0, one level each
-    // for vertices 1 and 2, one seen flag per tree edge.
-    assert_eq!(count(AccessKind::Store), 4 + 5 + 2 + 2);
-    let levels_at = CHECK_AT + 4 * 8;
-    assert!(sink.0.contains(&MemRef { vaddr: levels_at + 2 * 8, asid: 1, size: 8, kind: AccessKind::Store }), "vertex 2's level");
-    assert!(sink.0.iter().all(|r| [EDGES_AT, PRED_AT, CHECK_AT].contains(&(r.vaddr & !0xf_ffff))));
+    validate(&[(3, 2), (2, 1), (1, 0)], 3, &[1, 2, 3, 3], &mut sink).unwrap();
+    let expected = [
+        "P3 ld",                                           // the root is its own predecessor
+        "S0 st", "S1 st", "S2 st", "S3 st",                // seen edges cleared
+        "L0 st", "L1 st", "L2 st", "L3 st", "L3 st",       // levels -1, the root's 0
+        "L0 ld", "P0 ld",                                  // vertex 0: no level, a predecessor
+        "L0 ld", "P0 ld", "L1 ld", "P1 ld", "L2 ld", "P2 ld", "L3 ld", // up to the root
+        "L0 ld", "L0 st", "P0 ld", "L1 ld", "L1 st", "P1 ld", "L2 ld", "L2 st", "P2 ld", "L3 ld", // down
+        "L1 ld", "L2 ld", "L3 ld",                         // vertices 1 to 3 have levels
+        "E0 ld", "E1 ld", "P3 ld", "P2 ld", "S2 st", "L3 ld", "L2 ld", // edge (3, 2)
+        "E2 ld", "E3 ld", "P2 ld", "P1 ld", "S1 st", "L2 ld", "L1 ld", // edge (2, 1)
+        "E4 ld", "E5 ld", "P1 ld", "P0 ld", "S0 st", "L1 ld", "L0 ld", // edge (1, 0)
+        "P0 ld", "S0 ld", "P1 ld", "S1 ld", "P2 ld", "S2 ld", // every tree edge seen
+    ];
+    let name = |r: &MemRef| {
+        let (array, index) = match r.vaddr & !0xf_ffff {
+            EDGES_AT => ("E", (r.vaddr - EDGES_AT) / 8),
+            PRED_AT => ("P", (r.vaddr - PRED_AT) / 8),
+            _ if r.vaddr - CHECK_AT < 4 * 8 => ("S", (r.vaddr - CHECK_AT) / 8),
+            _ => ("L", (r.vaddr - CHECK_AT) / 8 - 4),
+        };
+        let kind = if r.kind == AccessKind::Store { "st" } else { "ld" };
+        assert_eq!(r.size, 8);
+        format!("{array}{index} {kind}")
+    };
+    let emitted: Vec<String> = sink.0.iter().map(name).collect();
+    assert_eq!(emitted, expected);
 }
 
 /// Each broken rule gives its own message.

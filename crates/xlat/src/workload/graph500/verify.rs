@@ -16,6 +16,7 @@ pub(super) fn verify(ij: &SimVec<u64>, root: usize, pred: &SimVec<u64>, check: u
     for v in 0..nv {
         check.st(v, 0, e);
     }
+    e.instructions(VERTEX_PASS_INSTRUCTIONS * nv as u64);
     compute_levels(pred, root, &mut check, e)?;
     for k in 0..ij.len() / 2 {
         let (i, j) = (ij.ld(2 * k, e) as usize, ij.ld(2 * k + 1, e) as usize);
@@ -45,9 +46,8 @@ pub(super) fn verify(ij: &SimVec<u64>, root: usize, pred: &SimVec<u64>, check: u
         if p != NONE && check.ld(k, e) == 0 {
             return Err(format!("tree edge ({k}, {p}) is not an edge of the graph"));
         }
+        e.instructions(VERTEX_PASS_INSTRUCTIONS);
     }
-    // The clearing pass and the last one.
-    e.instructions(2 * VERTEX_PASS_INSTRUCTIONS * nv as u64);
     Ok(())
 }
 
@@ -58,10 +58,11 @@ fn compute_levels(pred: &SimVec<u64>, root: usize, check: &mut SimVec<u64>, e: &
         check.st(nv + v, NONE, e);
     }
     check.st(nv + root, 0, e);
-    // The initializing pass and the loop over vertices.
-    e.instructions(2 * VERTEX_PASS_INSTRUCTIONS * nv as u64);
+    e.instructions(VERTEX_PASS_INSTRUCTIONS * nv as u64);
     for k in 0..nv {
-        if check.ld(nv + k, e) != NONE || pred.ld(k, e) == NONE {
+        let levelled_or_unreached = check.ld(nv + k, e) != NONE || pred.ld(k, e) == NONE;
+        e.instructions(VERTEX_PASS_INSTRUCTIONS);
+        if levelled_or_unreached {
             continue;
         }
         // Up the predecessors to the first vertex with a level.
@@ -77,7 +78,7 @@ fn compute_levels(pred: &SimVec<u64>, root: usize, check: &mut SimVec<u64>, e: &
             hops += 1;
         }
         // Down the same chain, giving each vertex its level.
-        // The level the loop just read, still in a register: not read again.
+        // The level the loop's last test read, still in a register: not read again.
         let mut level = check.raw()[nv + parent] + hops as u64;
         let mut v = k;
         while check.ld(nv + v, e) == NONE {
