@@ -359,6 +359,8 @@ pub struct RawOs {
     pub reserve: Option<f64>,
     /// The active:inactive ratio Linux-like reclaim keeps.
     pub inactive_ratio: Option<RawInactiveRatio>,
+    /// Whether Linux-like reclaim detects refaults (the kernel's workingset detection).
+    pub workingset: Option<bool>,
     /// Fraction of memory Iceberg LRU leaves unused.
     pub delta: Option<f64>,
     /// How page use is observed.

@@ -150,7 +150,9 @@ impl Os {
             placer,
             lru: global_lru.then(LruHeap::default),
             linux: match spec.eviction {
-                EvictionSpec::Linux { inactive_ratio, .. } => Some(LinuxLists::new(frames, spec.page_size.bytes(), inactive_ratio)),
+                EvictionSpec::Linux { inactive_ratio, workingset, .. } => {
+                    Some(LinuxLists::new(frames, spec.page_size.bytes(), inactive_ratio, workingset))
+                }
                 _ => None,
             },
             evictable: matches!(spec.eviction, EvictionSpec::LazyIcebergLru { .. }).then(|| Evictable::new(frames)),
@@ -343,7 +345,7 @@ impl Os {
             lru.insert(&self.frames, frame);
         }
         if let Some(linux) = &mut self.linux {
-            linux.insert(frame);
+            linux.insert(frame, asid, vpn.0);
             if self.retime_uses {
                 self.just_faulted = Some(frame);
             }
@@ -477,6 +479,9 @@ impl Os {
         }
         let (asid, vpn) = self.frames.release(frame);
         self.table.swap_out(asid, vpn.addr().0);
+        if let Some(linux) = &mut self.linux {
+            linux.evicted(asid, vpn.0);
+        }
         if let Placer::Fully(alloc) = &mut self.placer {
             alloc.free(frame);
         }

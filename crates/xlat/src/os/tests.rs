@@ -277,7 +277,7 @@ fn horizon_lru_on_a_unique_stream_evicts_young_pages_sometimes() {
 #[test]
 fn linux_reclaim_keeps_its_reserve_and_counts_swap() {
     let frames = 1000;
-    let spec = OsSpec { eviction: EvictionSpec::Linux { reserve: 0.008, inactive_ratio: InactiveRatio::Kernel }, ..OsSpec::simple(frames << 12, PlacementSpec::Random) };
+    let spec = OsSpec { eviction: EvictionSpec::Linux { reserve: 0.008, inactive_ratio: InactiveRatio::Kernel, workingset: true }, ..OsSpec::simple(frames << 12, PlacementSpec::Random) };
     let mut os = Os::new(&spec, 1);
     for vpn in stream(50_000, 2000, 4) {
         touch(&mut os, vpn);
@@ -287,6 +287,29 @@ fn linux_reclaim_keeps_its_reserve_and_counts_swap() {
     assert_eq!(os.frames().used(), 992);
     assert!(s.swap_outs > 0 && s.swap_ins > 0 && s.swap_ins <= s.swap_outs);
     assert_eq!(s.footprint_bytes, 2000 << 12);
+}
+
+/// Refault detection through the OS: pages 0..600 used often, then a loop over 700 new pages
+/// on 1000 frames (ratio 1). Without it, the old pages keep half the lists and the loop
+/// swaps in every round; with it, the loop's refaults are activated and it settles in memory.
+#[test]
+fn linux_refault_detection_lets_a_new_working_set_settle() {
+    let swap_ins = |workingset| {
+        let eviction = EvictionSpec::Linux { reserve: 0.0, inactive_ratio: InactiveRatio::Fixed(1), workingset };
+        let mut os = Os::new(&OsSpec { eviction, ..OsSpec::simple(1000 << 12, PlacementSpec::Random) }, 1);
+        for _ in 0..4 {
+            (0..600).for_each(|vpn| _ = touch(&mut os, vpn));
+        }
+        let before = os.stats().swap_ins;
+        for _ in 0..20 {
+            (10_000..10_700).for_each(|vpn| _ = touch(&mut os, vpn));
+            os.take_shootdowns();
+        }
+        os.stats().swap_ins - before
+    };
+    let (without, with) = (swap_ins(false), swap_ins(true));
+    assert_eq!(without, 19 * 700, "without refault detection every round after the first swaps in");
+    assert!(with <= 2 * 700, "with refault detection: {with} swap-ins");
 }
 
 #[test]
@@ -361,7 +384,7 @@ fn evicted_pages(os: &mut Os, vpns: &[u64]) -> Vec<u64> {
 fn linux_fault_is_not_a_reference_under_access_recency() {
     for recency in [Recency::Fill, Recency::Access] {
         let spec = OsSpec {
-            eviction: EvictionSpec::Linux { reserve: 0.0, inactive_ratio: InactiveRatio::Fixed(1) },
+            eviction: EvictionSpec::Linux { reserve: 0.0, inactive_ratio: InactiveRatio::Fixed(1), workingset: false },
             recency,
             ..OsSpec::simple(4 << 12, PlacementSpec::Sequential)
         };
@@ -568,7 +591,7 @@ fn exact_lru_over_two_asids_matches_a_brute_force_lru() {
 fn linux_fill_and_access_agree_when_every_reference_walks() {
     let run = |recency| {
         let spec = OsSpec {
-            eviction: EvictionSpec::Linux { reserve: 0.008, inactive_ratio: InactiveRatio::Kernel },
+            eviction: EvictionSpec::Linux { reserve: 0.008, inactive_ratio: InactiveRatio::Kernel, workingset: true },
             recency,
             ..OsSpec::simple(1000 << 12, PlacementSpec::Random)
         };

@@ -11,10 +11,12 @@
 //! active`, with `ratio = isqrt(10 × GiB on the two lists)` (1 below 1 GiB), so a 4 GiB memory
 //! keeps a sixth of its pages inactive; a fixed ratio can be configured instead.
 //!
-//! Not modelled: the kernel's workingset detection for anonymous pages (5.9 and later), which
-//! puts a page that refaults soon after its eviction straight on the active list.
+//! With refault detection ([`Workingset`], the kernel's for anonymous pages from 5.9), a page
+//! that faults back in soon enough after its eviction goes straight to the active list.
 
+use super::workingset::Workingset;
 use super::InactiveRatio;
+use crate::types::Asid;
 use std::collections::VecDeque;
 
 /// The reclaim lists of a fully associative memory.
@@ -27,18 +29,21 @@ pub struct LinuxLists {
     ratio: InactiveRatio,
     /// log2 of the pages in 1 GiB, for the kernel's ratio.
     pages_per_gib_log2: u32,
+    /// Refault detection, if modelled.
+    workingset: Option<Workingset>,
 }
 
 impl LinuxLists {
     /// Lists for `frames` frames of `page_bytes` each, all empty, keeping the inactive list
-    /// at `ratio`.
-    pub fn new(frames: u64, page_bytes: u64, ratio: InactiveRatio) -> LinuxLists {
+    /// at `ratio`, with refault detection if `workingset`.
+    pub fn new(frames: u64, page_bytes: u64, ratio: InactiveRatio, workingset: bool) -> LinuxLists {
         LinuxLists {
             inactive: VecDeque::new(),
             active: VecDeque::new(),
             referenced: vec![0; frames as usize],
             ratio,
             pages_per_gib_log2: 30u32.saturating_sub(page_bytes.trailing_zeros()),
+            workingset: workingset.then(Workingset::default),
         }
     }
 
@@ -61,11 +66,26 @@ impl LinuxLists {
         self.referenced[frame as usize] = 1;
     }
 
-    /// Registers a page just placed in `frame` (not yet referenced: the fault is its first use
-    /// and is what put it here).
-    pub fn insert(&mut self, frame: u64) {
+    /// Registers page `page` of `asid` just placed in `frame` (not yet referenced: the fault
+    /// is its first use and is what put it here): on the inactive list, or on the active list
+    /// when it refaults within the working set.
+    pub fn insert(&mut self, frame: u64, asid: Asid, page: u64) {
         self.referenced[frame as usize] = 0;
-        self.inactive.push_back(frame);
+        let active = self.active.len();
+        let activate = self.workingset.as_mut().is_some_and(|w| w.refault_activates(asid, page, active));
+        if activate {
+            self.active.push_back(frame);
+        } else {
+            self.inactive.push_back(frame);
+        }
+    }
+
+    /// Notes that page `page` of `asid`, in the frame [`LinuxLists::victim`] chose, was
+    /// evicted.
+    pub fn evicted(&mut self, asid: Asid, page: u64) {
+        if let Some(w) = &mut self.workingset {
+            w.evicted(asid, page);
+        }
     }
 
     /// Chooses and unlinks the frame to evict; `None` when no page is resident.
@@ -80,6 +100,9 @@ impl LinuxLists {
             if std::mem::take(&mut self.referenced[frame as usize]) == 0 {
                 return Some(frame);
             }
+            if let Some(w) = &mut self.workingset {
+                w.activated();
+            }
             self.active.push_back(frame);
         }
     }
@@ -91,9 +114,9 @@ mod tests {
 
     #[test]
     fn referenced_pages_get_a_second_chance() {
-        let mut l = LinuxLists::new(8, 4096, InactiveRatio::Fixed(1));
+        let mut l = LinuxLists::new(8, 4096, InactiveRatio::Fixed(1), false);
         for f in 0..4 {
-            l.insert(f);
+            l.insert(f, 0, f);
         }
         l.reference(0);
         l.reference(1);
@@ -108,16 +131,16 @@ mod tests {
 
     #[test]
     fn a_hot_page_survives_a_scan_of_cold_ones() {
-        let mut l = LinuxLists::new(100, 4096, InactiveRatio::Kernel);
+        let mut l = LinuxLists::new(100, 4096, InactiveRatio::Kernel, false);
         for f in 0..100 {
-            l.insert(f);
+            l.insert(f, 0, f);
         }
         let mut evicted = Vec::new();
         for _ in 0..50 {
             l.reference(7);
             let v = l.victim().unwrap();
             evicted.push(v);
-            l.insert(v);
+            l.insert(v, 0, v);
         }
         assert!(!evicted.contains(&7));
     }
@@ -127,9 +150,9 @@ mod tests {
     #[test]
     fn the_kernel_ratio_grows_with_the_lists() {
         // 1 GiB of 1 MiB pages: ratio isqrt(10) = 3.
-        let mut l = LinuxLists::new(2048, 1 << 20, InactiveRatio::Kernel);
+        let mut l = LinuxLists::new(2048, 1 << 20, InactiveRatio::Kernel, false);
         for f in 0..1024 {
-            l.insert(f);
+            l.insert(f, 0, f);
             l.reference(f);
         }
         // Every page is referenced: reclaim promotes the inactive pages until the list is
@@ -137,12 +160,81 @@ mod tests {
         // quarter of the pages inactive with the victim.
         let victim = l.victim().expect("a page to evict");
         assert_eq!((l.inactive.len() + 1, l.active.len()), (256, 768), "victim {victim}");
-        let mut small = LinuxLists::new(64, 4096, InactiveRatio::Kernel);
+        let mut small = LinuxLists::new(64, 4096, InactiveRatio::Kernel, false);
         for f in 0..64 {
-            small.insert(f);
+            small.insert(f, 0, f);
             small.reference(f);
         }
         small.victim();
         assert_eq!((small.inactive.len() + 1, small.active.len()), (32, 32));
+    }
+
+    /// A page that faults back in after fewer evictions and activations than the active list
+    /// holds goes straight to the active list; without refault detection, to the inactive one.
+    #[test]
+    fn a_quick_refault_is_activated_only_with_refault_detection() {
+        for workingset in [false, true] {
+            let mut l = LinuxLists::new(8, 4096, InactiveRatio::Fixed(1), workingset);
+            for f in 0..4 {
+                l.insert(f, 0, f);
+            }
+            l.reference(0);
+            l.reference(1);
+            // 0 and 1 are promoted (the age reaches 2), 2 is evicted (3).
+            assert_eq!(l.victim(), Some(2));
+            l.evicted(0, 2);
+            l.insert(2, 0, 2);
+            assert_eq!(l.active.contains(&2), workingset, "workingset {workingset}");
+            assert_eq!(l.inactive.contains(&2), !workingset);
+        }
+    }
+
+    /// Pages `0..resident` used often, then a loop over `later` new pages, on `frames`
+    /// frames: the faults of the loop's second to last rounds.
+    fn faults_of_a_new_working_set(workingset: bool, frames: u64, resident: u64, later: u64) -> u64 {
+        let mut l = LinuxLists::new(frames, 4096, InactiveRatio::Fixed(1), workingset);
+        let mut frame_of = std::collections::HashMap::new();
+        let mut page_in = vec![None; frames as usize];
+        let mut faults = 0;
+        let mut access = |l: &mut LinuxLists, page: u64, count: bool| {
+            if let Some(&frame) = frame_of.get(&page) {
+                l.reference(frame);
+                return;
+            }
+            faults += u64::from(count);
+            let frame = match page_in.iter().position(Option::is_none) {
+                Some(free) => free as u64,
+                None => {
+                    let frame = l.victim().unwrap();
+                    let old = page_in[frame as usize].take().unwrap();
+                    frame_of.remove(&old);
+                    l.evicted(0, old);
+                    frame
+                }
+            };
+            page_in[frame as usize] = Some(page);
+            frame_of.insert(page, frame);
+            l.insert(frame, 0, page);
+        };
+        for _ in 0..4 {
+            (0..resident).for_each(|p| access(&mut l, p, false));
+        }
+        for round in 0..20 {
+            (1000..1000 + later).for_each(|p| access(&mut l, p, round > 0));
+        }
+        faults
+    }
+
+    /// The kernel's reason for refault detection: a new working set (70 pages) that fits in
+    /// memory (100 frames) but not in the inactive list, while an old one (60 pages, no longer
+    /// used) holds the active list. Without it, the old pages are demoted only while the
+    /// inactive list is low, so 50 of them stay active and the loop thrashes in every round;
+    /// with it, the loop's refaults are activated, the old pages are pushed out, and the loop
+    /// is established within two rounds.
+    #[test]
+    fn refault_detection_establishes_a_new_working_set() {
+        let (without, with) = (faults_of_a_new_working_set(false, 100, 60, 70), faults_of_a_new_working_set(true, 100, 60, 70));
+        assert_eq!(without, 19 * 70, "without refault detection every round faults");
+        assert!(with <= 2 * 70, "with refault detection: {with} faults");
     }
 }

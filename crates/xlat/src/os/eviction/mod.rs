@@ -15,6 +15,7 @@ pub mod evictable;
 pub mod linux;
 pub mod lru_heap;
 pub mod scan;
+pub mod workingset;
 
 use serde::{Deserialize, Serialize};
 
@@ -33,6 +34,9 @@ pub enum EvictionSpec {
         reserve: f64,
         /// How long the inactive list is kept against the active list.
         inactive_ratio: InactiveRatio,
+        /// Refault detection: a page swapped back in soon after its eviction goes straight
+        /// to the active list (see [`workingset`]).
+        workingset: bool,
     },
     /// Horizon LRU (iceberg memory only).
     HorizonLru,

@@ -1,0 +1,85 @@
+//! Refault detection for Linux-like reclaim, after the kernel's `mm/workingset.c` (for
+//! anonymous pages since Linux 5.9, so in the paper's 5.11.6).
+//!
+//! The kernel cannot tell from the inactive list alone whether a page it evicted is part of
+//! a working set that is merely larger than the inactive list. So at each eviction it leaves
+//! a shadow entry where the page was: the value of a counter, `nonresident_age`, which counts
+//! evictions and activations. When the page faults back in, the counter has grown by the
+//! refault distance: how much the inactive list moved on while the page was out. Had the
+//! page been given the active list's room as well, it would have stayed resident if that
+//! distance is at most the active list's length, so then the page is activated at once
+//! instead of starting again on the inactive list.
+//!
+//! For anonymous pages with swap and no page cache, as here, the kernel's `workingset_size`
+//! is the active anonymous list's length. The counter grows by one at every eviction (before
+//! its value is recorded), every promotion from the inactive to the active list, and every
+//! activation on refault. Not modelled: the kernel reclaiming shadow entries when they take
+//! too much memory, and the bits its shadow entries drop on large memories
+//! (`bucket_order`); both make the kernel forget refaults this model sees.
+
+use crate::types::Asid;
+use rustc_hash::FxHashMap;
+
+/// The nonresident age and the shadow entries of evicted pages.
+#[derive(Clone, Debug, Default)]
+pub struct Workingset {
+    /// `nonresident_age`: evictions and activations so far.
+    age: u64,
+    /// The age at which each page now out was evicted, by ASID and page number.
+    shadows: FxHashMap<(Asid, u64), u64>,
+}
+
+impl Workingset {
+    /// Notes a promotion from the inactive to the active list.
+    pub fn activated(&mut self) {
+        self.age += 1;
+    }
+
+    /// Notes the eviction of page `page` of `asid`, leaving its shadow entry.
+    pub fn evicted(&mut self, asid: Asid, page: u64) {
+        self.age += 1;
+        self.shadows.insert((asid, page), self.age);
+    }
+
+    /// Whether page `page` of `asid`, faulting in while the active list holds `active`
+    /// pages, refaults within the working set: then it is activated (which counts).
+    /// Consumes its shadow entry.
+    pub fn refault_activates(&mut self, asid: Asid, page: u64, active: usize) -> bool {
+        let Some(eviction) = self.shadows.remove(&(asid, page)) else { return false };
+        let activate = self.age - eviction <= active as u64;
+        if activate {
+            self.activated();
+        }
+        activate
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_page_refaulting_within_the_active_list_is_activated() {
+        let mut w = Workingset::default();
+        w.evicted(1, 100);
+        // Two evictions and one promotion later: distance 3.
+        w.evicted(1, 101);
+        w.evicted(1, 102);
+        w.activated();
+        assert!(!w.refault_activates(1, 100, 2), "distance 3 is beyond an active list of 2");
+        assert!(!w.refault_activates(1, 100, 3), "the shadow was consumed");
+        // Page 101: evicted at age 2; the age is now 4.
+        assert!(w.refault_activates(1, 101, 2));
+        // That activation counted: page 102 (evicted at 3) is now at distance 2.
+        assert!(!w.refault_activates(1, 102, 1));
+    }
+
+    #[test]
+    fn pages_are_told_apart_by_asid_and_first_faults_have_no_shadow() {
+        let mut w = Workingset::default();
+        w.evicted(1, 7);
+        assert!(!w.refault_activates(2, 7, 100), "another address space's page 7");
+        assert!(!w.refault_activates(1, 8, 100), "never evicted");
+        assert!(w.refault_activates(1, 7, 100));
+    }
+}
