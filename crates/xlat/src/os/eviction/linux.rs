@@ -237,4 +237,42 @@ mod tests {
         assert_eq!(without, 19 * 70, "without refault detection every round faults");
         assert!(with <= 2 * 70, "with refault detection: {with} faults");
     }
+
+    /// The counter's events, each where a plausible slip would move a refault across the
+    /// active list's length: a demotion does not age it, a promotion does, and the refault
+    /// is tested against the active list alone (after the kernel's 5.11 `move_pages_to_lru`,
+    /// `shrink_active_list` and `workingset_refault`).
+    #[test]
+    fn demotions_do_not_age_promotions_do_and_only_the_active_list_counts() {
+        // A demotion (of 0, when the inactive list is low) between the evictions of 2 and 3:
+        // page 2 refaults at distance 1 with one active page, so it is activated.
+        let mut l = LinuxLists::new(8, 4096, InactiveRatio::Fixed(1), true);
+        for f in 0..4 {
+            l.insert(f, 0, f);
+        }
+        l.reference(0);
+        l.reference(1);
+        assert_eq!(l.victim(), Some(2));
+        l.evicted(0, 2);
+        assert_eq!(l.victim(), Some(3), "0 is demoted first, unreferenced");
+        l.evicted(0, 3);
+        assert_eq!(l.active.len(), 1);
+        l.insert(2, 0, 2);
+        assert!(l.active.contains(&2), "distance 1 against one active page");
+        // Two promotions between the evictions of 0 and 3: page 0 refaults at distance 3,
+        // with 2 pages active and 3 inactive, so it stays inactive.
+        let mut l = LinuxLists::new(8, 4096, InactiveRatio::Fixed(1), true);
+        for f in 0..7 {
+            l.insert(f, 0, f);
+        }
+        assert_eq!(l.victim(), Some(0));
+        l.evicted(0, 0);
+        l.reference(1);
+        l.reference(2);
+        assert_eq!(l.victim(), Some(3));
+        l.evicted(0, 3);
+        assert_eq!((l.active.len(), l.inactive.len()), (2, 3));
+        l.insert(0, 0, 0);
+        assert!(l.inactive.contains(&0), "distance 3 against two active pages");
+    }
 }

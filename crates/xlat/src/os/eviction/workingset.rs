@@ -12,10 +12,12 @@
 //!
 //! For anonymous pages with swap and no page cache, as here, the kernel's `workingset_size`
 //! is the active anonymous list's length. The counter grows by one at every eviction (before
-//! its value is recorded), every promotion from the inactive to the active list, and every
-//! activation on refault. Not modelled: the kernel reclaiming shadow entries when they take
-//! too much memory, and the bits its shadow entries drop on large memories
-//! (`bucket_order`); both make the kernel forget refaults this model sees.
+//! its value is recorded, as in 5.11), every promotion from the inactive to the active list,
+//! and every activation on refault; never at a demotion. Not modelled: the kernel reclaiming
+//! shadow entries when they take more than about an eighth of memory's worth of nodes (it
+//! then forgets refaults this model sees), and the low bits its shadow entries drop on
+//! memories too large for their timestamp (`bucket_order`, 0 up to far beyond the paper's
+//! 4 GiB), which only makes distances coarser.
 
 use crate::types::Asid;
 use rustc_hash::FxHashMap;
