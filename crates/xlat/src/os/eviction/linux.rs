@@ -112,14 +112,21 @@ impl LinuxLists {
 mod tests {
     use super::*;
 
-    #[test]
-    fn referenced_pages_get_a_second_chance() {
-        let mut l = LinuxLists::new(8, 4096, InactiveRatio::Fixed(1), false);
+    /// Lists of 8 frames at ratio 1 holding pages 0 to 3 (page `f` in frame `f`, ASID 0),
+    /// with pages 0 and 1 referenced.
+    fn lists_with_0_and_1_referenced(workingset: bool) -> LinuxLists {
+        let mut l = LinuxLists::new(8, 4096, InactiveRatio::Fixed(1), workingset);
         for f in 0..4 {
             l.insert(f, 0, f);
         }
         l.reference(0);
         l.reference(1);
+        l
+    }
+
+    #[test]
+    fn referenced_pages_get_a_second_chance() {
+        let mut l = lists_with_0_and_1_referenced(false);
         // 0 and 1 are promoted; 2 is the first unreferenced page.
         assert_eq!(l.victim(), Some(2));
         assert_eq!(l.victim(), Some(3));
@@ -174,12 +181,7 @@ mod tests {
     #[test]
     fn a_quick_refault_is_activated_only_with_refault_detection() {
         for workingset in [false, true] {
-            let mut l = LinuxLists::new(8, 4096, InactiveRatio::Fixed(1), workingset);
-            for f in 0..4 {
-                l.insert(f, 0, f);
-            }
-            l.reference(0);
-            l.reference(1);
+            let mut l = lists_with_0_and_1_referenced(workingset);
             // 0 and 1 are promoted (the age reaches 2), 2 is evicted (3).
             assert_eq!(l.victim(), Some(2));
             l.evicted(0, 2);
@@ -246,12 +248,7 @@ mod tests {
     fn demotions_do_not_age_promotions_do_and_only_the_active_list_counts() {
         // A demotion (of 0, when the inactive list is low) between the evictions of 2 and 3:
         // page 2 refaults at distance 1 with one active page, so it is activated.
-        let mut l = LinuxLists::new(8, 4096, InactiveRatio::Fixed(1), true);
-        for f in 0..4 {
-            l.insert(f, 0, f);
-        }
-        l.reference(0);
-        l.reference(1);
+        let mut l = lists_with_0_and_1_referenced(true);
         assert_eq!(l.victim(), Some(2));
         l.evicted(0, 2);
         assert_eq!(l.victim(), Some(3), "0 is demoted first, unreferenced");
