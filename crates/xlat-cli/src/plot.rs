@@ -4,7 +4,6 @@
 use anyhow::{anyhow, bail, Context, Result};
 use plotters::prelude::*;
 use plotters::style::FontStyle;
-use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Once;
 use xlat::config::plot::{PlotData, PlotKind, PlotSpec};
@@ -368,7 +367,6 @@ fn bars(area: &Area, plot: &PlotSpec, name: &str, series: &Series, colours: &Col
         .x_label_area_size(upright_height.unwrap_or(60))
         .y_label_area_size(70)
         .build_cartesian_2d(0f64..categories.len() as f64, y_lo..y_hi)?;
-    let label_of: BTreeMap<usize, &String> = categories.iter().enumerate().map(|(i, c)| (i, *c)).collect();
     chart
         .configure_mesh()
         .disable_x_mesh()
@@ -376,7 +374,7 @@ fn bars(area: &Area, plot: &PlotSpec, name: &str, series: &Series, colours: &Col
         .x_label_formatter(&|x| {
             let i = x.floor() as usize;
             let centred = (x - i as f64 - 0.5).abs() < 0.26;
-            if centred && !upright { label_of.get(&i).map_or(String::new(), |s| s.to_string()) } else { String::new() }
+            if centred && !upright { categories.get(i).map_or(String::new(), |s| s.to_string()) } else { String::new() }
         })
         .y_label_formatter(&|y| short(*y))
         .x_desc(&plot.x_label)
