@@ -40,6 +40,7 @@ pub fn merge(base: RawOs, over: Option<&RawOs>) -> RawOs {
         reserve: o.reserve.or(base.reserve),
         inactive_ratio: o.inactive_ratio.or(base.inactive_ratio),
         workingset: o.workingset.or(base.workingset),
+        look_twice: o.look_twice.or(base.look_twice),
         delta: o.delta.or(base.delta),
         recency: o.recency.or(base.recency),
         scan_period: o.scan_period.or(base.scan_period),
@@ -205,6 +206,9 @@ fn eviction(raw: &RawOs, path: &str, placement: &PlacementSpec) -> Result<Evicti
     if raw.workingset.is_some() && kind != EvictionKind::Linux {
         return err(format!("{path}.workingset"), "`workingset` applies to `eviction = \"linux\"` only");
     }
+    if raw.look_twice.is_some() && kind != EvictionKind::Linux {
+        return err(format!("{path}.look_twice"), "`look_twice` applies to `eviction = \"linux\"` only");
+    }
     if raw.delta.is_some() && !matches!(kind, EvictionKind::IcebergLru | EvictionKind::LazyIcebergLru) {
         return err(format!("{path}.delta"), "`delta` applies to `eviction = \"iceberg-lru\"` and `\"lazy-iceberg-lru\"` only");
     }
@@ -219,6 +223,7 @@ fn eviction(raw: &RawOs, path: &str, placement: &PlacementSpec) -> Result<Evicti
                 reserve: fraction(raw.reserve.unwrap_or(DEFAULT_RESERVE), format!("{path}.reserve"), "reserve")?,
                 inactive_ratio: inactive_ratio(raw.inactive_ratio, &format!("{path}.inactive_ratio"))?,
                 workingset: raw.workingset.unwrap_or(true),
+                look_twice: raw.look_twice.unwrap_or(true),
             }
         }
         EvictionKind::HorizonLru => {
@@ -296,7 +301,7 @@ mod tests {
         // Policies and scans with per-frame vectors of their own: 22 bytes and a bit, and 1 or 2.
         let scan = Recency::Scan { period: 1000, hot_sample: 0.2, history: 8 };
         assert_eq!(host_bytes(8, EvictionSpec::Lru, scan), 8 * 24 + 1);
-        assert_eq!(host_bytes(8, EvictionSpec::Linux { reserve: 0.0, inactive_ratio: InactiveRatio::Kernel, workingset: true }, Recency::Access), 8 * 23 + 1);
+        assert_eq!(host_bytes(8, EvictionSpec::Linux { reserve: 0.0, inactive_ratio: InactiveRatio::Kernel, workingset: true, look_twice: true }, Recency::Access), 8 * 23 + 1);
     }
 
     #[test]

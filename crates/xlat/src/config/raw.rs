@@ -361,6 +361,9 @@ pub struct RawOs {
     pub inactive_ratio: Option<RawInactiveRatio>,
     /// Whether Linux-like reclaim detects refaults (the kernel's workingset detection).
     pub workingset: Option<bool>,
+    /// Whether Linux-like reclaim promotes a page only when it finds it referenced at two
+    /// looks in a row, its fault counting at the first (the kernel's rule for mapped pages).
+    pub look_twice: Option<bool>,
     /// Fraction of memory Iceberg LRU leaves unused.
     pub delta: Option<f64>,
     /// How page use is observed.

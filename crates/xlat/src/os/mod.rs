@@ -150,8 +150,8 @@ impl Os {
             placer,
             lru: global_lru.then(LruHeap::default),
             linux: match spec.eviction {
-                EvictionSpec::Linux { inactive_ratio, workingset, .. } => {
-                    Some(LinuxLists::new(frames, spec.page_size.bytes(), inactive_ratio, workingset))
+                EvictionSpec::Linux { inactive_ratio, workingset, look_twice, .. } => {
+                    Some(LinuxLists::new(frames, spec.page_size.bytes(), inactive_ratio, workingset, look_twice))
                 }
                 _ => None,
             },
@@ -275,9 +275,9 @@ impl Os {
     /// A use of the page in `frame` that recency counts (every use under recency on access,
     /// a walk of the first TLB under recency on fill): its new timestamp, and its referenced
     /// bit in the Linux lists, unless the use is that of the reference that just faulted the
-    /// page in. Linux counts a mapped page as used again only when it sees it referenced
-    /// after the fault that mapped it; the lists take the fault as the page's first use, and
-    /// under recency on fill the faulting walk records no use either, so both modes agree.
+    /// page in. The lists decide what the fault counts for (under the look-twice rule it
+    /// leaves the page young, under one look not); under recency on fill the faulting walk
+    /// records no use either, so both modes agree.
     #[inline(always)]
     fn record_use(&mut self, frame: u64) {
         if self.stamp_only {

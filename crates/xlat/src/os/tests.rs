@@ -277,7 +277,7 @@ fn horizon_lru_on_a_unique_stream_evicts_young_pages_sometimes() {
 #[test]
 fn linux_reclaim_keeps_its_reserve_and_counts_swap() {
     let frames = 1000;
-    let spec = OsSpec { eviction: EvictionSpec::Linux { reserve: 0.008, inactive_ratio: InactiveRatio::Kernel, workingset: true }, ..OsSpec::simple(frames << 12, PlacementSpec::Random) };
+    let spec = OsSpec { eviction: EvictionSpec::Linux { reserve: 0.008, inactive_ratio: InactiveRatio::Kernel, workingset: true, look_twice: true }, ..OsSpec::simple(frames << 12, PlacementSpec::Random) };
     let mut os = Os::new(&spec, 1);
     for vpn in stream(50_000, 2000, 4) {
         touch(&mut os, vpn);
@@ -295,7 +295,7 @@ fn linux_reclaim_keeps_its_reserve_and_counts_swap() {
 #[test]
 fn linux_refault_detection_lets_a_new_working_set_settle() {
     let swap_ins = |workingset| {
-        let eviction = EvictionSpec::Linux { reserve: 0.0, inactive_ratio: InactiveRatio::Fixed(1), workingset };
+        let eviction = EvictionSpec::Linux { reserve: 0.0, inactive_ratio: InactiveRatio::Fixed(1), workingset, look_twice: false };
         let mut os = Os::new(&OsSpec { eviction, ..OsSpec::simple(1000 << 12, PlacementSpec::Random) }, 1);
         for _ in 0..4 {
             (0..600).for_each(|vpn| _ = touch(&mut os, vpn));
@@ -374,23 +374,26 @@ fn evicted_pages(os: &mut Os, vpns: &[u64]) -> Vec<u64> {
     out
 }
 
-/// `LinuxLists::insert` says a new page is "not yet referenced: the fault is its first use and
-/// is what put it here", and docs/configuration.md says reclaim promotes the inactive list's
-/// oldest page "if it was referenced since". Pages 1, 2, 3 are touched once (their fault), page
-/// 0 twice: page 0 alone was referenced since it entered the inactive list, so reclaim promotes
-/// it and evicts page 1. With no TLB every reference walks, so `recency = "fill"` and
-/// `recency = "access"` see the same uses and must agree.
+/// Pages 1, 2, 3 are touched once (their fault), page 0 twice, then page 4 faults. Under
+/// one look (`LinuxLists::insert`: a new page is "not yet referenced: the fault is its first
+/// use"), page 0 alone was referenced since it entered the inactive list, so reclaim promotes
+/// it and evicts page 1. Under the look-twice rule the fault counts as the accessed bit
+/// does, which cannot count two uses: all four pages are young at their first look and
+/// rotated, and page 0, the oldest, goes at its second. With no TLB every reference walks,
+/// so `recency = "fill"` and `recency = "access"` see the same uses and must agree.
 #[test]
-fn linux_fault_is_not_a_reference_under_access_recency() {
-    for recency in [Recency::Fill, Recency::Access] {
-        let spec = OsSpec {
-            eviction: EvictionSpec::Linux { reserve: 0.0, inactive_ratio: InactiveRatio::Fixed(1), workingset: false },
-            recency,
-            ..OsSpec::simple(4 << 12, PlacementSpec::Sequential)
-        };
-        let mut os = Os::new(&spec, 1);
-        let evicted = evicted_pages(&mut os, &[0, 1, 2, 3, 0, 4]);
-        assert_eq!(evicted, vec![1], "{recency:?}: the page just used twice was evicted instead of an untouched one");
+fn linux_the_fault_counts_only_when_looking_twice() {
+    for (look_twice, expected) in [(false, 1), (true, 0)] {
+        for recency in [Recency::Fill, Recency::Access] {
+            let spec = OsSpec {
+                eviction: EvictionSpec::Linux { reserve: 0.0, inactive_ratio: InactiveRatio::Fixed(1), workingset: false, look_twice },
+                recency,
+                ..OsSpec::simple(4 << 12, PlacementSpec::Sequential)
+            };
+            let mut os = Os::new(&spec, 1);
+            let evicted = evicted_pages(&mut os, &[0, 1, 2, 3, 0, 4]);
+            assert_eq!(evicted, vec![expected], "{recency:?}, look twice {look_twice}");
+        }
     }
 }
 
@@ -589,9 +592,9 @@ fn exact_lru_over_two_asids_matches_a_brute_force_lru() {
 /// same uses; Linux-like reclaim must then evict the same pages under both.
 #[test]
 fn linux_fill_and_access_agree_when_every_reference_walks() {
-    let run = |recency| {
+    let run = |recency, look_twice| {
         let spec = OsSpec {
-            eviction: EvictionSpec::Linux { reserve: 0.008, inactive_ratio: InactiveRatio::Kernel, workingset: true },
+            eviction: EvictionSpec::Linux { reserve: 0.008, inactive_ratio: InactiveRatio::Kernel, workingset: true, look_twice },
             recency,
             ..OsSpec::simple(1000 << 12, PlacementSpec::Random)
         };
@@ -603,5 +606,7 @@ fn linux_fill_and_access_agree_when_every_reference_walks() {
         let s = os.stats();
         (s.swap_outs, s.swap_ins)
     };
-    assert_eq!(run(Recency::Access), run(Recency::Fill), "(swap_outs, swap_ins): access vs fill");
+    for look_twice in [false, true] {
+        assert_eq!(run(Recency::Access, look_twice), run(Recency::Fill, look_twice), "(swap_outs, swap_ins): access vs fill, look twice {look_twice}");
+    }
 }

@@ -2,11 +2,23 @@
 //! (a model of the kernel's split LRU for anonymous memory, without its per-zone and
 //! per-cgroup details).
 //!
-//! New pages enter the inactive list. Reclaim takes the inactive list's oldest page: if it
-//! was referenced since it was last looked at, it is promoted to the active list (its second
-//! chance) with the bit cleared; otherwise it is evicted. Whenever the inactive list is low,
-//! the active list's oldest page is moved to the inactive list with its bit cleared, as the
-//! kernel deactivates anonymous pages regardless of references. "Low" is the kernel's
+//! New pages enter the inactive list. Reclaim takes the inactive list's oldest page and
+//! evicts it unless it was referenced since it was last looked at. What a referenced page
+//! gets depends on the rule modelled:
+//! * **Look twice** (the kernel's `page_check_references` for mapped pages, 5.9 on for
+//!   anonymous ones): each page has its page-table entries' accessed bit (`young`, set by the
+//!   fault that maps it and by each use) and the kernel's `PG_referenced` flag (`marked`).
+//!   A young page that is not marked is marked and rotated to the inactive list's young end,
+//!   for another trip; a young page already marked is promoted to the active list, and stays
+//!   marked. A page that is not young is evicted, its mark cleared. So a new page survives its
+//!   first look on the strength of its fault, and is promoted only if it is referenced again
+//!   before its second look.
+//! * **One look** (`look_twice = false`): the fault is not a reference, and one reference
+//!   since the page entered the inactive list, or since it was last looked at, promotes it.
+//!
+//! Whenever the inactive list is low, the active list's oldest page is moved to the inactive
+//! list with its accessed bit cleared (its mark kept), as the kernel deactivates anonymous
+//! pages regardless of references. "Low" is the kernel's
 //! `inactive_is_low` (Linux 4.10 to 5.x, the paper's 5.11.6 included): `inactive × ratio <
 //! active`, with `ratio = isqrt(10 × GiB on the two lists)` (1 below 1 GiB), so a 4 GiB memory
 //! keeps a sixth of its pages inactive; a fixed ratio can be configured instead.
@@ -19,13 +31,21 @@ use super::InactiveRatio;
 use crate::types::Asid;
 use std::collections::VecDeque;
 
+/// The accessed bit of a frame's page-table entry: set by use, cleared by reclaim.
+const YOUNG: u8 = 1;
+/// The kernel's `PG_referenced` of a frame's page, under the look-twice rule: set when
+/// reclaim finds the page young, cleared when it finds it not young.
+const MARKED: u8 = 2;
+
 /// The reclaim lists of a fully associative memory.
 #[derive(Clone, Debug)]
 pub struct LinuxLists {
     inactive: VecDeque<u64>,
     active: VecDeque<u64>,
-    /// One byte per frame: set by use, cleared by reclaim.
+    /// One byte per frame: [`YOUNG`] and [`MARKED`].
     referenced: Vec<u8>,
+    /// The look-twice rule; else one look.
+    look_twice: bool,
     ratio: InactiveRatio,
     /// log2 of the pages in 1 GiB, for the kernel's ratio.
     pages_per_gib_log2: u32,
@@ -35,12 +55,14 @@ pub struct LinuxLists {
 
 impl LinuxLists {
     /// Lists for `frames` frames of `page_bytes` each, all empty, keeping the inactive list
-    /// at `ratio`, with refault detection if `workingset`.
-    pub fn new(frames: u64, page_bytes: u64, ratio: InactiveRatio, workingset: bool) -> LinuxLists {
+    /// at `ratio`, with refault detection if `workingset`, under the look-twice rule if
+    /// `look_twice`.
+    pub fn new(frames: u64, page_bytes: u64, ratio: InactiveRatio, workingset: bool, look_twice: bool) -> LinuxLists {
         LinuxLists {
             inactive: VecDeque::new(),
             active: VecDeque::new(),
             referenced: vec![0; frames as usize],
+            look_twice,
             ratio,
             pages_per_gib_log2: 30u32.saturating_sub(page_bytes.trailing_zeros()),
             workingset: workingset.then(Workingset::default),
@@ -60,17 +82,19 @@ impl LinuxLists {
         inactive * ratio < active
     }
 
-    /// Marks the page in `frame` referenced.
+    /// Marks the page in `frame` referenced (its accessed bit).
     #[inline]
     pub fn reference(&mut self, frame: u64) {
-        self.referenced[frame as usize] = 1;
+        self.referenced[frame as usize] |= YOUNG;
     }
 
-    /// Registers page `page` of `asid` just placed in `frame` (not yet referenced: the fault
-    /// is its first use and is what put it here): on the inactive list, or on the active list
-    /// when it refaults within the working set.
+    /// Registers page `page` of `asid` just placed in `frame`: on the inactive list, or on
+    /// the active list when it refaults within the working set. Under the look-twice rule
+    /// the fault's access leaves it young (the access sets the accessed bit once the fault
+    /// has mapped the page); under one look it is not yet referenced (the fault is its first
+    /// use and is what put it here).
     pub fn insert(&mut self, frame: u64, asid: Asid, page: u64) {
-        self.referenced[frame as usize] = 0;
+        self.referenced[frame as usize] = if self.look_twice { YOUNG } else { 0 };
         let active = self.active.len();
         let activate = self.workingset.as_mut().is_some_and(|w| w.refault_activates(asid, page, active));
         if activate {
@@ -90,15 +114,25 @@ impl LinuxLists {
 
     /// Chooses and unlinks the frame to evict; `None` when no page is resident.
     pub fn victim(&mut self) -> Option<u64> {
+        // Ends: a look clears the accessed bit, which nothing sets again within one call, so
+        // the second look at a page in this call evicts it.
         loop {
             if self.inactive_is_low() {
                 let frame = self.active.pop_front().expect("a low inactive list is shorter than the active list");
-                self.referenced[frame as usize] = 0;
+                self.referenced[frame as usize] &= !YOUNG;
                 self.inactive.push_back(frame);
             }
             let frame = self.inactive.pop_front()?;
-            if std::mem::take(&mut self.referenced[frame as usize]) == 0 {
+            let bits = std::mem::take(&mut self.referenced[frame as usize]);
+            if bits & YOUNG == 0 {
                 return Some(frame);
+            }
+            if self.look_twice {
+                self.referenced[frame as usize] = MARKED;
+                if bits & MARKED == 0 {
+                    self.inactive.push_back(frame);
+                    continue;
+                }
             }
             if let Some(w) = &mut self.workingset {
                 w.activated();
@@ -115,7 +149,7 @@ mod tests {
     /// Lists of 8 frames at ratio 1 holding pages 0 to 3 (page `f` in frame `f`, ASID 0),
     /// with pages 0 and 1 referenced.
     fn lists_with_0_and_1_referenced(workingset: bool) -> LinuxLists {
-        let mut l = LinuxLists::new(8, 4096, InactiveRatio::Fixed(1), workingset);
+        let mut l = LinuxLists::new(8, 4096, InactiveRatio::Fixed(1), workingset, false);
         for f in 0..4 {
             l.insert(f, 0, f);
         }
@@ -138,7 +172,7 @@ mod tests {
 
     #[test]
     fn a_hot_page_survives_a_scan_of_cold_ones() {
-        let mut l = LinuxLists::new(100, 4096, InactiveRatio::Kernel, false);
+        let mut l = LinuxLists::new(100, 4096, InactiveRatio::Kernel, false, false);
         for f in 0..100 {
             l.insert(f, 0, f);
         }
@@ -157,7 +191,7 @@ mod tests {
     #[test]
     fn the_kernel_ratio_grows_with_the_lists() {
         // 1 GiB of 1 MiB pages: ratio isqrt(10) = 3.
-        let mut l = LinuxLists::new(2048, 1 << 20, InactiveRatio::Kernel, false);
+        let mut l = LinuxLists::new(2048, 1 << 20, InactiveRatio::Kernel, false, false);
         for f in 0..1024 {
             l.insert(f, 0, f);
             l.reference(f);
@@ -167,7 +201,7 @@ mod tests {
         // quarter of the pages inactive with the victim.
         let victim = l.victim().expect("a page to evict");
         assert_eq!((l.inactive.len() + 1, l.active.len()), (256, 768), "victim {victim}");
-        let mut small = LinuxLists::new(64, 4096, InactiveRatio::Kernel, false);
+        let mut small = LinuxLists::new(64, 4096, InactiveRatio::Kernel, false, false);
         for f in 0..64 {
             small.insert(f, 0, f);
             small.reference(f);
@@ -191,10 +225,57 @@ mod tests {
         }
     }
 
+    /// Lists of 8 frames at ratio 1 under the look-twice rule, holding pages 0 to 3 (page
+    /// `f` in frame `f`, ASID 0), without refault detection.
+    fn lists_looking_twice() -> LinuxLists {
+        let mut l = LinuxLists::new(8, 4096, InactiveRatio::Fixed(1), false, true);
+        for f in 0..4 {
+            l.insert(f, 0, f);
+        }
+        l
+    }
+
+    /// Under the look-twice rule the fault counts: every page survives its first look, and
+    /// the first page looked at twice without a reference between goes. Page 0, used again
+    /// before the first look (its accessed bit cannot count two uses), is evicted first; page
+    /// 1, used again between the looks, is promoted.
+    #[test]
+    fn looking_twice_a_page_survives_its_first_look_on_its_fault() {
+        let mut l = lists_looking_twice();
+        l.reference(0);
+        // All four are young and unmarked: each is marked and rotated, then 0 is looked at
+        // again, not young.
+        assert_eq!(l.victim(), Some(0));
+        assert_eq!(l.inactive, [1, 2, 3]);
+        l.reference(1);
+        assert_eq!(l.victim(), Some(2), "1 was young and marked: promoted");
+        assert_eq!((l.active.len(), l.referenced[1]), (1, MARKED), "an activated page stays marked");
+        assert_eq!(l.victim(), Some(3));
+    }
+
+    /// A promoted page keeps its mark through its demotion, so one use after it promotes it
+    /// at its next look (the kernel's "recently deactivated but used pages are quickly
+    /// recovered"), where a new page needs a use after its first look.
+    #[test]
+    fn looking_twice_a_demoted_page_comes_back_on_one_use() {
+        let mut l = lists_looking_twice();
+        assert_eq!(l.victim(), Some(0), "all four rotated on their faults, then 0 goes");
+        l.reference(1);
+        l.reference(2);
+        // 1 and 2 are promoted; the inactive list is then low, so 1 is demoted behind 3,
+        // which goes.
+        assert_eq!(l.victim(), Some(3));
+        assert_eq!((Vec::from(l.inactive.clone()), Vec::from(l.active.clone())), (vec![1], vec![2]));
+        assert_eq!(l.referenced[1], MARKED, "demoted: not young, still marked");
+        l.reference(1);
+        assert_eq!(l.victim(), Some(2), "1 is promoted at one look; 2, demoted, goes");
+        assert_eq!(Vec::from(l.active.clone()), vec![1]);
+    }
+
     /// Pages `0..resident` used often, then a loop over `later` new pages, on `frames`
     /// frames: the faults of the loop's second to last rounds.
     fn faults_of_a_new_working_set(workingset: bool, frames: u64, resident: u64, later: u64) -> u64 {
-        let mut l = LinuxLists::new(frames, 4096, InactiveRatio::Fixed(1), workingset);
+        let mut l = LinuxLists::new(frames, 4096, InactiveRatio::Fixed(1), workingset, false);
         let mut frame_of = std::collections::HashMap::new();
         let mut page_in = vec![None; frames as usize];
         let mut faults = 0;
@@ -258,7 +339,7 @@ mod tests {
         assert!(l.active.contains(&2), "distance 1 against one active page");
         // Two promotions between the evictions of 0 and 3: page 0 refaults at distance 3,
         // with 2 pages active and 3 inactive, so it stays inactive.
-        let mut l = LinuxLists::new(8, 4096, InactiveRatio::Fixed(1), true);
+        let mut l = LinuxLists::new(8, 4096, InactiveRatio::Fixed(1), true, false);
         for f in 0..7 {
             l.insert(f, 0, f);
         }
@@ -271,5 +352,131 @@ mod tests {
         assert_eq!((l.active.len(), l.inactive.len()), (2, 3));
         l.insert(0, 0, 0);
         assert!(l.inactive.contains(&0), "distance 3 against two active pages");
+    }
+
+    /// A page of [`Model`]: where it is, and its bits.
+    struct Resident {
+        frame: u64,
+        page: u64,
+        active: bool,
+        /// When it last entered its list's young end: the oldest page of a list has the
+        /// smallest.
+        since: u64,
+        young: bool,
+        marked: bool,
+    }
+
+    /// The rules of the module documentation, kept as a plain list of resident pages with
+    /// timestamps (each list's oldest found by a search), and refault detection as a map of
+    /// eviction times, for a differential test of [`LinuxLists`].
+    struct Model {
+        pages: Vec<Resident>,
+        clock: u64,
+        age: u64,
+        shadows: std::collections::HashMap<u64, u64>,
+        ratio: u64,
+        workingset: bool,
+        look_twice: bool,
+    }
+
+    impl Model {
+        fn tick(&mut self) -> u64 {
+            self.clock += 1;
+            self.clock
+        }
+
+        fn oldest(&self, active: bool) -> Option<usize> {
+            (0..self.pages.len()).filter(|&i| self.pages[i].active == active).min_by_key(|&i| self.pages[i].since)
+        }
+
+        fn insert(&mut self, frame: u64, page: u64) {
+            let active_len = self.pages.iter().filter(|p| p.active).count() as u64;
+            let eviction = self.shadows.remove(&page).filter(|_| self.workingset);
+            let active = eviction.is_some_and(|e| self.age - e <= active_len);
+            self.age += u64::from(active);
+            let since = self.tick();
+            self.pages.push(Resident { frame, page, active, since, young: self.look_twice, marked: false });
+        }
+
+        fn reference(&mut self, frame: u64) {
+            self.pages.iter_mut().filter(|p| p.frame == frame).for_each(|p| p.young = true);
+        }
+
+        /// The evicted page's frame and page.
+        fn victim(&mut self) -> Option<(u64, u64)> {
+            loop {
+                let active = self.pages.iter().filter(|p| p.active).count() as u64;
+                if (self.pages.len() as u64 - active) * self.ratio < active {
+                    let i = self.oldest(true).expect("active pages");
+                    let since = self.tick();
+                    let p = &mut self.pages[i];
+                    (p.active, p.since, p.young) = (false, since, false);
+                }
+                let i = self.oldest(false)?;
+                let since = self.tick();
+                let p = &mut self.pages[i];
+                if !p.young {
+                    let p = self.pages.swap_remove(i);
+                    self.age += 1;
+                    self.shadows.insert(p.page, self.age);
+                    return Some((p.frame, p.page));
+                }
+                p.young = false;
+                if self.look_twice && !p.marked {
+                    (p.marked, p.since) = (true, since);
+                    continue;
+                }
+                p.marked = self.look_twice;
+                (p.active, p.since) = (true, since);
+                self.age += u64::from(self.workingset);
+            }
+        }
+    }
+
+    proptest::proptest! {
+        /// [`LinuxLists`] evicts what the model evicts, and keeps the same pages active,
+        /// through any mix of faults (of pages evicted before, too), uses and evictions,
+        /// under either rule, with or without refault detection, at ratios 1 to 3.
+        #[test]
+        fn the_lists_agree_with_a_model_of_their_rules(
+            ops in proptest::collection::vec((0u8..3, 0u64..24), 1..300),
+            ratio in 1u32..4,
+            workingset: bool,
+            look_twice: bool,
+        ) {
+            const FRAMES: u64 = 12;
+            let mut lists = LinuxLists::new(FRAMES, 4096, InactiveRatio::Fixed(ratio), workingset, look_twice);
+            let mut model = Model { pages: Vec::new(), clock: 0, age: 0, shadows: Default::default(), ratio: ratio.into(), workingset, look_twice };
+            let mut page_in: Vec<Option<u64>> = vec![None; FRAMES as usize];
+            for (op, x) in ops {
+                match op {
+                    // A fault of page x, if not resident, into a free frame.
+                    0 if !page_in.contains(&Some(x)) => {
+                        let Some(frame) = page_in.iter().position(Option::is_none) else { continue };
+                        page_in[frame] = Some(x);
+                        lists.insert(frame as u64, 0, x);
+                        model.insert(frame as u64, x);
+                    }
+                    1 => {
+                        lists.reference(x % FRAMES);
+                        model.reference(x % FRAMES);
+                    }
+                    _ => {
+                        let expected = model.victim();
+                        let frame = lists.victim();
+                        proptest::prop_assert_eq!(frame, expected.map(|(f, _)| f));
+                        if let Some((frame, page)) = expected {
+                            lists.evicted(0, page);
+                            page_in[frame as usize] = None;
+                        }
+                    }
+                }
+                let mut active: Vec<u64> = model.pages.iter().filter(|p| p.active).map(|p| p.frame).collect();
+                let mut listed = Vec::from(lists.active.clone());
+                active.sort_unstable();
+                listed.sort_unstable();
+                proptest::prop_assert_eq!(listed, active);
+            }
+        }
     }
 }

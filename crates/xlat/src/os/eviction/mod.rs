@@ -37,6 +37,9 @@ pub enum EvictionSpec {
         /// Refault detection: a page swapped back in soon after its eviction goes straight
         /// to the active list (see [`workingset`]).
         workingset: bool,
+        /// The kernel's look-twice rule for mapped pages: the fault leaves a page young, and
+        /// it is promoted only when found young at two looks in a row (see [`linux`]).
+        look_twice: bool,
     },
     /// Horizon LRU (iceberg memory only).
     HorizonLru,
