@@ -323,6 +323,47 @@ fn mosaic_rows_are_written() {
     assert_eq!(counts, [50_000, 49_902, 98, 13, 85], "{c}");
 }
 
+/// results.json carries Linux-like reclaim's counters for a `linux` machine, and none for
+/// another policy. On a loop of 40 pages over 32 frames no page is used while resident:
+/// under the look-twice rule each is rotated once on its fault and evicted at its second
+/// look, never promoted or demoted, and every swap-in finds its shadow entry but comes back
+/// from further than the (empty) active list.
+#[test]
+fn results_json_counts_what_linux_reclaim_did() {
+    let text = r#"
+[[workload]]
+name = "loop"
+type = "strided"
+footprint = "160KiB"
+stride = 4096
+refs = 200
+
+[[machine]]
+name = "linux"
+preset = "single-tlb"
+os = { memory = "128KiB", placement = "random", eviction = "linux", reserve = 0.0 }
+
+[[machine]]
+name = "lru"
+preset = "single-tlb"
+os = { memory = "128KiB", placement = "random", eviction = "lru" }
+"#;
+    let spec = parse_experiment(text, Path::new(".")).unwrap();
+    let result = run_experiment(&spec, &AtomicBool::new(false), &mut |_| {}).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    write_results(dir.path(), &spec, &result).unwrap();
+    let json: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(dir.path().join("results.json")).unwrap()).unwrap();
+    let machines = json["results"][0]["machines"].as_array().unwrap();
+    let os = &machines[0]["os"];
+    let count = |k: &str| os["reclaim"][k].as_u64().unwrap_or_else(|| panic!("no reclaim.{k} in {os}"));
+    let (faults, swap_ins, swap_outs) = (os["page_faults"].as_u64().unwrap(), os["swap_ins"].as_u64().unwrap(), os["swap_outs"].as_u64().unwrap());
+    assert_eq!((faults, swap_ins, swap_outs), (200, 160, 168), "{os}");
+    assert_eq!([count("activations"), count("deactivations"), count("refault_activations")], [0, 0, 0], "{os}");
+    assert_eq!(count("refaults"), swap_ins, "{os}");
+    assert!((swap_outs..=faults).contains(&count("rotations")), "{os}");
+    assert!(machines[1]["os"]["reclaim"].is_null(), "{}", machines[1]["os"]);
+}
+
 #[test]
 fn plot_errors_are_found_before_simulating() {
     let plot = |fields: &str| format!("{SMALL}\n[[plot]]\nfile = \"a.png\"\nkind = \"lines\"\nx = \"entries\"\ny = [\"misses\"]\n{fields}\n");

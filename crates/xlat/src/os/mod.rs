@@ -569,6 +569,7 @@ impl Os {
         let mut stats = self.stats.clone();
         stats.steady_state_utilization = self.utilization.mean(self.clock, self.frames.used(), self.frames.capacity());
         stats.eviction_age = self.age.as_ref().map(AgeTracker::stats);
+        stats.reclaim = self.linux.as_ref().map(LinuxLists::stats);
         stats.memory_bytes = self.spec.memory;
         stats.swap_io_bytes = (stats.swap_ins + stats.swap_outs) * self.spec.page_size.bytes();
         stats.shootdowns = stats.swap_outs + stats.scan_shootdowns;

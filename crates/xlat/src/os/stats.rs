@@ -1,6 +1,7 @@
 //! Counters and utilization metrics of the OS model.
 
 use super::eviction::age::AgeStats;
+use super::eviction::linux::ReclaimStats;
 use serde::Serialize;
 
 /// Counters of the OS model.
@@ -40,6 +41,8 @@ pub struct OsStats {
     pub footprint_bytes: u64,
     /// Relative age of evicted pages, when tracked.
     pub eviction_age: Option<AgeStats>,
+    /// What Linux-like reclaim did (`eviction = "linux"` only).
+    pub reclaim: Option<ReclaimStats>,
 }
 
 /// The time integral of frames in use, from the first eviction on.

@@ -29,6 +29,7 @@
 use super::workingset::Workingset;
 use super::InactiveRatio;
 use crate::types::Asid;
+use serde::Serialize;
 use std::collections::VecDeque;
 
 /// The accessed bit of a frame's page-table entry: set by use, cleared by reclaim.
@@ -36,6 +37,25 @@ const YOUNG: u8 = 1;
 /// The kernel's `PG_referenced` of a frame's page, under the look-twice rule: set when
 /// reclaim finds the page young, cleared when it finds it not young.
 const MARKED: u8 = 2;
+
+/// What Linux-like reclaim did, counted as the kernel's `/proc/vmstat` counts it for
+/// anonymous pages (its names in brackets), to tell apart how the model's rules act on a
+/// workload.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct ReclaimStats {
+    /// Pages promoted from the inactive to the active list by reclaim (`pgactivate`).
+    pub activations: u64,
+    /// Pages demoted from the active to the inactive list (`pgdeactivate`).
+    pub deactivations: u64,
+    /// Pages found referenced at their first look under the look-twice rule, marked and
+    /// rotated for another trip (the kernel's `PAGEREF_KEEP`, which it does not count).
+    pub rotations: u64,
+    /// Faults on pages that still had a shadow entry (`workingset_refault_anon`); 0 without
+    /// refault detection.
+    pub refaults: u64,
+    /// Those refaults activated at once (`workingset_activate_anon`).
+    pub refault_activations: u64,
+}
 
 /// The reclaim lists of a fully associative memory.
 #[derive(Clone, Debug)]
@@ -51,6 +71,7 @@ pub struct LinuxLists {
     pages_per_gib_log2: u32,
     /// Refault detection, if modelled.
     workingset: Option<Workingset>,
+    stats: ReclaimStats,
 }
 
 impl LinuxLists {
@@ -66,7 +87,13 @@ impl LinuxLists {
             ratio,
             pages_per_gib_log2: 30u32.saturating_sub(page_bytes.trailing_zeros()),
             workingset: workingset.then(Workingset::default),
+            stats: ReclaimStats::default(),
         }
+    }
+
+    /// What reclaim did so far.
+    pub fn stats(&self) -> ReclaimStats {
+        self.stats
     }
 
     /// True when the inactive list is too short for the active list.
@@ -96,7 +123,10 @@ impl LinuxLists {
     pub fn insert(&mut self, frame: u64, asid: Asid, page: u64) {
         self.referenced[frame as usize] = if self.look_twice { YOUNG } else { 0 };
         let active = self.active.len();
-        let activate = self.workingset.as_mut().is_some_and(|w| w.refault_activates(asid, page, active));
+        let refault = self.workingset.as_mut().and_then(|w| w.refault(asid, page, active));
+        self.stats.refaults += u64::from(refault.is_some());
+        let activate = refault == Some(true);
+        self.stats.refault_activations += u64::from(activate);
         if activate {
             self.active.push_back(frame);
         } else {
@@ -121,6 +151,7 @@ impl LinuxLists {
                 let frame = self.active.pop_front().expect("a low inactive list is shorter than the active list");
                 self.referenced[frame as usize] &= !YOUNG;
                 self.inactive.push_back(frame);
+                self.stats.deactivations += 1;
             }
             let frame = self.inactive.pop_front()?;
             let bits = std::mem::take(&mut self.referenced[frame as usize]);
@@ -131,9 +162,11 @@ impl LinuxLists {
                 self.referenced[frame as usize] = MARKED;
                 if bits & MARKED == 0 {
                     self.inactive.push_back(frame);
+                    self.stats.rotations += 1;
                     continue;
                 }
             }
+            self.stats.activations += 1;
             if let Some(w) = &mut self.workingset {
                 w.activated();
             }
@@ -251,6 +284,8 @@ mod tests {
         assert_eq!(l.victim(), Some(2), "1 was young and marked: promoted");
         assert_eq!((l.active.len(), l.referenced[1]), (1, MARKED), "an activated page stays marked");
         assert_eq!(l.victim(), Some(3));
+        let stats = ReclaimStats { activations: 1, rotations: 4, ..ReclaimStats::default() };
+        assert_eq!(l.stats(), stats, "each of the four rotated once, 1 promoted, nothing demoted");
     }
 
     /// A promoted page keeps its mark through its demotion, so one use after it promotes it
@@ -377,6 +412,7 @@ mod tests {
         ratio: u64,
         workingset: bool,
         look_twice: bool,
+        stats: ReclaimStats,
     }
 
     impl Model {
@@ -394,6 +430,8 @@ mod tests {
             let eviction = self.shadows.remove(&page).filter(|_| self.workingset);
             let active = eviction.is_some_and(|e| self.age - e <= active_len);
             self.age += u64::from(active);
+            self.stats.refaults += u64::from(eviction.is_some());
+            self.stats.refault_activations += u64::from(active);
             let since = self.tick();
             self.pages.push(Resident { frame, page, active, since, young: self.look_twice, marked: false });
         }
@@ -411,6 +449,7 @@ mod tests {
                     let since = self.tick();
                     let p = &mut self.pages[i];
                     (p.active, p.since, p.young) = (false, since, false);
+                    self.stats.deactivations += 1;
                 }
                 let i = self.oldest(false)?;
                 let since = self.tick();
@@ -424,19 +463,22 @@ mod tests {
                 p.young = false;
                 if self.look_twice && !p.marked {
                     (p.marked, p.since) = (true, since);
+                    self.stats.rotations += 1;
                     continue;
                 }
                 p.marked = self.look_twice;
                 (p.active, p.since) = (true, since);
                 self.age += u64::from(self.workingset);
+                self.stats.activations += 1;
             }
         }
     }
 
     proptest::proptest! {
-        /// [`LinuxLists`] evicts what the model evicts, and keeps the same pages active,
-        /// through any mix of faults (of pages evicted before, too), uses and evictions,
-        /// under either rule, with or without refault detection, at ratios 1 to 3.
+        /// [`LinuxLists`] evicts what the model evicts, keeps the same pages active and
+        /// counts the same events, through any mix of faults (of pages evicted before, too),
+        /// uses and evictions, under either rule, with or without refault detection, at
+        /// ratios 1 to 3.
         #[test]
         fn the_lists_agree_with_a_model_of_their_rules(
             ops in proptest::collection::vec((0u8..3, 0u64..24), 1..300),
@@ -446,7 +488,7 @@ mod tests {
         ) {
             const FRAMES: u64 = 12;
             let mut lists = LinuxLists::new(FRAMES, 4096, InactiveRatio::Fixed(ratio), workingset, look_twice);
-            let mut model = Model { pages: Vec::new(), clock: 0, age: 0, shadows: Default::default(), ratio: ratio.into(), workingset, look_twice };
+            let mut model = Model { pages: Vec::new(), clock: 0, age: 0, shadows: Default::default(), ratio: ratio.into(), workingset, look_twice, stats: ReclaimStats::default() };
             let mut page_in: Vec<Option<u64>> = vec![None; FRAMES as usize];
             for (op, x) in ops {
                 match op {
@@ -477,6 +519,7 @@ mod tests {
                 listed.sort_unstable();
                 proptest::prop_assert_eq!(listed, active);
             }
+            proptest::prop_assert_eq!(lists.stats(), model.stats);
         }
     }
 }

@@ -43,16 +43,17 @@ impl Workingset {
         self.shadows.insert((asid, page), self.age);
     }
 
-    /// Whether page `page` of `asid`, faulting in while the active list holds `active`
-    /// pages, refaults within the working set: then it is activated (which counts).
-    /// Consumes its shadow entry.
-    pub fn refault_activates(&mut self, asid: Asid, page: u64, active: usize) -> bool {
-        let Some(eviction) = self.shadows.remove(&(asid, page)) else { return false };
+    /// For page `page` of `asid` faulting in while the active list holds `active` pages:
+    /// `None` when it left no shadow entry (a first fault, or refault detection forgot it),
+    /// else whether it refaults within the working set, and is then activated (which
+    /// counts). Consumes its shadow entry.
+    pub fn refault(&mut self, asid: Asid, page: u64, active: usize) -> Option<bool> {
+        let eviction = self.shadows.remove(&(asid, page))?;
         let activate = self.age - eviction <= active as u64;
         if activate {
             self.activated();
         }
-        activate
+        Some(activate)
     }
 }
 
@@ -68,20 +69,20 @@ mod tests {
         w.evicted(1, 101);
         w.evicted(1, 102);
         w.activated();
-        assert!(!w.refault_activates(1, 100, 2), "distance 3 is beyond an active list of 2");
-        assert!(!w.refault_activates(1, 100, 3), "the shadow was consumed");
+        assert_eq!(w.refault(1, 100, 2), Some(false), "distance 3 is beyond an active list of 2");
+        assert_eq!(w.refault(1, 100, 3), None, "the shadow was consumed");
         // Page 101: evicted at age 2; the age is now 4.
-        assert!(w.refault_activates(1, 101, 2));
+        assert_eq!(w.refault(1, 101, 2), Some(true));
         // That activation counted: page 102 (evicted at 3) is now at distance 2.
-        assert!(!w.refault_activates(1, 102, 1));
+        assert_eq!(w.refault(1, 102, 1), Some(false));
     }
 
     #[test]
     fn pages_are_told_apart_by_asid_and_first_faults_have_no_shadow() {
         let mut w = Workingset::default();
         w.evicted(1, 7);
-        assert!(!w.refault_activates(2, 7, 100), "another address space's page 7");
-        assert!(!w.refault_activates(1, 8, 100), "never evicted");
-        assert!(w.refault_activates(1, 7, 100));
+        assert_eq!(w.refault(2, 7, 100), None, "another address space's page 7");
+        assert_eq!(w.refault(1, 8, 100), None, "never evicted");
+        assert_eq!(w.refault(1, 7, 100), Some(true));
     }
 }
