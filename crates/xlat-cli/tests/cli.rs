@@ -871,7 +871,7 @@ fn run_in_4gb(dir: &Path, file: &str) -> Output {
 
 #[test]
 fn memory_beyond_an_address_space_limit_is_a_clear_error() {
-    // 1 TiB of frames under eviction needs 5.53 GiB of host memory, more than `ulimit -v`
+    // 1 TiB of frames under eviction needs 5.78 GiB of host memory, more than `ulimit -v`
     // leaves; without eviction, a bit per frame (32 MiB).
     let dir = tempfile::tempdir().unwrap();
     let evicting = EXPERIMENT.to_string() + "[machine.os]\nmemory = \"1TiB\"\neviction = \"lru\"\n";
@@ -879,7 +879,7 @@ fn memory_beyond_an_address_space_limit_is_a_clear_error() {
     let out = run_in_4gb(dir.path(), "big.toml");
     let err = text(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{err}");
-    assert!(err.contains("machine[0].os.memory: cannot allocate 5.53GiB of host memory for the 1TiB of simulated memory (this process may use 3.81GiB)"), "{err}");
+    assert!(err.contains("machine[0].os.memory: cannot allocate 5.78GiB of host memory for the 1TiB of simulated memory (this process may use 3.81GiB)"), "{err}");
     std::fs::write(dir.path().join("never-evicts.toml"), EXPERIMENT.to_string() + "[machine.os]\nmemory = \"1TiB\"\n").unwrap();
     let out = run_in_4gb(dir.path(), "never-evicts.toml");
     assert!(out.status.success(), "{}", text(&out.stderr));
@@ -954,7 +954,7 @@ fn native_sizes_are_checked_before_allocating() {
 
 #[test]
 fn the_machines_of_a_workload_must_fit_together() {
-    // 512 GiB of frames under eviction need 2.77 GiB: one machine fits the address space
+    // 512 GiB of frames under eviction need 2.89 GiB: one machine fits the address space
     // left, two do not.
     let dir = tempfile::tempdir().unwrap();
     let machine = |name: &str| format!("[[machine]]\nname = \"{name}\"\npreset = \"single-tlb\"\nos = {{ memory = \"512GiB\", eviction = \"lru\" }}\n");
@@ -963,7 +963,7 @@ fn the_machines_of_a_workload_must_fit_together() {
     let out = run_in_4gb(dir.path(), "both.toml");
     let err = text(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{err}");
-    assert!(err.contains("workload[0]: cannot allocate 5.53GiB of host memory for the 2 machines it runs on at once"), "{err}");
+    assert!(err.contains("workload[0]: cannot allocate 5.78GiB of host memory for the 2 machines it runs on at once"), "{err}");
     let one_each = format!("{workload}machines = [\"a\"]\n{}", workload.replace("\"u\"", "\"v\"") + "machines = [\"b\"]\n");
     std::fs::write(dir.path().join("apart.toml"), format!("{one_each}{}{}", machine("a"), machine("b"))).unwrap();
     let out = run_in_4gb(dir.path(), "apart.toml");
@@ -973,14 +973,14 @@ fn the_machines_of_a_workload_must_fit_together() {
 #[test]
 fn memory_beyond_the_host_is_a_clear_error() {
     // 15 TiB of 4 KiB frames passes the frame-count limit, but their state under eviction
-    // needs 82.97 GiB of host memory: an error naming the field where the host has less,
+    // needs 86.72 GiB of host memory: an error naming the field where the host has less,
     // never an abort.
     let dir = tempfile::tempdir().unwrap();
     let big = EXPERIMENT.to_string() + "[machine.os]\nmemory = \"15TiB\"\neviction = \"lru\"\n";
     std::fs::write(dir.path().join("big.toml"), big).unwrap();
     let out = xlat(&["run", "big.toml", "-q"], dir.path());
     let err = text(&out.stderr);
-    assert!(out.status.success() || (out.status.code() == Some(1) && err.contains("machine[0].os.memory: cannot allocate 82.97GiB of host memory")), "{:?}: {err}", out.status);
+    assert!(out.status.success() || (out.status.code() == Some(1) && err.contains("machine[0].os.memory: cannot allocate 86.72GiB of host memory")), "{:?}: {err}", out.status);
 }
 
 #[test]

@@ -41,6 +41,7 @@ pub fn merge(base: RawOs, over: Option<&RawOs>) -> RawOs {
         inactive_ratio: o.inactive_ratio.or(base.inactive_ratio),
         workingset: o.workingset.or(base.workingset),
         look_twice: o.look_twice.or(base.look_twice),
+        swap_cache: o.swap_cache.or(base.swap_cache),
         delta: o.delta.or(base.delta),
         recency: o.recency.or(base.recency),
         scan_period: o.scan_period.or(base.scan_period),
@@ -69,30 +70,37 @@ pub fn validate(raw: &RawOs, path: &str) -> Result<OsSpec> {
     let placement = placement(raw, path, frames, page_size)?;
     let eviction = eviction(raw, path, &placement)?;
     let recency = recency(raw, path, eviction)?;
-    fits_host(memory, host_bytes(frames, eviction, recency), crate::host::memory(), &format!("{path}.memory"))?;
+    if raw.swap_cache.is_some() && eviction == EvictionSpec::None {
+        return err(format!("{path}.swap_cache"), "nothing is swapped without an `os.eviction` policy: set one, or drop `swap_cache`");
+    }
+    let swap_cache = raw.swap_cache.unwrap_or(true);
+    fits_host(memory, host_bytes(frames, eviction, recency, swap_cache), crate::host::memory(), &format!("{path}.memory"))?;
     if raw.age_window == Some(0) {
         return err(format!("{path}.age_window"), "a window needs at least one eviction");
     }
     if raw.age_window.is_some() && eviction == EvictionSpec::None {
         return err(format!("{path}.age_window"), "the eviction-age metric needs an `os.eviction` policy (nothing is evicted without one)");
     }
-    Ok(OsSpec { memory, page_size, placement, eviction, recency, age_window: raw.age_window })
+    Ok(OsSpec { memory, page_size, placement, eviction, recency, age_window: raw.age_window, swap_cache })
 }
 
 /// Bytes of host memory the OS model allocates for `frames` frames of simulated memory when a
 /// machine is built: their state (`os::Frames`: 22 bytes per frame under an `eviction`
 /// policy, one bit without), a byte per frame more for Linux-like reclaim's referenced bits
-/// and lazy Iceberg LRU's marks, and two for the accessed bits and histories of `recency`
-/// scans. Pages of it are touched only as frames are used, but the allocation itself fails,
-/// aborting the process, when it is larger than the host's memory.
-fn host_bytes(frames: u64, eviction: EvictionSpec, recency: Recency) -> u64 {
+/// and lazy Iceberg LRU's marks, one for the swap cache's flags, and two for the accessed
+/// bits and histories of `recency` scans. Pages of it are touched only as frames are used,
+/// but the allocation itself fails, aborting the process, when it is larger than the host's
+/// memory.
+fn host_bytes(frames: u64, eviction: EvictionSpec, recency: Recency, swap_cache: bool) -> u64 {
     let policy = match eviction {
         EvictionSpec::Linux { .. } | EvictionSpec::LazyIcebergLru { .. } => 1,
         _ => 0,
     };
+    let evicts = eviction != EvictionSpec::None;
+    let cache = u64::from(evicts && swap_cache);
     let scans = if matches!(recency, Recency::Scan { .. }) { 2 } else { 0 };
-    let frame_state = crate::os::frames::Frames::host_bytes(frames, eviction != EvictionSpec::None);
-    frame_state.saturating_add(frames.saturating_mul(policy + scans))
+    let frame_state = crate::os::frames::Frames::host_bytes(frames, evicts);
+    frame_state.saturating_add(frames.saturating_mul(policy + cache + scans))
 }
 
 /// Checks that the host, with `host` bytes of memory for this process (unknown when `None`), can
@@ -117,7 +125,7 @@ fn shortfall(needed: u64, host: Option<u64>) -> Option<u64> {
 pub(super) fn fit_together<'a>(oses: impl Iterator<Item = &'a OsSpec>, host: Option<u64>, path: &str) -> Result<()> {
     let (count, memory, needed) = oses.fold((0, 0u64, 0u64), |(n, bytes, needed), os| {
         let frames = os.memory / os.page_size.bytes();
-        (n + 1, bytes.saturating_add(os.memory), needed.saturating_add(host_bytes(frames, os.eviction, os.recency)))
+        (n + 1, bytes.saturating_add(os.memory), needed.saturating_add(host_bytes(frames, os.eviction, os.recency, os.swap_cache)))
     });
     let Some(host) = shortfall(needed, host).filter(|_| count > 1) else { return Ok(()) };
     let what = format!(
@@ -285,10 +293,10 @@ mod tests {
     #[test]
     fn memory_beyond_the_host_is_an_error_naming_the_bytes_needed() {
         let frames = 15u64 << 28; // 15 TiB of 4 KiB frames
-        let needed = host_bytes(frames, EvictionSpec::Lru, Recency::Access);
+        let needed = host_bytes(frames, EvictionSpec::Lru, Recency::Access, false);
         let e = fits_host(15 << 40, needed, Some(16 << 30), "machine[0].os.memory").unwrap_err().to_string();
         assert!(e.starts_with("machine[0].os.memory: cannot allocate 82.97GiB of host memory for the 15TiB of simulated memory (this process may use 16GiB)"), "{e}");
-        assert!(fits_host(16 << 30, host_bytes(1 << 22, EvictionSpec::Lru, Recency::Access), Some(16 << 30), "m").is_ok());
+        assert!(fits_host(16 << 30, host_bytes(1 << 22, EvictionSpec::Lru, Recency::Access, true), Some(16 << 30), "m").is_ok());
         assert!(fits_host(15 << 40, needed, None, "m").is_ok(), "no check where the host's memory is unknown");
     }
 
@@ -296,12 +304,13 @@ mod tests {
     fn a_memory_that_never_evicts_costs_a_bit_per_frame() {
         // 15 TiB without eviction: the occupancy bitset alone, 480 MiB.
         let frames = 15u64 << 28;
-        assert_eq!(host_bytes(frames, EvictionSpec::None, Recency::Access), 480 << 20);
-        assert!(fits_host(15 << 40, host_bytes(frames, EvictionSpec::None, Recency::Access), Some(1 << 30), "m").is_ok());
+        assert_eq!(host_bytes(frames, EvictionSpec::None, Recency::Access, true), 480 << 20);
+        assert!(fits_host(15 << 40, host_bytes(frames, EvictionSpec::None, Recency::Access, true), Some(1 << 30), "m").is_ok());
         // Policies and scans with per-frame vectors of their own: 22 bytes and a bit, and 1 or 2.
         let scan = Recency::Scan { period: 1000, hot_sample: 0.2, history: 8 };
-        assert_eq!(host_bytes(8, EvictionSpec::Lru, scan), 8 * 24 + 1);
-        assert_eq!(host_bytes(8, EvictionSpec::Linux { reserve: 0.0, inactive_ratio: InactiveRatio::Kernel, workingset: true, look_twice: true }, Recency::Access), 8 * 23 + 1);
+        assert_eq!(host_bytes(8, EvictionSpec::Lru, scan, false), 8 * 24 + 1);
+        assert_eq!(host_bytes(8, EvictionSpec::Lru, scan, true), 8 * 25 + 1);
+        assert_eq!(host_bytes(8, EvictionSpec::Linux { reserve: 0.0, inactive_ratio: InactiveRatio::Kernel, workingset: true, look_twice: true }, Recency::Access, false), 8 * 23 + 1);
     }
 
     #[test]

@@ -364,6 +364,9 @@ pub struct RawOs {
     /// Whether Linux-like reclaim promotes a page only when it finds it referenced at two
     /// looks in a row, its fault counting at the first (the kernel's rule for mapped pages).
     pub look_twice: Option<bool>,
+    /// Whether a page swapped in by a load keeps its copy in swap until a store (the
+    /// kernel's swap cache), so that evicting it again writes nothing.
+    pub swap_cache: Option<bool>,
     /// Fraction of memory Iceberg LRU leaves unused.
     pub delta: Option<f64>,
     /// How page use is observed.

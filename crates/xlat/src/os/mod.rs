@@ -52,12 +52,16 @@ pub struct OsSpec {
     pub recency: Recency,
     /// Evictions per window of the eviction-age metric, when it is tracked.
     pub age_window: Option<u64>,
+    /// The swap cache: a page swapped in by a load keeps its copy in swap until a store, so
+    /// that evicting it again writes nothing (see [`OsStats::swap_outs`]).
+    pub swap_cache: bool,
 }
 
 impl OsSpec {
-    /// A memory of `memory` bytes of 4 KiB pages placed by `placement`, never evicting.
+    /// A memory of `memory` bytes of 4 KiB pages placed by `placement`, never evicting (and,
+    /// given a policy, writing every page it evicts: no swap cache).
     pub fn simple(memory: u64, placement: PlacementSpec) -> OsSpec {
-        OsSpec { memory, page_size: PageSize::Size4K, placement, eviction: EvictionSpec::None, recency: Recency::Access, age_window: None }
+        OsSpec { memory, page_size: PageSize::Size4K, placement, eviction: EvictionSpec::None, recency: Recency::Access, age_window: None, swap_cache: false }
     }
 }
 
@@ -114,6 +118,9 @@ pub struct Os {
     /// reference's own use is recorded: that use is the fault's, and does not count as a
     /// later reference for Linux-like reclaim (see [`Os::record_use`]).
     just_faulted: Option<u64>,
+    /// Under the swap cache, one flag per frame: its page has an up-to-date copy in swap
+    /// (it was swapped in and not stored to since). Empty without the swap cache.
+    swap_copy: Vec<bool>,
     /// Pages whose TLB entries must go, since the machine last took them: evicted pages,
     /// and pages whose accessed bit a scan cleared.
     shootdowns: Vec<(Asid, Vpn)>,
@@ -165,6 +172,7 @@ impl Os {
             retime_fills: spec.recency == Recency::Fill && evicts,
             stamp_only: false,
             just_faulted: None,
+            swap_copy: if evicts && spec.swap_cache { vec![false; frames as usize] } else { Vec::new() },
             shootdowns: Vec::new(),
             utilization: Utilization::default(),
             stats: OsStats::default(),
@@ -246,14 +254,20 @@ impl Os {
     }
 
     /// Records one use of the page mapped at base frame `pfn` (every translated reference,
-    /// when [`Os::tracks_use`]). True when an accessed-bit scan ran, which may have left
-    /// pages for a shootdown ([`Os::take_shootdowns`]).
+    /// when [`Os::tracks_use`]), a store if `store`. True when an accessed-bit scan ran,
+    /// which may have left pages for a shootdown ([`Os::take_shootdowns`]).
     #[inline(always)]
     #[must_use]
-    pub fn access(&mut self, pfn: Pfn) -> bool {
+    pub fn access(&mut self, pfn: Pfn, store: bool) -> bool {
         debug_assert!(self.tracks_use(), "uses reported to an OS that does not track them");
         self.clock += 1;
         let frame = self.frame_of(pfn);
+        if store {
+            // The copy in swap is stale now (the kernel frees it at the write fault).
+            if let Some(copy) = self.swap_copy.get_mut(frame as usize) {
+                *copy = false;
+            }
+        }
         if self.retime_uses {
             self.record_use(frame);
             return false;
@@ -338,6 +352,11 @@ impl Os {
         let (frame, cpfn) = self.choose_frame(asid, vpn).map_err(|reason| OutOfMemory { asid, vaddr, reason })?;
         self.utilization.change(self.clock, self.frames.used());
         self.frames.occupy(frame, asid, vpn, self.clock);
+        // A page read back from swap keeps its copy there; a store by the faulting
+        // reference itself clears the flag when the machine reports the use.
+        if let Some(copy) = self.swap_copy.get_mut(frame as usize) {
+            *copy = swapped_in;
+        }
         if let Some(scanner) = &mut self.scanner {
             scanner.forget(frame);
         }
@@ -490,7 +509,9 @@ impl Os {
         }
         self.horizon = self.horizon.max(stamp);
         self.stats.evictions += 1;
-        self.stats.swap_outs += 1;
+        // A page whose copy in swap is up to date goes without being written.
+        let copy = self.swap_copy.get_mut(frame as usize).is_some_and(std::mem::take);
+        self.stats.swap_outs += u64::from(!copy);
         self.stats.mapped_pages = self.table.len() as u64;
         self.shootdowns.push((asid, vpn));
     }
@@ -572,7 +593,7 @@ impl Os {
         stats.reclaim = self.linux.as_ref().map(LinuxLists::stats);
         stats.memory_bytes = self.spec.memory;
         stats.swap_io_bytes = (stats.swap_ins + stats.swap_outs) * self.spec.page_size.bytes();
-        stats.shootdowns = stats.swap_outs + stats.scan_shootdowns;
+        stats.shootdowns = stats.evictions + stats.scan_shootdowns;
         stats
     }
 

@@ -13,14 +13,16 @@ pub struct OsStats {
     pub page_faults: u64,
     /// Faults on pages that had been swapped out (major faults), each a page read from swap.
     pub swap_ins: u64,
-    /// Pages evicted to swap, each a page written and a TLB shootdown.
+    /// Pages written to swap: evictions of pages without an up-to-date copy there (all
+    /// evictions without the swap cache; under it, not those of pages swapped in by a load
+    /// and not stored to since).
     pub swap_outs: u64,
-    /// Evictions (equal to `swap_outs`: every evicted page is written to swap).
+    /// Pages evicted, each a TLB shootdown.
     pub evictions: u64,
     /// Pages shot down because an accessed-bit scan cleared their bit (`recency = "scan"`).
     pub scan_shootdowns: u64,
     /// Pages shot down in every TLB of the machine, by evictions and by accessed-bit scans:
-    /// `swap_outs + scan_shootdowns`.
+    /// `evictions + scan_shootdowns`.
     pub shootdowns: u64,
     /// Evictions of ghosts: Horizon LRU's pages older than the horizon, lazy Iceberg LRU's
     /// pages marked evictable.

@@ -15,7 +15,7 @@ fn spec(memory: u64, page_size: PageSize, placement: PlacementSpec) -> OsSpec {
 fn touch(os: &mut Os, vpn: u64) -> Translation {
     let t = os.translate(0, vpn << 12).unwrap();
     if os.tracks_use() {
-        let _scanned = os.access(t.pfn);
+        let _scanned = os.access(t.pfn, false);
     }
     t
 }
@@ -91,32 +91,72 @@ struct BruteLru<K> {
     frames: usize,
     order: VecDeque<K>,
     evicted: std::collections::HashSet<K>,
+    /// With the swap cache: the resident pages whose copy in swap is good.
+    copies: Option<std::collections::HashSet<K>>,
     swap_outs: u64,
     swap_ins: u64,
+    evictions: u64,
 }
 
 impl<K: Copy + Eq + std::hash::Hash> BruteLru<K> {
     fn new(frames: usize) -> BruteLru<K> {
-        BruteLru { frames, order: VecDeque::new(), evicted: Default::default(), swap_outs: 0, swap_ins: 0 }
+        BruteLru { frames, order: VecDeque::new(), evicted: Default::default(), copies: None, swap_outs: 0, swap_ins: 0, evictions: 0 }
     }
 
-    /// A use of `page`; returns the page it evicted, if any.
+    /// A load of `page`; returns the page it evicted, if any.
     fn touch(&mut self, page: K) -> Option<K> {
+        self.touch_kind(page, false)
+    }
+
+    /// A load or, if `store`, a store of `page`; returns the page it evicted, if any.
+    fn touch_kind(&mut self, page: K, store: bool) -> Option<K> {
         let mut victim = None;
         if let Some(pos) = self.order.iter().position(|&p| p == page) {
             self.order.remove(pos);
         } else {
             if self.evicted.remove(&page) {
                 self.swap_ins += 1;
+                self.copies.iter_mut().for_each(|c| _ = c.insert(page));
             }
             if self.order.len() == self.frames {
                 victim = self.order.pop_back();
                 self.evicted.extend(victim);
-                self.swap_outs += 1;
+                self.evictions += 1;
+                let written = !self.copies.as_mut().is_some_and(|c| victim.is_some_and(|v| c.remove(&v)));
+                self.swap_outs += u64::from(written);
             }
+        }
+        if store {
+            self.copies.iter_mut().for_each(|c| _ = c.remove(&page));
         }
         self.order.push_front(page);
         victim
+    }
+}
+
+/// Under the swap cache a page swapped back in keeps its copy in swap until a store, so
+/// evicting it again writes nothing: exact LRU over loads and stores (a third of them, the
+/// faulting reference's included) matches a brute-force LRU that writes only pages without
+/// a good copy, in evictions, writes and reads; without the swap cache every eviction writes.
+#[test]
+fn the_swap_cache_writes_only_pages_without_a_good_copy() {
+    for swap_cache in [false, true] {
+        let frames = 64;
+        let spec = OsSpec { eviction: EvictionSpec::Lru, swap_cache, ..OsSpec::simple(frames << 12, PlacementSpec::Random) };
+        let mut os = Os::new(&spec, 3);
+        let mut model = BruteLru::new(frames as usize);
+        model.copies = swap_cache.then(Default::default);
+        let mut rng = Xoshiro256PlusPlus::seed_from_u64(5);
+        for vpn in stream(20_000, 100, 6) {
+            let store = rng.random_ratio(1, 3);
+            let t = os.translate(0, vpn << 12).unwrap();
+            let _ = os.access(t.pfn, store);
+            os.take_shootdowns();
+            model.touch_kind(vpn, store);
+        }
+        let s = os.stats();
+        assert_eq!((s.evictions, s.swap_outs, s.swap_ins), (model.evictions, model.swap_outs, model.swap_ins), "swap cache {swap_cache}");
+        assert_eq!(s.swap_outs < s.evictions, swap_cache, "swap cache {swap_cache}: {s:?}");
     }
 }
 
@@ -579,7 +619,7 @@ fn exact_lru_over_two_asids_matches_a_brute_force_lru() {
     for (i, vpn) in stream(20_000, 120, 8).into_iter().enumerate() {
         let asid = (i % 3 == 0) as u16;
         let t = os.translate(asid, vpn << 12).unwrap();
-        let _ = os.access(t.pfn);
+        let _ = os.access(t.pfn, false);
         let shot: Vec<(u16, u64)> = os.take_shootdowns().map(|d| d.map(|(a, v)| (a, v.0)).collect()).unwrap_or_default();
         let expect: Vec<(u16, u64)> = model.touch((asid, vpn)).into_iter().collect();
         assert_eq!(shot, expect, "reference {i}");

@@ -92,8 +92,10 @@ pub struct ResultRow {
     pub swap_io_bytes: u64,
     /// Pages read back from swap (major faults).
     pub swap_ins: u64,
-    /// Pages written to swap (evictions).
+    /// Pages written to swap.
     pub swap_outs: u64,
+    /// Pages evicted (written to swap or, under the swap cache, dropped).
+    pub evictions: u64,
     /// Pages shot down in every TLB of the machine (evictions and accessed-bit scans).
     pub shootdowns: u64,
     /// Associativity conflicts of the placement.
@@ -150,6 +152,7 @@ impl MachineStats {
             swap_io_bytes: os.swap_io_bytes,
             swap_ins: os.swap_ins,
             swap_outs: os.swap_outs,
+            evictions: os.evictions,
             shootdowns: os.shootdowns,
             conflicts: os.conflicts,
             first_conflict_utilization: os.first_conflict_utilization,

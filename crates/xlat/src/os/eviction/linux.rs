@@ -1,4 +1,4 @@
-//! Linux-like page reclaim: an inactive and an active list with a referenced bit per page
+//! Linux-like page reclaim: an inactive and an active list with an accessed bit per page
 //! (a model of the kernel's split LRU for anonymous memory, without its per-zone and
 //! per-cgroup details).
 //!
@@ -48,7 +48,8 @@ pub struct ReclaimStats {
     /// Pages demoted from the active to the inactive list (`pgdeactivate`).
     pub deactivations: u64,
     /// Pages found referenced at their first look under the look-twice rule, marked and
-    /// rotated for another trip (the kernel's `PAGEREF_KEEP`, which it does not count).
+    /// rotated for another trip (the kernel's `PAGEREF_KEEP`, which it does not count; not
+    /// its `pgrotated`, another event).
     pub rotations: u64,
     /// Faults on pages that still had a shadow entry (`workingset_refault_anon`); 0 without
     /// refault detection.
@@ -63,7 +64,7 @@ pub struct LinuxLists {
     inactive: VecDeque<u64>,
     active: VecDeque<u64>,
     /// One byte per frame: [`YOUNG`] and [`MARKED`].
-    referenced: Vec<u8>,
+    flags: Vec<u8>,
     /// The look-twice rule; else one look.
     look_twice: bool,
     ratio: InactiveRatio,
@@ -82,7 +83,7 @@ impl LinuxLists {
         LinuxLists {
             inactive: VecDeque::new(),
             active: VecDeque::new(),
-            referenced: vec![0; frames as usize],
+            flags: vec![0; frames as usize],
             look_twice,
             ratio,
             pages_per_gib_log2: 30u32.saturating_sub(page_bytes.trailing_zeros()),
@@ -109,10 +110,10 @@ impl LinuxLists {
         inactive * ratio < active
     }
 
-    /// Marks the page in `frame` referenced (its accessed bit).
+    /// Sets the accessed bit of the page in `frame` (a use).
     #[inline]
     pub fn reference(&mut self, frame: u64) {
-        self.referenced[frame as usize] |= YOUNG;
+        self.flags[frame as usize] |= YOUNG;
     }
 
     /// Registers page `page` of `asid` just placed in `frame`: on the inactive list, or on
@@ -121,7 +122,7 @@ impl LinuxLists {
     /// has mapped the page); under one look it is not yet referenced (the fault is its first
     /// use and is what put it here).
     pub fn insert(&mut self, frame: u64, asid: Asid, page: u64) {
-        self.referenced[frame as usize] = if self.look_twice { YOUNG } else { 0 };
+        self.flags[frame as usize] = if self.look_twice { YOUNG } else { 0 };
         let active = self.active.len();
         let refault = self.workingset.as_mut().and_then(|w| w.refault(asid, page, active));
         self.stats.refaults += u64::from(refault.is_some());
@@ -149,17 +150,17 @@ impl LinuxLists {
         loop {
             if self.inactive_is_low() {
                 let frame = self.active.pop_front().expect("a low inactive list is shorter than the active list");
-                self.referenced[frame as usize] &= !YOUNG;
+                self.flags[frame as usize] &= !YOUNG;
                 self.inactive.push_back(frame);
                 self.stats.deactivations += 1;
             }
             let frame = self.inactive.pop_front()?;
-            let bits = std::mem::take(&mut self.referenced[frame as usize]);
+            let bits = std::mem::take(&mut self.flags[frame as usize]);
             if bits & YOUNG == 0 {
                 return Some(frame);
             }
             if self.look_twice {
-                self.referenced[frame as usize] = MARKED;
+                self.flags[frame as usize] = MARKED;
                 if bits & MARKED == 0 {
                     self.inactive.push_back(frame);
                     self.stats.rotations += 1;
@@ -180,12 +181,18 @@ mod tests {
     use super::*;
 
     /// Lists of 8 frames at ratio 1 holding pages 0 to 3 (page `f` in frame `f`, ASID 0),
-    /// with pages 0 and 1 referenced.
-    fn lists_with_0_and_1_referenced(workingset: bool) -> LinuxLists {
-        let mut l = LinuxLists::new(8, 4096, InactiveRatio::Fixed(1), workingset, false);
+    /// just faulted in.
+    fn lists_of_four_pages(workingset: bool, look_twice: bool) -> LinuxLists {
+        let mut l = LinuxLists::new(8, 4096, InactiveRatio::Fixed(1), workingset, look_twice);
         for f in 0..4 {
             l.insert(f, 0, f);
         }
+        l
+    }
+
+    /// [`lists_of_four_pages`] under one look, with pages 0 and 1 referenced.
+    fn lists_with_0_and_1_referenced(workingset: bool) -> LinuxLists {
+        let mut l = lists_of_four_pages(workingset, false);
         l.reference(0);
         l.reference(1);
         l
@@ -258,23 +265,13 @@ mod tests {
         }
     }
 
-    /// Lists of 8 frames at ratio 1 under the look-twice rule, holding pages 0 to 3 (page
-    /// `f` in frame `f`, ASID 0), without refault detection.
-    fn lists_looking_twice() -> LinuxLists {
-        let mut l = LinuxLists::new(8, 4096, InactiveRatio::Fixed(1), false, true);
-        for f in 0..4 {
-            l.insert(f, 0, f);
-        }
-        l
-    }
-
     /// Under the look-twice rule the fault counts: every page survives its first look, and
     /// the first page looked at twice without a reference between goes. Page 0, used again
     /// before the first look (its accessed bit cannot count two uses), is evicted first; page
     /// 1, used again between the looks, is promoted.
     #[test]
     fn looking_twice_a_page_survives_its_first_look_on_its_fault() {
-        let mut l = lists_looking_twice();
+        let mut l = lists_of_four_pages(false, true);
         l.reference(0);
         // All four are young and unmarked: each is marked and rotated, then 0 is looked at
         // again, not young.
@@ -282,7 +279,7 @@ mod tests {
         assert_eq!(l.inactive, [1, 2, 3]);
         l.reference(1);
         assert_eq!(l.victim(), Some(2), "1 was young and marked: promoted");
-        assert_eq!((l.active.len(), l.referenced[1]), (1, MARKED), "an activated page stays marked");
+        assert_eq!((l.active.len(), l.flags[1]), (1, MARKED), "an activated page stays marked");
         assert_eq!(l.victim(), Some(3));
         let stats = ReclaimStats { activations: 1, rotations: 4, ..ReclaimStats::default() };
         assert_eq!(l.stats(), stats, "each of the four rotated once, 1 promoted, nothing demoted");
@@ -293,7 +290,7 @@ mod tests {
     /// recovered"), where a new page needs a use after its first look.
     #[test]
     fn looking_twice_a_demoted_page_comes_back_on_one_use() {
-        let mut l = lists_looking_twice();
+        let mut l = lists_of_four_pages(false, true);
         assert_eq!(l.victim(), Some(0), "all four rotated on their faults, then 0 goes");
         l.reference(1);
         l.reference(2);
@@ -301,7 +298,7 @@ mod tests {
         // which goes.
         assert_eq!(l.victim(), Some(3));
         assert_eq!((Vec::from(l.inactive.clone()), Vec::from(l.active.clone())), (vec![1], vec![2]));
-        assert_eq!(l.referenced[1], MARKED, "demoted: not young, still marked");
+        assert_eq!(l.flags[1], MARKED, "demoted: not young, still marked");
         l.reference(1);
         assert_eq!(l.victim(), Some(2), "1 is promoted at one look; 2, demoted, goes");
         assert_eq!(Vec::from(l.active.clone()), vec![1]);
@@ -454,20 +451,22 @@ mod tests {
                 let i = self.oldest(false)?;
                 let since = self.tick();
                 let p = &mut self.pages[i];
-                if !p.young {
+                // The kernel's `page_check_references` (one look: a young page is promoted).
+                let referenced_ptes = std::mem::take(&mut p.young);
+                let referenced_page = std::mem::take(&mut p.marked);
+                if !referenced_ptes {
                     let p = self.pages.swap_remove(i);
                     self.age += 1;
                     self.shadows.insert(p.page, self.age);
                     return Some((p.frame, p.page));
                 }
-                p.young = false;
-                if self.look_twice && !p.marked {
-                    (p.marked, p.since) = (true, since);
+                p.marked = self.look_twice; // SetPageReferenced
+                if self.look_twice && !referenced_page {
+                    p.since = since; // PAGEREF_KEEP
                     self.stats.rotations += 1;
                     continue;
                 }
-                p.marked = self.look_twice;
-                (p.active, p.since) = (true, since);
+                (p.active, p.since) = (true, since); // PAGEREF_ACTIVATE
                 self.age += u64::from(self.workingset);
                 self.stats.activations += 1;
             }
@@ -518,8 +517,8 @@ mod tests {
                 active.sort_unstable();
                 listed.sort_unstable();
                 proptest::prop_assert_eq!(listed, active);
+                proptest::prop_assert_eq!(lists.stats(), model.stats);
             }
-            proptest::prop_assert_eq!(lists.stats(), model.stats);
         }
     }
 }

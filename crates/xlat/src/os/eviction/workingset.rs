@@ -44,9 +44,8 @@ impl Workingset {
     }
 
     /// For page `page` of `asid` faulting in while the active list holds `active` pages:
-    /// `None` when it left no shadow entry (a first fault, or refault detection forgot it),
-    /// else whether it refaults within the working set, and is then activated (which
-    /// counts). Consumes its shadow entry.
+    /// `None` when it left no shadow entry (a first fault), else whether it refaults within
+    /// the working set, and is then activated (which counts). Consumes its shadow entry.
     pub fn refault(&mut self, asid: Asid, page: u64, active: usize) -> Option<bool> {
         let eviction = self.shadows.remove(&(asid, page))?;
         let activate = self.age - eviction <= active as u64;
