@@ -275,6 +275,7 @@ fn mosaic_configuration_errors_name_the_field() {
         (MOSAIC.replace("eviction = \"horizon-lru\"", "eviction = \"horizon-lru\", inactive_ratio = 3"), "machine[0].os.inactive_ratio", "applies to `eviction = \"linux\"` only"),
         (MOSAIC.replace("eviction = \"horizon-lru\"", "eviction = \"horizon-lru\", workingset = false"), "machine[0].os.workingset", "applies to `eviction = \"linux\"` only"),
         (MOSAIC.replace("eviction = \"horizon-lru\"", "eviction = \"horizon-lru\", look_twice = false"), "machine[0].os.look_twice", "applies to `eviction = \"linux\"` only"),
+        (MOSAIC.replace("eviction = \"horizon-lru\", ", "swap_cache = false, "), "machine[0].os.swap_cache", "nothing is swapped without an `os.eviction` policy"),
         (MOSAIC.replace("placement = \"iceberg\", eviction = \"horizon-lru\", iceberg = { front = 56, back = 8 }", "placement = \"random\", eviction = \"linux\", workingset = 1"), "line 11", "invalid type"),
         (MOSAIC.replace("eviction = \"horizon-lru\", ", "recency = \"scan\", "), "machine[0].os.recency", "set an `os.eviction` policy"),
         (MOSAIC.replace("eviction = \"horizon-lru\", ", "age_window = 100, "), "machine[0].os.age_window", "needs an `os.eviction` policy"),

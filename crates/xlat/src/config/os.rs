@@ -205,17 +205,14 @@ fn inactive_ratio(raw: Option<RawInactiveRatio>, path: &str) -> Result<InactiveR
 
 fn eviction(raw: &RawOs, path: &str, placement: &PlacementSpec) -> Result<EvictionSpec> {
     let kind = raw.eviction.unwrap_or(EvictionKind::None);
-    if raw.reserve.is_some() && kind != EvictionKind::Linux {
-        return err(format!("{path}.reserve"), "`reserve` applies to `eviction = \"linux\"` only");
-    }
-    if raw.inactive_ratio.is_some() && kind != EvictionKind::Linux {
-        return err(format!("{path}.inactive_ratio"), "`inactive_ratio` applies to `eviction = \"linux\"` only");
-    }
-    if raw.workingset.is_some() && kind != EvictionKind::Linux {
-        return err(format!("{path}.workingset"), "`workingset` applies to `eviction = \"linux\"` only");
-    }
-    if raw.look_twice.is_some() && kind != EvictionKind::Linux {
-        return err(format!("{path}.look_twice"), "`look_twice` applies to `eviction = \"linux\"` only");
+    let linux_fields = [
+        ("reserve", raw.reserve.is_some()),
+        ("inactive_ratio", raw.inactive_ratio.is_some()),
+        ("workingset", raw.workingset.is_some()),
+        ("look_twice", raw.look_twice.is_some()),
+    ];
+    if let Some((field, _)) = linux_fields.iter().find(|(_, given)| *given).filter(|_| kind != EvictionKind::Linux) {
+        return err(format!("{path}.{field}"), format!("`{field}` applies to `eviction = \"linux\"` only"));
     }
     if raw.delta.is_some() && !matches!(kind, EvictionKind::IcebergLru | EvictionKind::LazyIcebergLru) {
         return err(format!("{path}.delta"), "`delta` applies to `eviction = \"iceberg-lru\"` and `\"lazy-iceberg-lru\"` only");

@@ -287,7 +287,7 @@ impl Os {
     }
 
     /// A use of the page in `frame` that recency counts (every use under recency on access,
-    /// a walk of the first TLB under recency on fill): its new timestamp, and its referenced
+    /// a walk of the first TLB under recency on fill): its new timestamp, and its accessed
     /// bit in the Linux lists, unless the use is that of the reference that just faulted the
     /// page in. The lists decide what the fault counts for (under the look-twice rule it
     /// leaves the page young, under one look not); under recency on fill the faulting walk
