@@ -62,6 +62,18 @@ fn run_text(text: &str, base_dir: &Path) -> (xlat::config::ExperimentSpec, Resul
     (spec, result)
 }
 
+/// Runs the experiment `text` and writes its results: the directory they are in, its
+/// results.csv, and its results.json parsed.
+fn written_results(text: &str) -> (tempfile::TempDir, String, serde_json::Value) {
+    let spec = parse_experiment(text, Path::new(".")).unwrap();
+    let result = run_experiment(&spec, &AtomicBool::new(false), &mut |_| {}).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    write_results(dir.path(), &spec, &result).unwrap();
+    let csv = std::fs::read_to_string(dir.path().join("results.csv")).unwrap();
+    let json = serde_json::from_str(&std::fs::read_to_string(dir.path().join("results.json")).unwrap()).unwrap();
+    (dir, csv, json)
+}
+
 #[test]
 fn runs_every_workload_on_every_machine() {
     let spec = parse_experiment(SMALL, Path::new(".")).unwrap();
@@ -276,6 +288,9 @@ fn mosaic_configuration_errors_name_the_field() {
         (MOSAIC.replace("eviction = \"horizon-lru\"", "eviction = \"horizon-lru\", workingset = false"), "machine[0].os.workingset", "applies to `eviction = \"linux\"` only"),
         (MOSAIC.replace("eviction = \"horizon-lru\"", "eviction = \"horizon-lru\", look_twice = false"), "machine[0].os.look_twice", "applies to `eviction = \"linux\"` only"),
         (MOSAIC.replace("eviction = \"horizon-lru\", ", "swap_cache = false, "), "machine[0].os.swap_cache", "nothing is swapped without an `os.eviction` policy"),
+        (MOSAIC.replace("eviction = \"horizon-lru\", ", "page_cluster = 3, "), "machine[0].os.page_cluster", "nothing is swapped without an `os.eviction` policy"),
+        (MOSAIC.replace("eviction = \"horizon-lru\"", "eviction = \"horizon-lru\", page_cluster = 6"), "machine[0].os.page_cluster", "6 is above 5"),
+        (MOSAIC.replace("eviction = \"horizon-lru\"", "eviction = \"horizon-lru\", swap_cache = false, page_cluster = 1"), "machine[0].os.page_cluster", "set `swap_cache = true`, or `page_cluster = 0`"),
         (MOSAIC.replace("placement = \"iceberg\", eviction = \"horizon-lru\", iceberg = { front = 56, back = 8 }", "placement = \"random\", eviction = \"linux\", workingset = 1"), "line 11", "invalid type"),
         (MOSAIC.replace("eviction = \"horizon-lru\", ", "recency = \"scan\", "), "machine[0].os.recency", "set an `os.eviction` policy"),
         (MOSAIC.replace("eviction = \"horizon-lru\", ", "age_window = 100, "), "machine[0].os.age_window", "needs an `os.eviction` policy"),
@@ -304,11 +319,7 @@ fn mosaic_configuration_errors_name_the_field() {
 
 #[test]
 fn mosaic_rows_are_written() {
-    let spec = parse_experiment(MOSAIC, Path::new(".")).unwrap();
-    let result = run_experiment(&spec, &AtomicBool::new(false), &mut |_| {}).unwrap();
-    let dir = tempfile::tempdir().unwrap();
-    write_results(dir.path(), &spec, &result).unwrap();
-    let csv = std::fs::read_to_string(dir.path().join("results.csv")).unwrap();
+    let (_dir, csv, json) = written_results(MOSAIC);
     let header = csv.lines().next().unwrap();
     assert!(header.contains("sub_page_misses") && header.contains("first_conflict_utilization"), "{header}");
     let mosaic_rows: Vec<_> = csv.lines().filter(|l| l.contains(",mosaic-8-full,")).collect();
@@ -317,7 +328,6 @@ fn mosaic_rows_are_written() {
     // was filled: 13 tag misses and 85 sub-page misses.
     assert!(mosaic_rows[0].contains(",mosaic-8,1024,1024,8,50000,49902,98,85,"), "{}", mosaic_rows[0]);
     // results.json counts them the same way, and the two kinds apart.
-    let json: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(dir.path().join("results.json")).unwrap()).unwrap();
     let tlbs = json["results"][0]["machines"][0]["mosaic"].as_array().unwrap();
     let c = tlbs.iter().find(|t| t["name"] == "mosaic-8-full").unwrap();
     let counts = ["accesses", "hits", "misses", "tag_misses", "sub_misses"].map(|k| c[k].as_u64().unwrap());
@@ -329,6 +339,8 @@ fn mosaic_rows_are_written() {
 /// over 32 frames no page is used while resident: under the look-twice rule each is rotated
 /// once on its fault and evicted at its second look, never promoted or demoted, and every
 /// swap-in finds its shadow entry but comes back from further than the (empty) active list.
+/// Readahead is off: a sweep would read pages ahead of their faults, and this is about the
+/// lists.
 #[test]
 fn results_json_counts_what_linux_reclaim_did() {
     let text = r#"
@@ -350,18 +362,14 @@ store_fraction = 1.0
 [[machine]]
 name = "linux"
 preset = "single-tlb"
-os = { memory = "128KiB", placement = "random", eviction = "linux", reserve = 0.0 }
+os = { memory = "128KiB", placement = "random", eviction = "linux", reserve = 0.0, page_cluster = 0 }
 
 [[machine]]
 name = "lru"
 preset = "single-tlb"
 os = { memory = "128KiB", placement = "random", eviction = "lru" }
 "#;
-    let spec = parse_experiment(text, Path::new(".")).unwrap();
-    let result = run_experiment(&spec, &AtomicBool::new(false), &mut |_| {}).unwrap();
-    let dir = tempfile::tempdir().unwrap();
-    write_results(dir.path(), &spec, &result).unwrap();
-    let json: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(dir.path().join("results.json")).unwrap()).unwrap();
+    let (_dir, _csv, json) = written_results(text);
     let machines = json["results"][0]["machines"].as_array().unwrap();
     let os = &machines[0]["os"];
     let count = |k: &str| os["reclaim"][k].as_u64().unwrap_or_else(|| panic!("no reclaim.{k} in {os}"));
@@ -378,6 +386,40 @@ os = { memory = "128KiB", placement = "random", eviction = "lru" }
     // The same loop of stores: every page is dirty when evicted, so every eviction writes.
     let os = &json["results"][1]["machines"][0]["os"];
     assert_eq!(["evictions", "swap_outs"].map(|k| os[k].as_u64().unwrap()), [168, 168], "{os}");
+}
+
+/// Swap readahead is on by default under eviction: on a forward loop of 40 pages over 32
+/// frames, faults read pages ahead that later faults find, and results.json and results.csv
+/// count them consistently (each page read is a swap-in; a fault finds its page on disk, read
+/// ahead, or nowhere before its first touch).
+#[test]
+fn readahead_is_counted_in_results() {
+    let text = r#"
+[[workload]]
+name = "loop"
+type = "strided"
+footprint = "160KiB"
+stride = 4096
+refs = 400
+
+[[machine]]
+name = "lru"
+preset = "single-tlb"
+os = { memory = "128KiB", placement = "random", eviction = "lru" }
+"#;
+    let (_dir, csv, json) = written_results(text);
+    let machine = &json["results"][0]["machines"][0];
+    assert_eq!(json["experiment"]["machines"][0]["os"]["page_cluster"], 3, "{}", json["experiment"]);
+    let os = &machine["os"];
+    let [faults, swap_ins, ahead, hits] = ["page_faults", "swap_ins", "readahead_pages", "readahead_hits"].map(|k| os[k].as_u64().unwrap());
+    assert!(hits > 100 && ahead >= hits, "{os}");
+    let majors = faults - 40 - hits;
+    assert_eq!(swap_ins, majors + ahead, "{os}");
+    assert!(majors < 160, "without readahead every one of the 360 later references faults, 160 of them reading from swap: {os}");
+    let header: Vec<&str> = csv.lines().next().unwrap().split(',').collect();
+    let row: Vec<&str> = csv.lines().nth(1).unwrap().split(',').collect();
+    let column = |name: &str| row[header.iter().position(|h| *h == name).unwrap()];
+    assert_eq!(column("swap_ins"), swap_ins.to_string());
 }
 
 #[test]

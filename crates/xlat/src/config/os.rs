@@ -6,6 +6,7 @@ use super::raw::{RawIceberg, RawInactiveRatio, RawOs};
 use super::validate::{err, page_size_of};
 use crate::os::eviction::{EvictionKind, InactiveRatio, RecencyKind};
 use crate::os::iceberg::IcebergSpec;
+use crate::os::readahead::MAX_PAGE_CLUSTER;
 use crate::os::{EvictionSpec, OsSpec, Placement, PlacementSpec, Recency};
 use crate::types::PageSize;
 use crate::units::{exact_bytes, format_bytes};
@@ -25,6 +26,8 @@ pub const DEFAULT_SCAN_PERIOD: u64 = 1_000_000;
 pub const DEFAULT_HOT_SAMPLE: f64 = 0.2;
 /// Default scans of history per page (the prototype's 8).
 pub const DEFAULT_SCAN_HISTORY: u32 = 8;
+/// Default `page_cluster`: the kernel's `vm.page-cluster`, up to 8 pages read per major fault.
+pub const DEFAULT_PAGE_CLUSTER: u32 = 3;
 /// Default ways of set-associative placement.
 pub const DEFAULT_SET_WAYS: u64 = 16;
 /// `over`'s fields where given, else `base`'s.
@@ -42,6 +45,7 @@ pub fn merge(base: RawOs, over: Option<&RawOs>) -> RawOs {
         workingset: o.workingset.or(base.workingset),
         look_twice: o.look_twice.or(base.look_twice),
         swap_cache: o.swap_cache.or(base.swap_cache),
+        page_cluster: o.page_cluster.or(base.page_cluster),
         delta: o.delta.or(base.delta),
         recency: o.recency.or(base.recency),
         scan_period: o.scan_period.or(base.scan_period),
@@ -74,6 +78,7 @@ pub fn validate(raw: &RawOs, path: &str) -> Result<OsSpec> {
         return err(format!("{path}.swap_cache"), "nothing is swapped without an `os.eviction` policy: set one, or drop `swap_cache`");
     }
     let swap_cache = raw.swap_cache.unwrap_or(true);
+    let page_cluster = page_cluster(raw, path, eviction, swap_cache)?;
     fits_host(memory, host_bytes(frames, eviction, recency, swap_cache), crate::host::memory(), &format!("{path}.memory"))?;
     if raw.age_window == Some(0) {
         return err(format!("{path}.age_window"), "a window needs at least one eviction");
@@ -81,7 +86,26 @@ pub fn validate(raw: &RawOs, path: &str) -> Result<OsSpec> {
     if raw.age_window.is_some() && eviction == EvictionSpec::None {
         return err(format!("{path}.age_window"), "the eviction-age metric needs an `os.eviction` policy (nothing is evicted without one)");
     }
-    Ok(OsSpec { memory, page_size, placement, eviction, recency, age_window: raw.age_window, swap_cache })
+    Ok(OsSpec { memory, page_size, placement, eviction, recency, age_window: raw.age_window, swap_cache, page_cluster })
+}
+
+/// Swap readahead's `page_cluster`: the kernel's default (3, up to 8 pages per fault) where
+/// pages are swapped and the swap cache holds the pages read, else 0.
+fn page_cluster(raw: &RawOs, path: &str, eviction: EvictionSpec, swap_cache: bool) -> Result<u32> {
+    let field = format!("{path}.page_cluster");
+    let Some(given) = raw.page_cluster else {
+        return Ok(if eviction != EvictionSpec::None && swap_cache { DEFAULT_PAGE_CLUSTER } else { 0 });
+    };
+    if eviction == EvictionSpec::None {
+        return err(field, "nothing is swapped without an `os.eviction` policy: set one, or drop `page_cluster`");
+    }
+    if given > MAX_PAGE_CLUSTER {
+        return err(field, format!("{given} is above {MAX_PAGE_CLUSTER}: the kernel reads at most 2^{MAX_PAGE_CLUSTER} pages per fault"));
+    }
+    if given > 0 && !swap_cache {
+        return err(field, "readahead keeps the pages it reads in the swap cache: set `swap_cache = true`, or `page_cluster = 0`");
+    }
+    Ok(given)
 }
 
 /// Bytes of host memory the OS model allocates for `frames` frames of simulated memory when a
@@ -322,6 +346,20 @@ mod tests {
         assert!(fit_together([&half, &third].into_iter(), Some(70 << 30), "w").is_ok());
         assert!(fit_together([&half, &third].into_iter(), None, "w").is_ok(), "no check where the host's memory is unknown");
         assert!(fit_together([&os(15 << 40)].into_iter(), Some(1 << 30), "w").is_ok(), "one machine is checked with its own field");
+    }
+
+    #[test]
+    fn readahead_defaults_to_the_kernels_where_pages_are_swapped_through_the_swap_cache() {
+        let cluster = |eviction: Option<EvictionKind>, swap_cache: Option<bool>| {
+            let raw = RawOs { eviction, swap_cache, placement: Some(Placement::Random), ..presets::default_os() };
+            validate(&raw, "os").unwrap().page_cluster
+        };
+        assert_eq!(cluster(Some(EvictionKind::Lru), None), DEFAULT_PAGE_CLUSTER);
+        assert_eq!(cluster(Some(EvictionKind::Linux), Some(true)), DEFAULT_PAGE_CLUSTER);
+        assert_eq!(cluster(Some(EvictionKind::Lru), Some(false)), 0, "no swap cache to read into");
+        assert_eq!(cluster(None, None), 0, "nothing swapped");
+        let raw = RawOs { eviction: Some(EvictionKind::Lru), page_cluster: Some(0), ..presets::default_os() };
+        assert_eq!(validate(&raw, "os").unwrap().page_cluster, 0);
     }
 
     #[test]

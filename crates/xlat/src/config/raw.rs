@@ -367,6 +367,10 @@ pub struct RawOs {
     /// Whether a page swapped in by a load keeps its copy in swap until a store (the
     /// kernel's swap cache), so that evicting it again writes nothing.
     pub swap_cache: Option<bool>,
+    /// log2 of the most pages a major fault reads from swap (the kernel's `vm.page-cluster`,
+    /// 0 to 5): swap readahead reads the faulting page's swapped-out neighbours with it.
+    /// 0 turns readahead off.
+    pub page_cluster: Option<u32>,
     /// Fraction of memory Iceberg LRU leaves unused.
     pub delta: Option<f64>,
     /// How page use is observed.

@@ -4,8 +4,9 @@
 //! A walk that finds no mapping faults: the page gets a frame its placement allows
 //! ([`placement`]), evicting a page when none is free if an eviction policy is configured
 //! ([`eviction`]). Evicted pages are unmapped, counted as swapped out, and reported to the
-//! machine for a TLB shootdown; touching one again is a major fault (a swap-in). Accessed-bit
-//! scans ([`eviction::scan`]) report the pages whose bit they clear for a shootdown too.
+//! machine for a TLB shootdown; touching one again is a major fault (a swap-in), which may read
+//! its swapped-out neighbours too ([`readahead`]). Accessed-bit scans ([`eviction::scan`])
+//! report the pages whose bit they clear for a shootdown too.
 
 pub mod eviction;
 pub mod frames;
@@ -13,6 +14,7 @@ pub mod fully_associative;
 pub mod iceberg;
 pub mod page_table;
 pub mod placement;
+pub mod readahead;
 pub mod set_associative;
 mod stats;
 
@@ -29,6 +31,7 @@ use eviction::scan::Scanner;
 use frames::Frames;
 use iceberg::placement::{self as iceberg_placement, Ghosts};
 use placement::Placer;
+use readahead::Readahead;
 use stats::Utilization;
 
 use crate::hash::page_key;
@@ -55,13 +58,16 @@ pub struct OsSpec {
     /// The swap cache: a page swapped in by a load keeps its copy in swap until a store, so
     /// that evicting it again writes nothing (see [`OsStats::swap_outs`]).
     pub swap_cache: bool,
+    /// Swap readahead reads up to `2^page_cluster` pages per major fault (the kernel's
+    /// `vm.page-cluster`); 0 reads the faulting page alone. Only with the swap cache.
+    pub page_cluster: u32,
 }
 
 impl OsSpec {
     /// A memory of `memory` bytes of 4 KiB pages placed by `placement`, never evicting (and,
     /// given a policy, writing every page it evicts: no swap cache).
     pub fn simple(memory: u64, placement: PlacementSpec) -> OsSpec {
-        OsSpec { memory, page_size: PageSize::Size4K, placement, eviction: EvictionSpec::None, recency: Recency::Access, age_window: None, swap_cache: false }
+        OsSpec { memory, page_size: PageSize::Size4K, placement, eviction: EvictionSpec::None, recency: Recency::Access, age_window: None, swap_cache: false, page_cluster: 0 }
     }
 }
 
@@ -121,6 +127,8 @@ pub struct Os {
     /// Under the swap cache, one flag per frame: its page has an up-to-date copy in swap
     /// (it was swapped in and not stored to since). Empty without the swap cache.
     swap_copy: Vec<bool>,
+    /// Swap readahead, when modelled: its windows and the pages read ahead, not yet mapped.
+    readahead: Option<Readahead>,
     /// Pages whose TLB entries must go, since the machine last took them: evicted pages,
     /// and pages whose accessed bit a scan cleared.
     shootdowns: Vec<(Asid, Vpn)>,
@@ -173,6 +181,7 @@ impl Os {
             stamp_only: false,
             just_faulted: None,
             swap_copy: if evicts && spec.swap_cache { vec![false; frames as usize] } else { Vec::new() },
+            readahead: (evicts && spec.swap_cache && spec.page_cluster > 0).then(|| Readahead::new(spec.page_cluster)),
             shootdowns: Vec::new(),
             utilization: Utilization::default(),
             stats: OsStats::default(),
@@ -338,6 +347,7 @@ impl Os {
             }
             if visit.cleared {
                 self.stats.scan_shootdowns += 1;
+                self.stats.shootdowns += 1;
                 self.shootdowns.push(page);
             }
         }
@@ -347,9 +357,35 @@ impl Os {
     #[cold]
     fn fault(&mut self, asid: Asid, vaddr: u64) -> std::result::Result<Translation, OutOfMemory> {
         let size = self.spec.page_size;
-        let vpn = Vpn((vaddr >> size.shift()) << (size.shift() - BASE_PAGE_SHIFT));
+        let page = vaddr >> size.shift();
+        let vpn = Vpn(page << (size.shift() - BASE_PAGE_SHIFT));
         let swapped_in = self.spec.eviction != EvictionSpec::None && self.table.is_swapped(asid, vaddr);
+        if swapped_in {
+            if let Some(ra) = &mut self.readahead {
+                if let Some(found) = ra.hit(asid, page) {
+                    return Ok(self.map_read_ahead(asid, vpn, found));
+                }
+                self.read_ahead(asid, page);
+            }
+        }
         let (frame, cpfn) = self.choose_frame(asid, vpn).map_err(|reason| OutOfMemory { asid, vaddr, reason })?;
+        self.install(asid, vpn, frame, swapped_in, true);
+        let t = Translation { asid, vpn, pfn: Pfn(frame * size.base_pages()), size };
+        self.table.insert_tagged(t, cpfn);
+        self.stats.page_faults += 1;
+        self.stats.mapped_pages = self.table.len() as u64;
+        if swapped_in {
+            self.stats.swap_ins += 1;
+        } else {
+            self.stats.footprint_bytes += size.bytes();
+        }
+        Ok(t)
+    }
+
+    /// Places page `vpn` of `asid` in `frame` and tells the policy's records: read back from
+    /// swap if `swapped_in`, mapped by a fault if `mapped` (else read ahead, in memory but
+    /// not mapped).
+    fn install(&mut self, asid: Asid, vpn: Vpn, frame: u64, swapped_in: bool, mapped: bool) {
         self.utilization.change(self.clock, self.frames.used());
         self.frames.occupy(frame, asid, vpn, self.clock);
         // A page read back from swap keeps its copy there; a store by the faulting
@@ -364,24 +400,61 @@ impl Os {
             lru.insert(&self.frames, frame);
         }
         if let Some(linux) = &mut self.linux {
-            linux.insert(frame, asid, vpn.0);
-            if self.retime_uses {
+            linux.insert(frame, asid, vpn.0, mapped);
+            if mapped && self.retime_uses {
                 self.just_faulted = Some(frame);
             }
         }
         if let Some(age) = &mut self.age {
             age.insert(self.clock);
         }
-        let t = Translation { asid, vpn, pfn: Pfn(frame * size.base_pages()), size };
-        self.table.insert_tagged(t, cpfn);
-        self.stats.page_faults += 1;
-        self.stats.mapped_pages = self.table.len() as u64;
-        if swapped_in {
+    }
+
+    /// Swap readahead for a major fault on page `page` of `asid` (in units of the page
+    /// size): reads the swapped-out pages of its window that are not in memory, each into a
+    /// frame its placement allows (evicting as for a fault), and leaves them unmapped. Each
+    /// page read, and the fault after them, takes a tick of the clock, so that the pages are
+    /// ordered by address and older than the faulting page, as the kernel adds them to its
+    /// lists. Like the kernel's, it is best effort: a page that finds no frame ends it.
+    #[cold]
+    fn read_ahead(&mut self, asid: Asid, page: u64) {
+        let shift = self.spec.page_size.shift();
+        let Some(ra) = &mut self.readahead else { return };
+        let window = ra.window(asid, page);
+        let mut read = false;
+        for other in window.filter(|&other| other != page) {
+            let in_memory = self.readahead.as_ref().is_some_and(|ra| ra.contains(asid, other));
+            if in_memory || !self.table.is_swapped(asid, other << shift) {
+                continue;
+            }
+            let vpn = Vpn(other << (shift - BASE_PAGE_SHIFT));
+            self.clock += 1;
+            read = true;
+            let Ok((frame, tag)) = self.choose_frame(asid, vpn) else { break };
+            self.install(asid, vpn, frame, true, false);
+            self.readahead.as_mut().expect("readahead is on").insert(asid, other, frame, tag);
             self.stats.swap_ins += 1;
-        } else {
-            self.stats.footprint_bytes += size.bytes();
+            self.stats.readahead_pages += 1;
         }
-        Ok(t)
+        self.clock += u64::from(read);
+    }
+
+    /// Maps page `vpn` of `asid`, which a fault found read ahead in `frame` with placement
+    /// tag `tag`: a minor fault, reading nothing. Under recency on fill the walk that
+    /// faulted counts as the page's use (it is the first TLB's: no TLB holds a page that was
+    /// not mapped).
+    #[cold]
+    fn map_read_ahead(&mut self, asid: Asid, vpn: Vpn, (frame, tag): (u64, u8)) -> Translation {
+        let size = self.spec.page_size;
+        let t = Translation { asid, vpn, pfn: Pfn(frame * size.base_pages()), size };
+        self.table.insert_tagged(t, tag);
+        self.stats.page_faults += 1;
+        self.stats.readahead_hits += 1;
+        self.stats.mapped_pages = self.table.len() as u64;
+        if self.retime_fills {
+            self.record_use(frame);
+        }
+        t
     }
 
     /// A frame for (`asid`, `vpn`) and its CPFN, evicting as the policy says.
@@ -497,7 +570,14 @@ impl Os {
             evictable.unmark(frame);
         }
         let (asid, vpn) = self.frames.release(frame);
-        self.table.swap_out(asid, vpn.addr().0);
+        let page = vpn.0 >> (self.spec.page_size.shift() - BASE_PAGE_SHIFT);
+        // A page read ahead and never mapped is in no page-table entry and no TLB.
+        let mapped = !self.readahead.as_mut().is_some_and(|ra| ra.evicted(asid, page));
+        if mapped {
+            self.table.swap_out(asid, vpn.addr().0);
+            self.stats.shootdowns += 1;
+            self.shootdowns.push((asid, vpn));
+        }
         if let Some(linux) = &mut self.linux {
             linux.evicted(asid, vpn.0);
         }
@@ -513,7 +593,6 @@ impl Os {
         let copy = self.swap_copy.get_mut(frame as usize).is_some_and(std::mem::take);
         self.stats.swap_outs += u64::from(!copy);
         self.stats.mapped_pages = self.table.len() as u64;
-        self.shootdowns.push((asid, vpn));
     }
 
     /// True if pages need a TLB shootdown since [`Os::take_shootdowns`] last took them.
@@ -593,7 +672,6 @@ impl Os {
         stats.reclaim = self.linux.as_ref().map(LinuxLists::stats);
         stats.memory_bytes = self.spec.memory;
         stats.swap_io_bytes = (stats.swap_ins + stats.swap_outs) * self.spec.page_size.bytes();
-        stats.shootdowns = stats.evictions + stats.scan_shootdowns;
         stats
     }
 

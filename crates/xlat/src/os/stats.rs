@@ -9,20 +9,28 @@ use serde::Serialize;
 pub struct OsStats {
     /// Page-table walks (TLB misses in every level).
     pub walks: u64,
-    /// Walks that found no mapping and mapped a page (first touches and swap-ins).
+    /// Walks that found no mapping and mapped a page: first touches, swap-ins and
+    /// readahead hits.
     pub page_faults: u64,
-    /// Faults on pages that had been swapped out (major faults), each a page read from swap.
+    /// Pages read from swap (the kernel's `pswpin`): one per major fault (a fault on a page
+    /// swapped out), and the pages read ahead with it.
     pub swap_ins: u64,
+    /// Of `swap_ins`, the pages read ahead around a major fault (the kernel's `swap_ra`).
+    pub readahead_pages: u64,
+    /// Faults that found their page read ahead, in memory: minor faults, reading nothing
+    /// (the kernel's `swap_ra_hit`).
+    pub readahead_hits: u64,
     /// Pages written to swap: evictions of pages without an up-to-date copy there (all
     /// evictions without the swap cache; under it, not those of pages swapped in by a load
     /// and not stored to since).
     pub swap_outs: u64,
-    /// Pages evicted, each a TLB shootdown.
+    /// Pages evicted: each mapped one a TLB shootdown, pages read ahead and never mapped
+    /// none.
     pub evictions: u64,
     /// Pages shot down because an accessed-bit scan cleared their bit (`recency = "scan"`).
     pub scan_shootdowns: u64,
-    /// Pages shot down in every TLB of the machine, by evictions and by accessed-bit scans:
-    /// `evictions + scan_shootdowns`.
+    /// Pages shot down in every TLB of the machine, by evictions of mapped pages and by
+    /// accessed-bit scans (`scan_shootdowns`).
     pub shootdowns: u64,
     /// Evictions of ghosts: Horizon LRU's pages older than the horizon, lazy Iceberg LRU's
     /// pages marked evictable.

@@ -90,13 +90,14 @@ pub struct ResultRow {
     pub memory_bytes: u64,
     /// Bytes moved to and from swap.
     pub swap_io_bytes: u64,
-    /// Pages read back from swap (major faults).
+    /// Pages read back from swap (one per major fault, and the pages read ahead with it).
     pub swap_ins: u64,
     /// Pages written to swap.
     pub swap_outs: u64,
     /// Pages evicted (written to swap or, under the swap cache, dropped).
     pub evictions: u64,
-    /// Pages shot down in every TLB of the machine (evictions and accessed-bit scans).
+    /// Pages shot down in every TLB of the machine (evictions of mapped pages and
+    /// accessed-bit scans).
     pub shootdowns: u64,
     /// Associativity conflicts of the placement.
     pub conflicts: u64,

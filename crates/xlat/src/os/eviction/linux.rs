@@ -117,12 +117,14 @@ impl LinuxLists {
     }
 
     /// Registers page `page` of `asid` just placed in `frame`: on the inactive list, or on
-    /// the active list when it refaults within the working set. Under the look-twice rule
-    /// the fault's access leaves it young (the access sets the accessed bit once the fault
-    /// has mapped the page); under one look it is not yet referenced (the fault is its first
-    /// use and is what put it here).
-    pub fn insert(&mut self, frame: u64, asid: Asid, page: u64) {
-        self.flags[frame as usize] = if self.look_twice { YOUNG } else { 0 };
+    /// the active list when it refaults within the working set (a page read ahead from swap
+    /// too, as the kernel checks every page it reads into the swap cache). If a fault
+    /// `mapped` it, under the look-twice rule the fault's access leaves it young (the access
+    /// sets the accessed bit once the fault has mapped the page); under one look it is not
+    /// yet referenced (the fault is its first use and is what put it here). A page read
+    /// ahead is in no page-table entry, so nothing has set its bit.
+    pub fn insert(&mut self, frame: u64, asid: Asid, page: u64, mapped: bool) {
+        self.flags[frame as usize] = if self.look_twice && mapped { YOUNG } else { 0 };
         let active = self.active.len();
         let refault = self.workingset.as_mut().and_then(|w| w.refault(asid, page, active));
         self.stats.refaults += u64::from(refault.is_some());
@@ -185,7 +187,7 @@ mod tests {
     fn lists_of_four_pages(workingset: bool, look_twice: bool) -> LinuxLists {
         let mut l = LinuxLists::new(8, 4096, InactiveRatio::Fixed(1), workingset, look_twice);
         for f in 0..4 {
-            l.insert(f, 0, f);
+            l.insert(f, 0, f, true);
         }
         l
     }
@@ -214,14 +216,14 @@ mod tests {
     fn a_hot_page_survives_a_scan_of_cold_ones() {
         let mut l = LinuxLists::new(100, 4096, InactiveRatio::Kernel, false, false);
         for f in 0..100 {
-            l.insert(f, 0, f);
+            l.insert(f, 0, f, true);
         }
         let mut evicted = Vec::new();
         for _ in 0..50 {
             l.reference(7);
             let v = l.victim().unwrap();
             evicted.push(v);
-            l.insert(v, 0, v);
+            l.insert(v, 0, v, true);
         }
         assert!(!evicted.contains(&7));
     }
@@ -233,7 +235,7 @@ mod tests {
         // 1 GiB of 1 MiB pages: ratio isqrt(10) = 3.
         let mut l = LinuxLists::new(2048, 1 << 20, InactiveRatio::Kernel, false, false);
         for f in 0..1024 {
-            l.insert(f, 0, f);
+            l.insert(f, 0, f, true);
             l.reference(f);
         }
         // Every page is referenced: reclaim promotes the inactive pages until the list is
@@ -243,7 +245,7 @@ mod tests {
         assert_eq!((l.inactive.len() + 1, l.active.len()), (256, 768), "victim {victim}");
         let mut small = LinuxLists::new(64, 4096, InactiveRatio::Kernel, false, false);
         for f in 0..64 {
-            small.insert(f, 0, f);
+            small.insert(f, 0, f, true);
             small.reference(f);
         }
         small.victim();
@@ -259,7 +261,7 @@ mod tests {
             // 0 and 1 are promoted (the age reaches 2), 2 is evicted (3).
             assert_eq!(l.victim(), Some(2));
             l.evicted(0, 2);
-            l.insert(2, 0, 2);
+            l.insert(2, 0, 2, true);
             assert_eq!(l.active.contains(&2), workingset, "workingset {workingset}");
             assert_eq!(l.inactive.contains(&2), !workingset);
         }
@@ -329,7 +331,7 @@ mod tests {
             };
             page_in[frame as usize] = Some(page);
             frame_of.insert(page, frame);
-            l.insert(frame, 0, page);
+            l.insert(frame, 0, page, true);
         };
         for _ in 0..4 {
             (0..resident).for_each(|p| access(&mut l, p, false));
@@ -367,13 +369,13 @@ mod tests {
         assert_eq!(l.victim(), Some(3), "0 is demoted first, unreferenced");
         l.evicted(0, 3);
         assert_eq!(l.active.len(), 1);
-        l.insert(2, 0, 2);
+        l.insert(2, 0, 2, true);
         assert!(l.active.contains(&2), "distance 1 against one active page");
         // Two promotions between the evictions of 0 and 3: page 0 refaults at distance 3,
         // with 2 pages active and 3 inactive, so it stays inactive.
         let mut l = LinuxLists::new(8, 4096, InactiveRatio::Fixed(1), true, false);
         for f in 0..7 {
-            l.insert(f, 0, f);
+            l.insert(f, 0, f, true);
         }
         assert_eq!(l.victim(), Some(0));
         l.evicted(0, 0);
@@ -382,7 +384,7 @@ mod tests {
         assert_eq!(l.victim(), Some(3));
         l.evicted(0, 3);
         assert_eq!((l.active.len(), l.inactive.len()), (2, 3));
-        l.insert(0, 0, 0);
+        l.insert(0, 0, 0, true);
         assert!(l.inactive.contains(&0), "distance 3 against two active pages");
     }
 
@@ -422,7 +424,7 @@ mod tests {
             (0..self.pages.len()).filter(|&i| self.pages[i].active == active).min_by_key(|&i| self.pages[i].since)
         }
 
-        fn insert(&mut self, frame: u64, page: u64) {
+        fn insert(&mut self, frame: u64, page: u64, mapped: bool) {
             let active_len = self.pages.iter().filter(|p| p.active).count() as u64;
             let eviction = self.shadows.remove(&page).filter(|_| self.workingset);
             let active = eviction.is_some_and(|e| self.age - e <= active_len);
@@ -430,7 +432,7 @@ mod tests {
             self.stats.refaults += u64::from(eviction.is_some());
             self.stats.refault_activations += u64::from(active);
             let since = self.tick();
-            self.pages.push(Resident { frame, page, active, since, young: self.look_twice, marked: false });
+            self.pages.push(Resident { frame, page, active, since, young: self.look_twice && mapped, marked: false });
         }
 
         fn reference(&mut self, frame: u64) {
@@ -476,11 +478,11 @@ mod tests {
     proptest::proptest! {
         /// [`LinuxLists`] evicts what the model evicts, keeps the same pages active and
         /// counts the same events, through any mix of faults (of pages evicted before, too),
-        /// uses and evictions, under either rule, with or without refault detection, at
+        /// pages read ahead (placed unmapped), uses and evictions, under either rule, with or without refault detection, at
         /// ratios 1 to 3.
         #[test]
         fn the_lists_agree_with_a_model_of_their_rules(
-            ops in proptest::collection::vec((0u8..3, 0u64..24), 1..300),
+            ops in proptest::collection::vec((0u8..4, 0u64..24), 1..300),
             ratio in 1u32..4,
             workingset: bool,
             look_twice: bool,
@@ -491,13 +493,14 @@ mod tests {
             let mut page_in: Vec<Option<u64>> = vec![None; FRAMES as usize];
             for (op, x) in ops {
                 match op {
-                    // A fault of page x, if not resident, into a free frame.
-                    0 if !page_in.contains(&Some(x)) => {
+                    // A fault (0) or readahead (3) of page x, if not resident, into a free frame.
+                    0 | 3 if !page_in.contains(&Some(x)) => {
                         let Some(frame) = page_in.iter().position(Option::is_none) else { continue };
                         page_in[frame] = Some(x);
-                        lists.insert(frame as u64, 0, x);
-                        model.insert(frame as u64, x);
+                        lists.insert(frame as u64, 0, x, op == 0);
+                        model.insert(frame as u64, x, op == 0);
                     }
+                    0 | 3 => {}
                     1 => {
                         lists.reference(x % FRAMES);
                         model.reference(x % FRAMES);

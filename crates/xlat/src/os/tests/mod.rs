@@ -7,6 +7,8 @@ use rand::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
 use std::collections::{HashMap, VecDeque};
 
+mod readahead;
+
 fn spec(memory: u64, page_size: PageSize, placement: PlacementSpec) -> OsSpec {
     OsSpec { page_size, ..OsSpec::simple(memory, placement) }
 }
