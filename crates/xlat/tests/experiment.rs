@@ -291,6 +291,8 @@ fn mosaic_configuration_errors_name_the_field() {
         (MOSAIC.replace("eviction = \"horizon-lru\", ", "page_cluster = 3, "), "machine[0].os.page_cluster", "nothing is swapped without an `os.eviction` policy"),
         (MOSAIC.replace("eviction = \"horizon-lru\"", "eviction = \"horizon-lru\", page_cluster = 6"), "machine[0].os.page_cluster", "6 is above 5"),
         (MOSAIC.replace("eviction = \"horizon-lru\"", "eviction = \"horizon-lru\", swap_cache = false, page_cluster = 1"), "machine[0].os.page_cluster", "set `swap_cache = true`, or `page_cluster = 0`"),
+        (MOSAIC.replace("eviction = \"horizon-lru\", ", "swap = \"1GiB\", "), "machine[0].os.swap", "nothing is swapped without an `os.eviction` policy"),
+        (MOSAIC.replace("eviction = \"horizon-lru\"", "eviction = \"horizon-lru\", swap = \"6000B\""), "machine[0].os.swap", "6000B is not a positive multiple of the 4KiB page size"),
         (MOSAIC.replace("placement = \"iceberg\", eviction = \"horizon-lru\", iceberg = { front = 56, back = 8 }", "placement = \"random\", eviction = \"linux\", workingset = 1"), "line 11", "invalid type"),
         (MOSAIC.replace("eviction = \"horizon-lru\", ", "recency = \"scan\", "), "machine[0].os.recency", "set an `os.eviction` policy"),
         (MOSAIC.replace("eviction = \"horizon-lru\", ", "age_window = 100, "), "machine[0].os.age_window", "needs an `os.eviction` policy"),

@@ -46,6 +46,7 @@ pub fn merge(base: RawOs, over: Option<&RawOs>) -> RawOs {
         look_twice: o.look_twice.or(base.look_twice),
         swap_cache: o.swap_cache.or(base.swap_cache),
         page_cluster: o.page_cluster.or(base.page_cluster),
+        swap: o.swap.or(base.swap),
         delta: o.delta.or(base.delta),
         recency: o.recency.or(base.recency),
         scan_period: o.scan_period.or(base.scan_period),
@@ -79,6 +80,7 @@ pub fn validate(raw: &RawOs, path: &str) -> Result<OsSpec> {
     }
     let swap_cache = raw.swap_cache.unwrap_or(true);
     let page_cluster = page_cluster(raw, path, eviction, swap_cache)?;
+    let swap_slots = swap_slots(raw, path, eviction, page_size)?;
     fits_host(memory, host_bytes(frames, eviction, recency, swap_cache), crate::host::memory(), &format!("{path}.memory"))?;
     if raw.age_window == Some(0) {
         return err(format!("{path}.age_window"), "a window needs at least one eviction");
@@ -86,7 +88,20 @@ pub fn validate(raw: &RawOs, path: &str) -> Result<OsSpec> {
     if raw.age_window.is_some() && eviction == EvictionSpec::None {
         return err(format!("{path}.age_window"), "the eviction-age metric needs an `os.eviction` policy (nothing is evicted without one)");
     }
-    Ok(OsSpec { memory, page_size, placement, eviction, recency, age_window: raw.age_window, swap_cache, page_cluster })
+    Ok(OsSpec { memory, page_size, placement, eviction, recency, age_window: raw.age_window, swap_cache, page_cluster, swap_slots })
+}
+
+/// The swap area's slots: `swap` in pages, if given.
+fn swap_slots(raw: &RawOs, path: &str, eviction: EvictionSpec, page_size: PageSize) -> Result<Option<u64>> {
+    let Some(bytes) = raw.swap.map(|b| b.0) else { return Ok(None) };
+    let field = format!("{path}.swap");
+    if eviction == EvictionSpec::None {
+        return err(field, "nothing is swapped without an `os.eviction` policy: set one, or drop `swap`");
+    }
+    if bytes < page_size.bytes() || bytes % page_size.bytes() != 0 {
+        return err(field, format!("{} is not a positive multiple of the {page_size} page size", exact_bytes(bytes)));
+    }
+    Ok(Some(bytes / page_size.bytes()))
 }
 
 /// Swap readahead's `page_cluster`: the kernel's default (3, up to 8 pages per fault) where

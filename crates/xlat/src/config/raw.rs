@@ -371,6 +371,8 @@ pub struct RawOs {
     /// 0 to 5): swap readahead reads the faulting page's swapped-out neighbours with it.
     /// 0 turns readahead off.
     pub page_cluster: Option<u32>,
+    /// Size of the swap area (a multiple of the page size); without one, swap never fills.
+    pub swap: Option<ByteSize>,
     /// Fraction of memory Iceberg LRU leaves unused.
     pub delta: Option<f64>,
     /// How page use is observed.

@@ -17,6 +17,7 @@ pub mod placement;
 pub mod readahead;
 pub mod set_associative;
 mod stats;
+pub mod swap;
 
 pub use eviction::{EvictionSpec, InactiveRatio, Recency};
 pub use page_table::PageTable;
@@ -33,6 +34,7 @@ use iceberg::placement::{self as iceberg_placement, Ghosts};
 use placement::Placer;
 use readahead::Readahead;
 use stats::Utilization;
+use swap::SwapArea;
 
 use crate::hash::page_key;
 use crate::types::{Asid, PageSize, Pfn, Translation, Vpn, BASE_PAGE_SHIFT};
@@ -61,13 +63,16 @@ pub struct OsSpec {
     /// Swap readahead reads up to `2^page_cluster` pages per major fault (the kernel's
     /// `vm.page-cluster`); 0 reads the faulting page alone. Only with the swap cache.
     pub page_cluster: u32,
+    /// Slots of the swap area, in pages; `None` for an area that never fills (nor gets more
+    /// than half full).
+    pub swap_slots: Option<u64>,
 }
 
 impl OsSpec {
     /// A memory of `memory` bytes of 4 KiB pages placed by `placement`, never evicting (and,
     /// given a policy, writing every page it evicts: no swap cache).
     pub fn simple(memory: u64, placement: PlacementSpec) -> OsSpec {
-        OsSpec { memory, page_size: PageSize::Size4K, placement, eviction: EvictionSpec::None, recency: Recency::Access, age_window: None, swap_cache: false, page_cluster: 0 }
+        OsSpec { memory, page_size: PageSize::Size4K, placement, eviction: EvictionSpec::None, recency: Recency::Access, age_window: None, swap_cache: false, page_cluster: 0, swap_slots: None }
     }
 }
 
@@ -78,6 +83,8 @@ pub enum NoFrame {
     Full,
     /// Every frame the page may use is in use, while others are free.
     Conflict,
+    /// A page to evict found every slot of the swap area in use.
+    SwapFull,
 }
 
 /// A page fault found no frame to map: the reference that faulted and why.
@@ -129,6 +136,8 @@ pub struct Os {
     swap_copy: Vec<bool>,
     /// Swap readahead, when modelled: its windows and the pages read ahead, not yet mapped.
     readahead: Option<Readahead>,
+    /// The swap area's slots.
+    swap: SwapArea,
     /// Pages whose TLB entries must go, since the machine last took them: evicted pages,
     /// and pages whose accessed bit a scan cleared.
     shootdowns: Vec<(Asid, Vpn)>,
@@ -182,6 +191,7 @@ impl Os {
             just_faulted: None,
             swap_copy: if evicts && spec.swap_cache { vec![false; frames as usize] } else { Vec::new() },
             readahead: (evicts && spec.swap_cache && spec.page_cluster > 0).then(|| Readahead::new(spec.page_cluster)),
+            swap: SwapArea::new(spec.swap_slots),
             shootdowns: Vec::new(),
             utilization: Utilization::default(),
             stats: OsStats::default(),
@@ -273,8 +283,8 @@ impl Os {
         let frame = self.frame_of(pfn);
         if store {
             // The copy in swap is stale now (the kernel frees it at the write fault).
-            if let Some(copy) = self.swap_copy.get_mut(frame as usize) {
-                *copy = false;
+            if self.swap_copy.get_mut(frame as usize).is_some_and(std::mem::take) {
+                self.swap.free();
             }
         }
         if self.retime_uses {
@@ -365,7 +375,7 @@ impl Os {
                 if let Some(found) = ra.hit(asid, page) {
                     return Ok(self.map_read_ahead(asid, vpn, found));
                 }
-                self.read_ahead(asid, page);
+                self.read_ahead(asid, page).map_err(|reason| OutOfMemory { asid, vaddr, reason })?;
             }
         }
         let (frame, cpfn) = self.choose_frame(asid, vpn).map_err(|reason| OutOfMemory { asid, vaddr, reason })?;
@@ -376,6 +386,7 @@ impl Os {
         self.stats.mapped_pages = self.table.len() as u64;
         if swapped_in {
             self.stats.swap_ins += 1;
+            self.mapped_from_swap(frame);
         } else {
             self.stats.footprint_bytes += size.bytes();
         }
@@ -415,28 +426,34 @@ impl Os {
     /// frame its placement allows (evicting as for a fault), and leaves them unmapped. Each
     /// page read, and the fault after them, takes a tick of the clock, so that the pages are
     /// ordered by address and older than the faulting page, as the kernel adds them to its
-    /// lists. Like the kernel's, it is best effort: a page that finds no frame ends it.
+    /// lists. A page that finds no frame fails the fault (the fault itself would find none).
     #[cold]
-    fn read_ahead(&mut self, asid: Asid, page: u64) {
+    fn read_ahead(&mut self, asid: Asid, page: u64) -> std::result::Result<(), NoFrame> {
         let shift = self.spec.page_size.shift();
-        let Some(ra) = &mut self.readahead else { return };
+        let Some(ra) = &mut self.readahead else { return Ok(()) };
         let window = ra.window(asid, page);
-        let mut read = false;
+        // The pages to read are those swapped out when the fault looks, as the kernel copies
+        // the window's entries first: a page the reads themselves evict is not read back.
+        let mut to_read = [0; 1 << readahead::MAX_PAGE_CLUSTER];
+        let mut count = 0;
         for other in window.filter(|&other| other != page) {
             let in_memory = self.readahead.as_ref().is_some_and(|ra| ra.contains(asid, other));
-            if in_memory || !self.table.is_swapped(asid, other << shift) {
-                continue;
+            if !in_memory && self.table.is_swapped(asid, other << shift) {
+                to_read[count] = other;
+                count += 1;
             }
+        }
+        for &other in &to_read[..count] {
             let vpn = Vpn(other << (shift - BASE_PAGE_SHIFT));
             self.clock += 1;
-            read = true;
-            let Ok((frame, tag)) = self.choose_frame(asid, vpn) else { break };
+            let (frame, tag) = self.choose_frame(asid, vpn)?;
             self.install(asid, vpn, frame, true, false);
             self.readahead.as_mut().expect("readahead is on").insert(asid, other, frame, tag);
             self.stats.swap_ins += 1;
             self.stats.readahead_pages += 1;
         }
-        self.clock += u64::from(read);
+        self.clock += u64::from(count > 0);
+        Ok(())
     }
 
     /// Maps page `vpn` of `asid`, which a fault found read ahead in `frame` with placement
@@ -451,10 +468,27 @@ impl Os {
         self.stats.page_faults += 1;
         self.stats.readahead_hits += 1;
         self.stats.mapped_pages = self.table.len() as u64;
+        self.mapped_from_swap(frame);
         if self.retime_fills {
             self.record_use(frame);
         }
         t
+    }
+
+    /// The swap slot of a page a fault just mapped from swap (read by it, or read ahead
+    /// before), in `frame`: freed without the swap cache; under it, kept for the copy, unless
+    /// swap is more than half full (the kernel then frees it, `vm_swap_full`, so that the page
+    /// is written again if evicted).
+    fn mapped_from_swap(&mut self, frame: u64) {
+        match self.swap_copy.get_mut(frame as usize) {
+            None => self.swap.free(),
+            Some(copy) if self.swap.more_than_half_full() => {
+                *copy = false;
+                self.swap.free();
+                self.stats.swap_full_frees += 1;
+            }
+            Some(_) => {}
+        }
     }
 
     /// A frame for (`asid`, `vpn`) and its CPFN, evicting as the policy says.
@@ -472,7 +506,7 @@ impl Os {
                 }
                 self.conflict()?;
                 let victim = sets.oldest(&self.frames, vpn);
-                self.evict(victim);
+                self.evict(victim)?;
                 Ok((victim, 0))
             }
             Placer::Iceberg(_) => self.choose_iceberg_frame(asid, vpn),
@@ -504,7 +538,7 @@ impl Os {
             if placed.evicts_ghost {
                 self.stats.ghost_evictions += 1;
             }
-            self.evict(placed.frame);
+            self.evict(placed.frame)?;
         }
         Ok((placed.frame, cpfn))
     }
@@ -532,7 +566,15 @@ impl Os {
             let victim = if let Some(lru) = &mut self.lru {
                 lru.oldest(&self.frames)
             } else if let Some(linux) = &mut self.linux {
-                linux.victim()
+                let (copies, swap, stats) = (&mut self.swap_copy, &mut self.swap, &mut self.stats);
+                linux.victim(|frame| {
+                    // Activated rather than evicted: `shrink_page_list` frees the slot of such
+                    // a page while swap is more than half full.
+                    if swap.more_than_half_full() && copies.get_mut(frame as usize).is_some_and(std::mem::take) {
+                        swap.free();
+                        stats.swap_full_frees += 1;
+                    }
+                })
             } else if self.spec.placement.is_fully_associative() || self.spec.eviction == EvictionSpec::None {
                 // Full with no policy to evict: the fault fails unless a frame is still free.
                 return if self.frames.used() < self.frames.capacity() { Ok(()) } else { Err(NoFrame::Full) };
@@ -540,7 +582,7 @@ impl Os {
                 return Ok(());
             };
             match victim {
-                Some(frame) => self.evict(frame),
+                Some(frame) => self.evict(frame)?,
                 None => return Err(NoFrame::Full),
             }
         }
@@ -559,8 +601,14 @@ impl Os {
         }
     }
 
-    /// Swaps out the page in `frame`, leaving the frame free.
-    fn evict(&mut self, frame: u64) {
+    /// Swaps out the page in `frame`, leaving the frame free; fails, changing nothing, when
+    /// the page must be written and the swap area is full.
+    fn evict(&mut self, frame: u64) -> std::result::Result<(), NoFrame> {
+        // A page whose copy in swap is up to date goes without being written.
+        let copy = self.swap_copy.get_mut(frame as usize).is_some_and(std::mem::take);
+        if !copy && !self.swap.write() {
+            return Err(NoFrame::SwapFull);
+        }
         let stamp = self.frames.stamp(frame);
         if self.stats.evictions == 0 {
             self.utilization.start(self.clock);
@@ -589,10 +637,9 @@ impl Os {
         }
         self.horizon = self.horizon.max(stamp);
         self.stats.evictions += 1;
-        // A page whose copy in swap is up to date goes without being written.
-        let copy = self.swap_copy.get_mut(frame as usize).is_some_and(std::mem::take);
         self.stats.swap_outs += u64::from(!copy);
         self.stats.mapped_pages = self.table.len() as u64;
+        Ok(())
     }
 
     /// True if pages need a TLB shootdown since [`Os::take_shootdowns`] last took them.
@@ -660,6 +707,13 @@ impl Os {
                 oom.vaddr,
                 self.frames.used()
             ),
+            NoFrame::SwapFull => format!(
+                "out of swap: all {} slots of os.swap hold pages when asid {} touches {:#x} and a page must be \
+                 written to make room; configure a larger os.swap",
+                self.swap.used(),
+                oom.asid,
+                oom.vaddr
+            ),
         };
         Error::Simulation(message)
     }
@@ -670,6 +724,7 @@ impl Os {
         stats.steady_state_utilization = self.utilization.mean(self.clock, self.frames.used(), self.frames.capacity());
         stats.eviction_age = self.age.as_ref().map(AgeTracker::stats);
         stats.reclaim = self.linux.as_ref().map(LinuxLists::stats);
+        stats.peak_swap_bytes = self.swap.peak() * self.spec.page_size.bytes();
         stats.memory_bytes = self.spec.memory;
         stats.swap_io_bytes = (stats.swap_ins + stats.swap_outs) * self.spec.page_size.bytes();
         stats

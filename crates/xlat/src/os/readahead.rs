@@ -7,7 +7,9 @@
 //! The window of a major fault (`__swapin_nr_pages`): with no hits since the last major
 //! fault, 2 pages when the fault is next to the last one (either side), else 1; after `h`
 //! hits, `h + 2` rounded up to a power of two, at least 4; never more than `2^page_cluster`
-//! pages, and never less than half the last window (it shrinks slowly). A window of more
+//! pages, and never less than half the last window (it shrinks slowly). An address space
+//! that has not faulted yet counts 4 hits (the kernel reads a VMA's empty state as 4,
+//! `GET_SWAP_RA_VAL`), so its first major fault reads a full window of 8 pages. A window of more
 //! than one page (`swap_ra_info`) runs forward from a fault just after the last one,
 //! backward from one just before it, and otherwise centred, a page more after the fault
 //! than before when it is even; it is clamped to the 512 pages one page-table page maps
@@ -31,11 +33,14 @@ use std::ops::Range;
 pub const MAX_PAGE_CLUSTER: u32 = 5;
 /// Readahead hits remembered (the kernel's `SWAP_RA_HITS_MAX`).
 const MAX_HITS: u64 = 63;
+/// The hits of an address space with no history (the kernel's `GET_SWAP_RA_VAL` of a VMA
+/// whose state is still 0).
+const FIRST_HITS: u64 = 4;
 /// Pages one page-table page maps: a window never crosses their boundary.
 const PMD_PAGES: u64 = 512;
 
 /// What an address space's last swap faults left (the kernel's `swap_readahead_info`).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct History {
     /// The page of the last major fault or readahead hit.
     page: u64,
@@ -43,6 +48,11 @@ struct History {
     window: u64,
     /// Readahead hits since the last major fault.
     hits: u64,
+}
+
+impl History {
+    /// The history of an address space that has not faulted yet.
+    const FIRST: History = History { page: 0, window: 0, hits: FIRST_HITS };
 }
 
 /// The readahead windows of every address space, and the pages read ahead and not yet
@@ -66,7 +76,7 @@ impl Readahead {
 
     /// The pages a major fault on page `page` of `asid` reads: a range holding `page`.
     pub fn window(&mut self, asid: Asid, page: u64) -> Range<u64> {
-        let last = self.history.get(&asid).copied().unwrap_or_default();
+        let last = self.history.get(&asid).copied().unwrap_or(History::FIRST);
         let adjacent = page == last.page.wrapping_add(1) || page.wrapping_add(1) == last.page;
         let wanted = match last.hits {
             0 if adjacent => 2,
@@ -102,7 +112,7 @@ impl Readahead {
     /// now mapped at.
     pub fn hit(&mut self, asid: Asid, page: u64) -> Option<(u64, u8)> {
         let found = self.unmapped.remove(&(asid, page))?;
-        let history = self.history.entry(asid).or_default();
+        let history = self.history.entry(asid).or_insert(History::FIRST);
         history.hits = (history.hits + 1).min(MAX_HITS);
         history.page = page;
         Some(found)
@@ -141,10 +151,14 @@ mod tests {
     #[test]
     fn a_sweep_grows_the_window_from_one_page_to_the_cluster() {
         // Traced by hand through `__swapin_nr_pages` and `swap_ra_info` (page_cluster 3):
-        // a first fault far from page 0 reads itself alone; the next page, adjacent with no
-        // hits, reads 2 forward; after 1 hit, 3 rounds up to 4; after 3 hits, 5 rounds up to
-        // 8; after 7 hits, 9 rounds up to 16 and is capped at 8.
+        // the first fault counts 4 hits (6 pages, rounded up to 8: centred, 3 before it);
+        // faults apart, without hits, halve the window to 1. Then a fault apart reads
+        // itself alone; the next page, adjacent with no hits, reads 2 forward; after 1
+        // hit, 3 rounds up to 4; after 3 hits, 5 rounds up to 8; after 7 hits, 9 rounds up
+        // to 16 and is capped at 8.
         let mut ra = Readahead::new(3);
+        let got = windows(&mut ra, &[(5000, 0), (9000, 0), (13000, 0), (17000, 0)]);
+        assert_eq!(got, [4997..5005, 8999..9003, 13000..13002, 17000..17001]);
         let got = windows(&mut ra, &[(1000, 0), (1001, 0), (1003, 1), (1007, 3), (1015, 7)]);
         assert_eq!(got, [1000..1001, 1001..1003, 1003..1007, 1007..1015, 1015..1023]);
     }
@@ -162,8 +176,8 @@ mod tests {
     #[test]
     fn a_backward_sweep_reads_backward() {
         let mut ra = Readahead::new(3);
-        assert_eq!(ra.window(0, 2000), 2000..2001);
-        assert_eq!(ra.window(0, 1999), 1998..2000, "2 pages ending at the fault");
+        assert_eq!(ra.window(0, 2000), 1997..2005, "the first fault: 8 pages");
+        assert_eq!(ra.window(0, 1999), 1996..2000, "2 pages, or half the last window, ending at the fault");
         ra.insert(0, 1998, 7, 1);
         assert_eq!(ra.hit(0, 1998), Some((7, 1)));
         assert_eq!(ra.window(0, 1997), 1994..1998, "1 hit: 4 pages ending at the fault");
@@ -172,8 +186,8 @@ mod tests {
     #[test]
     fn windows_stay_within_one_page_table_page() {
         let mut ra = Readahead::new(5);
-        assert_eq!(ra.window(0, 511), 511..512);
-        assert_eq!(ra.window(0, 512), 512..514, "forward from the start of the next");
+        assert_eq!(ra.window(0, 511), 508..512, "8 centred pages, cut at 512");
+        assert_eq!(ra.window(0, 512), 512..516, "forward from the start of the next");
         let mut ra = Readahead::new(5);
         ra.history.insert(0, History { page: 0, window: 32, hits: 0 });
         assert_eq!(ra.window(0, 1030), 1024..1039, "16 centred pages, 7 before it, cut at 1024");
@@ -186,8 +200,8 @@ mod tests {
         let mut ra = Readahead::new(3);
         ra.window(0, 100);
         ra.window(1, 500);
-        assert_eq!(ra.window(0, 101), 101..103, "adjacent in its own address space");
-        assert_eq!(ra.window(1, 900), 900..901);
+        assert_eq!(ra.window(0, 101), 101..105, "adjacent in its own address space");
+        assert_eq!(ra.window(1, 900), 899..903);
         assert_eq!(ra.hit(0, 102), None, "nothing read ahead");
         ra.insert(1, 902, 3, 0);
         assert!(ra.contains(1, 902) && !ra.contains(0, 902));

@@ -45,6 +45,13 @@ pub struct OsStats {
     pub memory_bytes: u64,
     /// Bytes moved to and from swap: (`swap_ins` + `swap_outs`) pages.
     pub swap_io_bytes: u64,
+    /// The most bytes of the swap area holding pages at once: pages swapped out, and under
+    /// the swap cache pages in memory that keep their copy there.
+    pub peak_swap_bytes: u64,
+    /// Pages in memory whose swap slot was freed because swap was more than half full (the
+    /// kernel's `vm_swap_full`; only with a bounded `swap` and the swap cache): at a fault
+    /// that maps a page from swap, and under Linux-like reclaim at a promotion.
+    pub swap_full_frees: u64,
     /// Pages currently mapped.
     pub mapped_pages: u64,
     /// Bytes of distinct pages touched (the footprint).

@@ -145,8 +145,10 @@ impl LinuxLists {
         }
     }
 
-    /// Chooses and unlinks the frame to evict; `None` when no page is resident.
-    pub fn victim(&mut self) -> Option<u64> {
+    /// Chooses and unlinks the frame to evict; `None` when no page is resident. Each frame
+    /// reclaim promotes on the way is handed to `activated` (the kernel frees the swap slot
+    /// of a page it activates while swap is more than half full).
+    pub fn victim(&mut self, mut activated: impl FnMut(u64)) -> Option<u64> {
         // Ends: a look clears the accessed bit, which nothing sets again within one call, so
         // the second look at a page in this call evicts it.
         loop {
@@ -173,6 +175,7 @@ impl LinuxLists {
             if let Some(w) = &mut self.workingset {
                 w.activated();
             }
+            activated(frame);
             self.active.push_back(frame);
         }
     }
@@ -204,12 +207,12 @@ mod tests {
     fn referenced_pages_get_a_second_chance() {
         let mut l = lists_with_0_and_1_referenced(false);
         // 0 and 1 are promoted; 2 is the first unreferenced page.
-        assert_eq!(l.victim(), Some(2));
-        assert_eq!(l.victim(), Some(3));
+        assert_eq!(l.victim(|_| {}), Some(2));
+        assert_eq!(l.victim(|_| {}), Some(3));
         // Now inactive is empty and active holds 0, 1: they are demoted, unreferenced.
-        assert_eq!(l.victim(), Some(0));
-        assert_eq!(l.victim(), Some(1));
-        assert_eq!(l.victim(), None);
+        assert_eq!(l.victim(|_| {}), Some(0));
+        assert_eq!(l.victim(|_| {}), Some(1));
+        assert_eq!(l.victim(|_| {}), None);
     }
 
     #[test]
@@ -221,7 +224,7 @@ mod tests {
         let mut evicted = Vec::new();
         for _ in 0..50 {
             l.reference(7);
-            let v = l.victim().unwrap();
+            let v = l.victim(|_| {}).unwrap();
             evicted.push(v);
             l.insert(v, 0, v, true);
         }
@@ -241,14 +244,14 @@ mod tests {
         // Every page is referenced: reclaim promotes the inactive pages until the list is
         // low, then demotes (clearing bits) and evicts the first unreferenced one, leaving a
         // quarter of the pages inactive with the victim.
-        let victim = l.victim().expect("a page to evict");
+        let victim = l.victim(|_| {}).expect("a page to evict");
         assert_eq!((l.inactive.len() + 1, l.active.len()), (256, 768), "victim {victim}");
         let mut small = LinuxLists::new(64, 4096, InactiveRatio::Kernel, false, false);
         for f in 0..64 {
             small.insert(f, 0, f, true);
             small.reference(f);
         }
-        small.victim();
+        small.victim(|_| {});
         assert_eq!((small.inactive.len() + 1, small.active.len()), (32, 32));
     }
 
@@ -259,7 +262,7 @@ mod tests {
         for workingset in [false, true] {
             let mut l = lists_with_0_and_1_referenced(workingset);
             // 0 and 1 are promoted (the age reaches 2), 2 is evicted (3).
-            assert_eq!(l.victim(), Some(2));
+            assert_eq!(l.victim(|_| {}), Some(2));
             l.evicted(0, 2);
             l.insert(2, 0, 2, true);
             assert_eq!(l.active.contains(&2), workingset, "workingset {workingset}");
@@ -277,12 +280,12 @@ mod tests {
         l.reference(0);
         // All four are young and unmarked: each is marked and rotated, then 0 is looked at
         // again, not young.
-        assert_eq!(l.victim(), Some(0));
+        assert_eq!(l.victim(|_| {}), Some(0));
         assert_eq!(l.inactive, [1, 2, 3]);
         l.reference(1);
-        assert_eq!(l.victim(), Some(2), "1 was young and marked: promoted");
+        assert_eq!(l.victim(|_| {}), Some(2), "1 was young and marked: promoted");
         assert_eq!((l.active.len(), l.flags[1]), (1, MARKED), "an activated page stays marked");
-        assert_eq!(l.victim(), Some(3));
+        assert_eq!(l.victim(|_| {}), Some(3));
         let stats = ReclaimStats { activations: 1, rotations: 4, ..ReclaimStats::default() };
         assert_eq!(l.stats(), stats, "each of the four rotated once, 1 promoted, nothing demoted");
     }
@@ -293,16 +296,16 @@ mod tests {
     #[test]
     fn looking_twice_a_demoted_page_comes_back_on_one_use() {
         let mut l = lists_of_four_pages(false, true);
-        assert_eq!(l.victim(), Some(0), "all four rotated on their faults, then 0 goes");
+        assert_eq!(l.victim(|_| {}), Some(0), "all four rotated on their faults, then 0 goes");
         l.reference(1);
         l.reference(2);
         // 1 and 2 are promoted; the inactive list is then low, so 1 is demoted behind 3,
         // which goes.
-        assert_eq!(l.victim(), Some(3));
+        assert_eq!(l.victim(|_| {}), Some(3));
         assert_eq!((Vec::from(l.inactive.clone()), Vec::from(l.active.clone())), (vec![1], vec![2]));
         assert_eq!(l.flags[1], MARKED, "demoted: not young, still marked");
         l.reference(1);
-        assert_eq!(l.victim(), Some(2), "1 is promoted at one look; 2, demoted, goes");
+        assert_eq!(l.victim(|_| {}), Some(2), "1 is promoted at one look; 2, demoted, goes");
         assert_eq!(Vec::from(l.active.clone()), vec![1]);
     }
 
@@ -322,7 +325,7 @@ mod tests {
             let frame = match page_in.iter().position(Option::is_none) {
                 Some(free) => free as u64,
                 None => {
-                    let frame = l.victim().unwrap();
+                    let frame = l.victim(|_| {}).unwrap();
                     let old = page_in[frame as usize].take().unwrap();
                     frame_of.remove(&old);
                     l.evicted(0, old);
@@ -364,9 +367,9 @@ mod tests {
         // A demotion (of 0, when the inactive list is low) between the evictions of 2 and 3:
         // page 2 refaults at distance 1 with one active page, so it is activated.
         let mut l = lists_with_0_and_1_referenced(true);
-        assert_eq!(l.victim(), Some(2));
+        assert_eq!(l.victim(|_| {}), Some(2));
         l.evicted(0, 2);
-        assert_eq!(l.victim(), Some(3), "0 is demoted first, unreferenced");
+        assert_eq!(l.victim(|_| {}), Some(3), "0 is demoted first, unreferenced");
         l.evicted(0, 3);
         assert_eq!(l.active.len(), 1);
         l.insert(2, 0, 2, true);
@@ -377,11 +380,11 @@ mod tests {
         for f in 0..7 {
             l.insert(f, 0, f, true);
         }
-        assert_eq!(l.victim(), Some(0));
+        assert_eq!(l.victim(|_| {}), Some(0));
         l.evicted(0, 0);
         l.reference(1);
         l.reference(2);
-        assert_eq!(l.victim(), Some(3));
+        assert_eq!(l.victim(|_| {}), Some(3));
         l.evicted(0, 3);
         assert_eq!((l.active.len(), l.inactive.len()), (2, 3));
         l.insert(0, 0, 0, true);
@@ -507,8 +510,12 @@ mod tests {
                     }
                     _ => {
                         let expected = model.victim();
-                        let frame = lists.victim();
+                        let before = lists.stats().activations;
+                        let mut activated = Vec::new();
+                        let frame = lists.victim(|f| activated.push(f));
                         proptest::prop_assert_eq!(frame, expected.map(|(f, _)| f));
+                        // Every promotion is reported (a page may be demoted again in the same call).
+                        proptest::prop_assert_eq!(activated.len() as u64, lists.stats().activations - before);
                         if let Some((frame, page)) = expected {
                             lists.evicted(0, page);
                             page_in[frame as usize] = None;

@@ -95,14 +95,25 @@ struct BruteLru<K> {
     evicted: std::collections::HashSet<K>,
     /// With the swap cache: the resident pages whose copy in swap is good.
     copies: Option<std::collections::HashSet<K>>,
+    /// Slots of a bounded swap area: a swap-in drops its copy when more than half of them
+    /// are held, by pages evicted and by copies.
+    slots: Option<usize>,
     swap_outs: u64,
     swap_ins: u64,
     evictions: u64,
+    full_frees: u64,
+    /// The most slots held at once.
+    peak: usize,
 }
 
 impl<K: Copy + Eq + std::hash::Hash> BruteLru<K> {
     fn new(frames: usize) -> BruteLru<K> {
-        BruteLru { frames, order: VecDeque::new(), evicted: Default::default(), copies: None, swap_outs: 0, swap_ins: 0, evictions: 0 }
+        BruteLru { frames, order: VecDeque::new(), evicted: Default::default(), copies: None, slots: None, swap_outs: 0, swap_ins: 0, evictions: 0, full_frees: 0, peak: 0 }
+    }
+
+    /// Slots held: one per page evicted, one per copy kept.
+    fn held(&self) -> usize {
+        self.evicted.len() + self.copies.as_ref().map_or(0, |c| c.len())
     }
 
     /// A load of `page`; returns the page it evicted, if any.
@@ -116,16 +127,24 @@ impl<K: Copy + Eq + std::hash::Hash> BruteLru<K> {
         if let Some(pos) = self.order.iter().position(|&p| p == page) {
             self.order.remove(pos);
         } else {
-            if self.evicted.remove(&page) {
-                self.swap_ins += 1;
-                self.copies.iter_mut().for_each(|c| _ = c.insert(page));
-            }
+            // Room first, as the kernel reclaims while allocating the page to read into; the
+            // page swapped in holds its slot meanwhile.
             if self.order.len() == self.frames {
                 victim = self.order.pop_back();
                 self.evicted.extend(victim);
                 self.evictions += 1;
                 let written = !self.copies.as_mut().is_some_and(|c| victim.is_some_and(|v| c.remove(&v)));
                 self.swap_outs += u64::from(written);
+                self.peak = self.peak.max(self.held());
+            }
+            if self.evicted.remove(&page) {
+                self.swap_ins += 1;
+                self.copies.iter_mut().for_each(|c| _ = c.insert(page));
+                let held = self.held();
+                if self.copies.is_some() && self.slots.is_some_and(|slots| held * 2 > slots) {
+                    self.copies.iter_mut().for_each(|c| _ = c.remove(&page));
+                    self.full_frees += 1;
+                }
             }
         }
         if store {
@@ -160,6 +179,59 @@ fn the_swap_cache_writes_only_pages_without_a_good_copy() {
         assert_eq!((s.evictions, s.swap_outs, s.swap_ins), (model.evictions, model.swap_outs, model.swap_ins), "swap cache {swap_cache}");
         assert_eq!(s.swap_outs < s.evictions, swap_cache, "swap cache {swap_cache}: {s:?}");
     }
+}
+
+/// With a swap area of 40 to 200 slots for a footprint of 100 pages over 64 frames, exact LRU
+/// matches the brute-force LRU that drops the copy of each page it swaps in while more than
+/// half of the slots are held: writes, those drops and the most slots held. A swap area too
+/// small for what is swapped out is an error naming `os.swap`.
+#[test]
+fn a_swap_area_more_than_half_full_frees_the_slots_of_pages_swapped_in() {
+    for slots in [40, 48, 60, 96, 200] {
+        let spec = OsSpec { eviction: EvictionSpec::Lru, swap_cache: true, swap_slots: Some(slots), ..OsSpec::simple(64 << 12, PlacementSpec::Random) };
+        let mut os = Os::new(&spec, 3);
+        let mut model = BruteLru::new(64);
+        (model.copies, model.slots) = (Some(Default::default()), Some(slots as usize));
+        let mut rng = Xoshiro256PlusPlus::seed_from_u64(5);
+        for vpn in stream(20_000, 100, 6) {
+            let store = rng.random_ratio(1, 5);
+            let t = os.translate(0, vpn << 12).unwrap();
+            let _ = os.access(t.pfn, store);
+            os.take_shootdowns();
+            model.touch_kind(vpn, store);
+        }
+        let s = os.stats();
+        assert_eq!((s.swap_outs, s.swap_ins, s.swap_full_frees, s.peak_swap_bytes >> 12), (model.swap_outs, model.swap_ins, model.full_frees, model.peak as u64), "{slots} slots");
+        // At least 36 pages are always out; 200 slots are never more than half held.
+        assert_eq!(s.swap_full_frees > 0, slots < 200, "{slots} slots: {s:?}");
+    }
+    let spec = OsSpec { eviction: EvictionSpec::Lru, swap_cache: true, swap_slots: Some(20), ..OsSpec::simple(64 << 12, PlacementSpec::Random) };
+    let mut os = Os::new(&spec, 3);
+    let oom = (0..100).find_map(|vpn| os.translate(0, vpn << 12).err()).expect("21 pages to write into 20 slots");
+    assert_eq!((oom.reason, oom.vaddr), (NoFrame::SwapFull, 84 << 12));
+    assert!(os.describe(oom).to_string().contains("out of swap: all 20 slots of os.swap"), "{}", os.describe(oom));
+}
+
+/// Under Linux-like reclaim (one look, 4 frames) a page promoted while swap is more than
+/// half full gives its slot up, as `shrink_page_list` does at `activate_locked`. Traced by
+/// hand with 8 slots: 4 and 5 evict 0 and 1; 0 faults back (evicting 2; 3 of 8 slots held,
+/// so it keeps its copy) and is used again; 6 to 8 evict 3 to 5 (6 slots held); 9 finds 0
+/// referenced at the inactive list's end and promotes it (its slot freed), then evicts 6.
+#[test]
+fn linux_frees_the_slot_of_a_page_it_promotes_while_swap_is_more_than_half_full() {
+    let linux = EvictionSpec::Linux { reserve: 0.0, inactive_ratio: InactiveRatio::Kernel, workingset: false, look_twice: false };
+    let spec = OsSpec { eviction: linux, swap_cache: true, swap_slots: Some(8), ..OsSpec::simple(4 << 12, PlacementSpec::Random) };
+    let mut os = Os::new(&spec, 1);
+    for vpn in [0, 1, 2, 3, 4, 5, 0, 0, 6, 7, 8] {
+        touch(&mut os, vpn);
+        os.take_shootdowns();
+    }
+    let before = os.stats();
+    assert_eq!((before.swap_outs, before.swap_full_frees, before.peak_swap_bytes >> 12), (6, 0, 6), "{before:?}");
+    touch(&mut os, 9);
+    let s = os.stats();
+    assert_eq!((s.swap_outs, s.swap_full_frees, s.reclaim.unwrap().activations), (7, 1, 1), "{s:?}");
+    assert_eq!(os.swap.used(), 6, "slots of 1 to 6, and none for 0 any more");
 }
 
 #[test]

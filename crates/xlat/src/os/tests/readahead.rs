@@ -74,7 +74,8 @@ struct BruteReadahead {
     swapped: HashSet<u64>,
     /// Resident pages whose copy in swap is good.
     copies: HashSet<u64>,
-    /// The kernel's `swap_readahead_info`: page, window, hits.
+    /// The kernel's `swap_readahead_info`: page, window, hits (`GET_SWAP_RA_VAL` reads
+    /// an empty one as 4: no page, no window, 4 hits).
     history: (i64, i64, i64),
     stats: OsStats,
     /// Mapped pages evicted (shot down) by the last touch.
@@ -112,15 +113,16 @@ impl BruteReadahead {
                 let (pfn, prev_win, hits) = self.history;
                 let (win, start, end) = kernel_window(pfn, prev_win, hits, page as i64, self.max_pages);
                 self.history = (page as i64, win, 0);
-                for other in (start..end).map(|p| p as u64).filter(|&p| p != page) {
-                    if self.swapped.contains(&other) {
-                        self.room();
-                        self.swapped.remove(&other);
-                        self.copies.insert(other);
-                        self.order.push_front((other, false));
-                        self.stats.swap_ins += 1;
-                        self.stats.readahead_pages += 1;
-                    }
+                let to_read: Vec<u64> = (start..end).map(|p| p as u64).filter(|&p| p != page && self.swapped.contains(&p)).collect();
+                // The kernel copies the window's entries before reading: a page the reads
+                // evict is not read back.
+                for other in to_read {
+                    self.room();
+                    self.swapped.remove(&other);
+                    self.copies.insert(other);
+                    self.order.push_front((other, false));
+                    self.stats.swap_ins += 1;
+                    self.stats.readahead_pages += 1;
                 }
                 self.room();
                 self.swapped.remove(&page);
@@ -150,7 +152,7 @@ fn readahead_under_exact_lru_matches_a_brute_force_model() {
         let frames = 96;
         let spec = OsSpec { eviction: EvictionSpec::Lru, recency, swap_cache: true, page_cluster, ..OsSpec::simple(frames << 12, PlacementSpec::Random) };
         let mut os = Os::new(&spec, 3);
-        let mut model = BruteReadahead { frames: frames as usize, max_pages: 1 << page_cluster, ..BruteReadahead::default() };
+        let mut model = BruteReadahead { frames: frames as usize, max_pages: 1 << page_cluster, history: (0, 0, 4), ..BruteReadahead::default() };
         let mut rng = Xoshiro256PlusPlus::seed_from_u64(9);
         for (i, page) in sweeps(30_000, 400..700, 4).into_iter().enumerate() {
             let store = rng.random_ratio(1, 4);
@@ -187,14 +189,16 @@ fn page_cluster_0_reads_the_faulting_page_alone() {
     assert_eq!((s.swap_ins, s.swap_outs, s.evictions, s.readahead_pages, s.readahead_hits), (model.swap_ins, model.swap_outs, model.evictions, 0, 0));
 }
 
-/// Under every policy, the counters add up after every reference: faults are first touches,
-/// major faults and readahead hits; pages read are major faults and pages read ahead;
-/// every occupied frame holds a mapped page or one read ahead; and each shootdown handed to
-/// the machine is counted.
+/// Under every policy, with a swap area of 1,800 slots for 1,200 pages (more than half held
+/// at times), the counters add up after every reference: faults are first touches, major
+/// faults and readahead hits; pages read are major faults and pages read ahead; the slots
+/// held are the pages swapped out and the copies kept in memory; every occupied frame holds
+/// a mapped page or one read ahead; and each shootdown handed to the machine is counted.
 #[test]
 fn readahead_counters_add_up_under_every_policy() {
-    let fully = |eviction| OsSpec { eviction, swap_cache: true, page_cluster: 3, ..OsSpec::simple(256 << 12, PlacementSpec::Random) };
-    let iceberg = |eviction| OsSpec { eviction, swap_cache: true, page_cluster: 3, ..OsSpec::simple((8 * 64) << 12, PlacementSpec::Iceberg(IcebergSpec::default())) };
+    let swap_slots = Some(1800);
+    let fully = |eviction| OsSpec { eviction, swap_cache: true, page_cluster: 3, swap_slots, ..OsSpec::simple(256 << 12, PlacementSpec::Random) };
+    let iceberg = |eviction| OsSpec { eviction, swap_cache: true, page_cluster: 3, swap_slots, ..OsSpec::simple((8 * 64) << 12, PlacementSpec::Iceberg(IcebergSpec::default())) };
     let linux = EvictionSpec::Linux { reserve: 0.0, inactive_ratio: InactiveRatio::Kernel, workingset: true, look_twice: true };
     for spec in [fully(EvictionSpec::Lru), fully(linux), iceberg(EvictionSpec::HorizonLru), iceberg(EvictionSpec::LazyIcebergLru { delta: 0.13 })] {
         let mut os = Os::new(&spec, 11);
@@ -209,6 +213,12 @@ fn readahead_counters_add_up_under_every_policy() {
             assert_eq!(s.page_faults, touched.len() as u64 + majors + s.readahead_hits, "{:?}", spec.eviction);
             assert_eq!(s.swap_ins, majors + s.readahead_pages, "{:?}", spec.eviction);
             assert_eq!(s.shootdowns, shot, "{:?}", spec.eviction);
+            if page % 64 == 0 {
+                let ra = os.readahead.as_ref().unwrap();
+                let out = touched.iter().filter(|&&p| os.table.is_swapped(0, p << 12) && !ra.contains(0, p)).count();
+                let copies = os.swap_copy.iter().filter(|&&c| c).count();
+                assert_eq!(os.swap.used(), (out + copies) as u64, "{:?}", spec.eviction);
+            }
         }
         let s = os.stats();
         let ra = os.readahead.as_ref().unwrap();
@@ -217,7 +227,7 @@ fn readahead_counters_add_up_under_every_policy() {
             ra.contains(asid, vpn.0)
         });
         assert_eq!(unmapped.count() as u64 + s.mapped_pages, os.frames().used(), "{:?}", spec.eviction);
-        assert!(s.readahead_hits > 500 && s.evictions > s.shootdowns, "{:?}: {s:?}", spec.eviction);
+        assert!(s.readahead_hits > 500 && s.evictions > s.shootdowns && s.swap_full_frees > 0, "{:?}: {s:?}", spec.eviction);
     }
 }
 
@@ -257,8 +267,9 @@ fn pages_read_ahead_are_placed_at_their_own_candidates() {
 /// page-table entry maps it), so its first look evicts it, unmapped, where a faulted page
 /// would be rotated. Traced by hand on 8 frames (look twice, no reserve): pages 0 to 7 fill
 /// memory; 8 rotates all eight and evicts 0; 9 and 10 evict 1 and 2 (marked, not young); a
-/// fault on 1, next to the readahead history's page 0, reads 2 ahead (evicting 3), then maps
-/// 1 (evicting 4); 11 to 13 evict 5 to 7; 14 rotates 8 to 10 and evicts page 2.
+/// fault on 1, the address space's first (a window of 8, forward since 1 is next to the empty
+/// history's page 0), reads 2, the only page of 2 to 8 swapped out when it looks (evicting 3),
+/// then maps 1 (evicting 4); 11 to 13 evict 5 to 7; 14 rotates 8 to 10 and evicts page 2.
 #[test]
 fn linux_evicts_an_unused_page_read_ahead_at_its_first_look() {
     let linux = EvictionSpec::Linux { reserve: 0.0, inactive_ratio: InactiveRatio::Kernel, workingset: false, look_twice: true };
