@@ -47,6 +47,7 @@ pub fn merge(base: RawOs, over: Option<&RawOs>) -> RawOs {
         swap_cache: o.swap_cache.or(base.swap_cache),
         page_cluster: o.page_cluster.or(base.page_cluster),
         swap: o.swap.or(base.swap),
+        swap_cache_cow: o.swap_cache_cow.or(base.swap_cache_cow),
         delta: o.delta.or(base.delta),
         recency: o.recency.or(base.recency),
         scan_period: o.scan_period.or(base.scan_period),
@@ -81,6 +82,7 @@ pub fn validate(raw: &RawOs, path: &str) -> Result<OsSpec> {
     let swap_cache = raw.swap_cache.unwrap_or(true);
     let page_cluster = page_cluster(raw, path, eviction, swap_cache)?;
     let swap_slots = swap_slots(raw, path, eviction, page_size)?;
+    let swap_cache_cow = swap_cache_cow(raw, path, eviction, swap_cache)?;
     fits_host(memory, host_bytes(frames, eviction, recency, swap_cache), crate::host::memory(), &format!("{path}.memory"))?;
     if raw.age_window == Some(0) {
         return err(format!("{path}.age_window"), "a window needs at least one eviction");
@@ -88,7 +90,19 @@ pub fn validate(raw: &RawOs, path: &str) -> Result<OsSpec> {
     if raw.age_window.is_some() && eviction == EvictionSpec::None {
         return err(format!("{path}.age_window"), "the eviction-age metric needs an `os.eviction` policy (nothing is evicted without one)");
     }
-    Ok(OsSpec { memory, page_size, placement, eviction, recency, age_window: raw.age_window, swap_cache, page_cluster, swap_slots })
+    Ok(OsSpec { memory, page_size, placement, eviction, recency, age_window: raw.age_window, swap_cache, page_cluster, swap_slots, swap_cache_cow })
+}
+
+/// Whether stores copy pages out of the swap cache: as the paper's Linux 5.11 does where there
+/// is a swap cache, unless configured.
+fn swap_cache_cow(raw: &RawOs, path: &str, eviction: EvictionSpec, swap_cache: bool) -> Result<bool> {
+    let field = format!("{path}.swap_cache_cow");
+    match raw.swap_cache_cow {
+        None => Ok(eviction != EvictionSpec::None && swap_cache),
+        Some(_) if eviction == EvictionSpec::None => err(field, "nothing is swapped without an `os.eviction` policy: set one, or drop `swap_cache_cow`"),
+        Some(true) if !swap_cache => err(field, "pages are copied out of the swap cache: set `swap_cache = true`, or `swap_cache_cow = false`"),
+        Some(cow) => Ok(cow),
+    }
 }
 
 /// The swap area's slots: `swap` in pages, if given.
@@ -375,6 +389,22 @@ mod tests {
         assert_eq!(cluster(None, None), 0, "nothing swapped");
         let raw = RawOs { eviction: Some(EvictionKind::Lru), page_cluster: Some(0), ..presets::default_os() };
         assert_eq!(validate(&raw, "os").unwrap().page_cluster, 0);
+    }
+
+    #[test]
+    fn stores_copy_pages_out_of_the_swap_cache_by_default_where_there_is_one() {
+        let cow = |eviction: Option<EvictionKind>, swap_cache: Option<bool>, given: Option<bool>| {
+            let raw = RawOs { eviction, swap_cache, swap_cache_cow: given, ..presets::default_os() };
+            validate(&raw, "os").map(|spec| spec.swap_cache_cow).map_err(|e| e.to_string())
+        };
+        assert_eq!(cow(Some(EvictionKind::Lru), None, None), Ok(true));
+        assert_eq!(cow(Some(EvictionKind::Lru), Some(false), None), Ok(false));
+        assert_eq!(cow(Some(EvictionKind::Lru), None, Some(false)), Ok(false));
+        assert_eq!(cow(None, None, None), Ok(false));
+        let e = cow(Some(EvictionKind::Lru), Some(false), Some(true)).unwrap_err();
+        assert!(e.starts_with("os.swap_cache_cow: pages are copied out of the swap cache"), "{e}");
+        let e = cow(None, None, Some(false)).unwrap_err();
+        assert!(e.starts_with("os.swap_cache_cow: nothing is swapped"), "{e}");
     }
 
     #[test]

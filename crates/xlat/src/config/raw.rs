@@ -373,6 +373,9 @@ pub struct RawOs {
     pub page_cluster: Option<u32>,
     /// Size of the swap area (a multiple of the page size); without one, swap never fills.
     pub swap: Option<ByteSize>,
+    /// Whether a store to a page still in the swap cache copies it to a new frame (Linux
+    /// 5.9 to 5.17) rather than dropping its copy in swap in place.
+    pub swap_cache_cow: Option<bool>,
     /// Fraction of memory Iceberg LRU leaves unused.
     pub delta: Option<f64>,
     /// How page use is observed.

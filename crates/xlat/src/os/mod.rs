@@ -3,9 +3,10 @@
 //!
 //! A walk that finds no mapping faults: the page gets a frame its placement allows
 //! ([`placement`]), evicting a page when none is free if an eviction policy is configured
-//! ([`eviction`]). Evicted pages are unmapped, counted as swapped out, and reported to the
-//! machine for a TLB shootdown; touching one again is a major fault (a swap-in), which may read
-//! its swapped-out neighbours too ([`readahead`]). Accessed-bit scans ([`eviction::scan`])
+//! ([`eviction`]). Evicted pages are unmapped, written to swap unless their copy there is
+//! good ([`swap`]), and reported to the machine for a TLB shootdown if mapped; touching one
+//! again is a major fault (a swap-in), which may read its swapped-out neighbours too
+//! ([`readahead`]). Accessed-bit scans ([`eviction::scan`])
 //! report the pages whose bit they clear for a shootdown too.
 
 pub mod eviction;
@@ -37,6 +38,7 @@ use stats::Utilization;
 use swap::SwapArea;
 
 use crate::hash::page_key;
+use rustc_hash::FxHashSet;
 use crate::types::{Asid, PageSize, Pfn, Translation, Vpn, BASE_PAGE_SHIFT};
 use crate::units::format_bytes;
 use crate::Error;
@@ -66,13 +68,18 @@ pub struct OsSpec {
     /// Slots of the swap area, in pages; `None` for an area that never fills (nor gets more
     /// than half full).
     pub swap_slots: Option<u64>,
+    /// A store to a page still in the swap cache (swapped in by an earlier reference, its copy
+    /// in swap good) copies it to a new frame, leaving the old page unmapped until reclaim
+    /// drops it, as Linux 5.9 to 5.17 do (`do_wp_page`); else the store drops the copy in
+    /// place. Only with the swap cache.
+    pub swap_cache_cow: bool,
 }
 
 impl OsSpec {
     /// A memory of `memory` bytes of 4 KiB pages placed by `placement`, never evicting (and,
     /// given a policy, writing every page it evicts: no swap cache).
     pub fn simple(memory: u64, placement: PlacementSpec) -> OsSpec {
-        OsSpec { memory, page_size: PageSize::Size4K, placement, eviction: EvictionSpec::None, recency: Recency::Access, age_window: None, swap_cache: false, page_cluster: 0, swap_slots: None }
+        OsSpec { memory, page_size: PageSize::Size4K, placement, eviction: EvictionSpec::None, recency: Recency::Access, age_window: None, swap_cache: false, page_cluster: 0, swap_slots: None, swap_cache_cow: false }
     }
 }
 
@@ -116,7 +123,8 @@ pub struct Os {
     /// Pages at most this many may be resident (reserve or δ of memory kept free); under lazy
     /// Iceberg LRU, pages not marked evictable.
     resident_limit: u64,
-    /// Uses so far, one per page a reference touches: the timestamp of the next use.
+    /// Uses so far, one per page a reference touches, and a tick per page read ahead, per
+    /// fault after them and per store that copies a page: the timestamp of the next use.
     clock: u64,
     /// Every use retimes its page (`recency = "access"` under an eviction policy): read on
     /// every reference, so kept as a flag rather than matched from the spec.
@@ -138,6 +146,12 @@ pub struct Os {
     readahead: Option<Readahead>,
     /// The swap area's slots.
     swap: SwapArea,
+    /// Frames holding a page's old copy after a store copied the page elsewhere
+    /// ([`OsSpec::swap_cache_cow`]): unmapped, clean, until evicted.
+    stale: FxHashSet<u64>,
+    /// The clock when the last fault mapped a page: the use at the next tick is the faulting
+    /// reference's own, whose store the kernel handles in the fault (no copy).
+    fault_clock: u64,
     /// Pages whose TLB entries must go, since the machine last took them: evicted pages,
     /// and pages whose accessed bit a scan cleared.
     shootdowns: Vec<(Asid, Vpn)>,
@@ -192,6 +206,8 @@ impl Os {
             swap_copy: if evicts && spec.swap_cache { vec![false; frames as usize] } else { Vec::new() },
             readahead: (evicts && spec.swap_cache && spec.page_cluster > 0).then(|| Readahead::new(spec.page_cluster)),
             swap: SwapArea::new(spec.swap_slots),
+            stale: FxHashSet::default(),
+            fault_clock: u64::MAX,
             shootdowns: Vec::new(),
             utilization: Utilization::default(),
             stats: OsStats::default(),
@@ -273,31 +289,66 @@ impl Os {
     }
 
     /// Records one use of the page mapped at base frame `pfn` (every translated reference,
-    /// when [`Os::tracks_use`]), a store if `store`. True when an accessed-bit scan ran,
-    /// which may have left pages for a shootdown ([`Os::take_shootdowns`]).
+    /// when [`Os::tracks_use`]), a store if `store`. True when pages may be left for a
+    /// shootdown ([`Os::take_shootdowns`]): an accessed-bit scan ran, or the store copied
+    /// its page to a new frame, which may have evicted one (the error when it found none).
     #[inline(always)]
-    #[must_use]
-    pub fn access(&mut self, pfn: Pfn, store: bool) -> bool {
+    pub fn access(&mut self, pfn: Pfn, store: bool) -> std::result::Result<bool, OutOfMemory> {
         debug_assert!(self.tracks_use(), "uses reported to an OS that does not track them");
         self.clock += 1;
-        let frame = self.frame_of(pfn);
-        if store {
-            // The copy in swap is stale now (the kernel frees it at the write fault).
-            if self.swap_copy.get_mut(frame as usize).is_some_and(std::mem::take) {
+        let mut frame = self.frame_of(pfn);
+        let mut copied = false;
+        if store && self.swap_copy.get(frame as usize).is_some_and(|&copy| copy) {
+            // The copy in swap is stale now. The kernel frees it at a write fault, and
+            // (5.9 to 5.17) copies the page at a later store.
+            if self.spec.swap_cache_cow && self.clock != self.fault_clock + 1 {
+                frame = self.copy_on_write(frame)?;
+                copied = true;
+            } else {
+                self.swap_copy[frame as usize] = false;
                 self.swap.free();
             }
         }
         if self.retime_uses {
             self.record_use(frame);
-            return false;
+            return Ok(copied);
         }
         // Recency on fill records nothing here; a scan's accessed bits have a scanner.
-        let Some(scanner) = &mut self.scanner else { return false };
+        let Some(scanner) = &mut self.scanner else { return Ok(copied) };
         let due = scanner.reference(frame, self.clock);
         if due {
             self.scan();
         }
-        due
+        Ok(due || copied)
+    }
+
+    /// A store to the page in `frame`, still in the swap cache, by a reference that did not
+    /// fault it in: the kernel's `do_wp_page` (5.9 to 5.17) sees the swap cache's reference
+    /// as sharing and copies the page into a new frame, which it maps in place of the old
+    /// one (a shootdown). The old page stays in its frame, unmapped and clean, holding its
+    /// slot, until reclaim drops it without a write. Returns the new frame.
+    #[cold]
+    fn copy_on_write(&mut self, frame: u64) -> std::result::Result<u64, OutOfMemory> {
+        let (asid, vpn) = self.frames.owner(frame).expect("a mapped page occupies its frame");
+        self.stale.insert(frame);
+        // No page-table entry maps the old page now, so nothing sets its accessed bit.
+        if let Some(linux) = &mut self.linux {
+            linux.unmapped(frame);
+        }
+        if let Some(scanner) = &mut self.scanner {
+            scanner.forget(frame);
+        }
+        let (new, cpfn) = self.choose_frame(asid, vpn).map_err(|reason| OutOfMemory { asid, vaddr: vpn.addr().0, reason })?;
+        self.install(asid, vpn, new, false, true);
+        // A tick after the new page's stamp, so that the next reference's walk (a use under
+        // recency on fill, stamped with the clock as it stands) comes after it.
+        self.clock += 1;
+        let size = self.spec.page_size;
+        self.table.insert_tagged(Translation { asid, vpn, pfn: Pfn(new * size.base_pages()), size }, cpfn);
+        self.stats.store_copies += 1;
+        self.stats.shootdowns += 1;
+        self.shootdowns.push((asid, vpn));
+        Ok(new)
     }
 
     #[inline(always)]
@@ -390,6 +441,7 @@ impl Os {
         } else {
             self.stats.footprint_bytes += size.bytes();
         }
+        self.fault_clock = self.clock;
         Ok(t)
     }
 
@@ -422,44 +474,47 @@ impl Os {
     }
 
     /// Swap readahead for a major fault on page `page` of `asid` (in units of the page
-    /// size): reads the swapped-out pages of its window that are not in memory, each into a
-    /// frame its placement allows (evicting as for a fault), and leaves them unmapped. Each
-    /// page read, and the fault after them, takes a tick of the clock, so that the pages are
-    /// ordered by address and older than the faulting page, as the kernel adds them to its
-    /// lists. A page that finds no frame fails the fault (the fault itself would find none).
+    /// size): reads the swapped-out pages of its window that are not in memory, in address
+    /// order, each into a frame its placement allows (evicting as for a fault), and leaves
+    /// them unmapped. Whether a page is swapped out is read as each comes up, from the live
+    /// table, as the kernel does on 64-bit machines. The faulting page is placed after them
+    /// (the kernel places it in address order among them; here it cannot then be evicted by
+    /// the reads, which the kernel's page lock ensures). Each page read, and the fault after
+    /// them, takes a tick of the clock, so that the pages are ordered by address and older
+    /// than the faulting page. Like the kernel's, it is best effort: it stops when the swap
+    /// area is full (a read could need a page written to make room).
     #[cold]
     fn read_ahead(&mut self, asid: Asid, page: u64) -> std::result::Result<(), NoFrame> {
         let shift = self.spec.page_size.shift();
         let Some(ra) = &mut self.readahead else { return Ok(()) };
         let window = ra.window(asid, page);
-        // The pages to read are those swapped out when the fault looks, as the kernel copies
-        // the window's entries first: a page the reads themselves evict is not read back.
-        let mut to_read = [0; 1 << readahead::MAX_PAGE_CLUSTER];
-        let mut count = 0;
+        let mut read = false;
         for other in window.filter(|&other| other != page) {
             let in_memory = self.readahead.as_ref().is_some_and(|ra| ra.contains(asid, other));
-            if !in_memory && self.table.is_swapped(asid, other << shift) {
-                to_read[count] = other;
-                count += 1;
+            if in_memory || !self.table.is_swapped(asid, other << shift) {
+                continue;
             }
-        }
-        for &other in &to_read[..count] {
+            if self.swap.is_full() {
+                break;
+            }
             let vpn = Vpn(other << (shift - BASE_PAGE_SHIFT));
             self.clock += 1;
+            read = true;
             let (frame, tag) = self.choose_frame(asid, vpn)?;
             self.install(asid, vpn, frame, true, false);
             self.readahead.as_mut().expect("readahead is on").insert(asid, other, frame, tag);
             self.stats.swap_ins += 1;
             self.stats.readahead_pages += 1;
         }
-        self.clock += u64::from(count > 0);
+        self.clock += u64::from(read);
         Ok(())
     }
 
     /// Maps page `vpn` of `asid`, which a fault found read ahead in `frame` with placement
-    /// tag `tag`: a minor fault, reading nothing. Under recency on fill the walk that
-    /// faulted counts as the page's use (it is the first TLB's: no TLB holds a page that was
-    /// not mapped).
+    /// tag `tag`: a minor fault, reading nothing. The fault's access is the page's first use
+    /// since it was read: it retimes the page (under recency on fill, here; under recency on
+    /// access, when the machine reports it), and counts for the Linux lists as a fault's
+    /// does (young under the look-twice rule, not a reference under one look).
     #[cold]
     fn map_read_ahead(&mut self, asid: Asid, vpn: Vpn, (frame, tag): (u64, u8)) -> Translation {
         let size = self.spec.page_size;
@@ -469,8 +524,15 @@ impl Os {
         self.stats.readahead_hits += 1;
         self.stats.mapped_pages = self.table.len() as u64;
         self.mapped_from_swap(frame);
+        self.fault_clock = self.clock;
+        if let Some(linux) = &mut self.linux {
+            linux.mapped_by_fault(frame);
+            if self.retime_uses {
+                self.just_faulted = Some(frame);
+            }
+        }
         if self.retime_fills {
-            self.record_use(frame);
+            self.retime(frame);
         }
         t
     }
@@ -601,8 +663,10 @@ impl Os {
         }
     }
 
-    /// Swaps out the page in `frame`, leaving the frame free; fails, changing nothing, when
-    /// the page must be written and the swap area is full.
+    /// Swaps out the page in `frame`, leaving the frame free; fails when the page must be
+    /// written and the swap area is full, changing nothing here (what the caller did to
+    /// choose the victim, such as unlinking it from the Linux lists, stays: the error ends
+    /// the run).
     fn evict(&mut self, frame: u64) -> std::result::Result<(), NoFrame> {
         // A page whose copy in swap is up to date goes without being written.
         let copy = self.swap_copy.get_mut(frame as usize).is_some_and(std::mem::take);
@@ -619,8 +683,14 @@ impl Os {
         }
         let (asid, vpn) = self.frames.release(frame);
         let page = vpn.0 >> (self.spec.page_size.shift() - BASE_PAGE_SHIFT);
-        // A page read ahead and never mapped is in no page-table entry and no TLB.
-        let mapped = !self.readahead.as_mut().is_some_and(|ra| ra.evicted(asid, page));
+        // A page's old copy left by a store is obsolete: its slot goes with it.
+        let stale = !self.stale.is_empty() && self.stale.remove(&frame);
+        if stale && copy {
+            self.swap.free();
+        }
+        // A page read ahead and never mapped is in no page-table entry and no TLB, nor is an
+        // old copy (the page's entry maps its new frame).
+        let mapped = !stale && !self.readahead.as_mut().is_some_and(|ra| ra.evicted(asid, page));
         if mapped {
             self.table.swap_out(asid, vpn.addr().0);
             self.stats.shootdowns += 1;

@@ -25,8 +25,11 @@ pub struct OsStats {
     /// and not stored to since).
     pub swap_outs: u64,
     /// Pages evicted: each mapped one a TLB shootdown, pages read ahead and never mapped
-    /// none.
+    /// and old copies left by stores none.
     pub evictions: u64,
+    /// Stores that copied a page still in the swap cache to a new frame, leaving the old
+    /// copy in memory until evicted (`swap_cache_cow`), each a TLB shootdown.
+    pub store_copies: u64,
     /// Pages shot down because an accessed-bit scan cleared their bit (`recency = "scan"`).
     pub scan_shootdowns: u64,
     /// Pages shot down in every TLB of the machine, by evictions of mapped pages and by

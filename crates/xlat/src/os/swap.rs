@@ -2,9 +2,11 @@
 //!
 //! A slot holds a page from its first write to swap until the page is back in memory and
 //! its copy there is dropped: at once without the swap cache; under it, at the first store
-//! (the copy is stale), or at the swap-in itself when swap is more than half full (the
-//! kernel's `vm_swap_full`, which then frees the slot of every page it swaps in, so that a
-//! later eviction writes it again). An area without a size never fills.
+//! (the copy is stale; a store that copies the page elsewhere leaves the old copy holding
+//! the slot until it is evicted), or, while swap is more than half full (the kernel's
+//! `vm_swap_full`), when a fault maps the page from swap (read by the fault or ahead of it)
+//! or Linux-like reclaim promotes it, so that a later eviction writes it again. An area
+//! without a size never fills.
 
 /// The slots of a swap area.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -25,7 +27,7 @@ impl SwapArea {
 
     /// Takes a slot for a page written to swap; false (taking none) when every slot is held.
     pub fn write(&mut self) -> bool {
-        if self.slots.is_some_and(|slots| self.used == slots) {
+        if self.is_full() {
             return false;
         }
         self.used += 1;
@@ -37,6 +39,11 @@ impl SwapArea {
     pub fn free(&mut self) {
         debug_assert!(self.used > 0, "a slot freed that no page held");
         self.used -= 1;
+    }
+
+    /// True when every slot is held.
+    pub fn is_full(&self) -> bool {
+        self.slots.is_some_and(|slots| self.used == slots)
     }
 
     /// True when more than half of the slots are held (the kernel's `vm_swap_full`: free

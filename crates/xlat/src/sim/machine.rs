@@ -296,7 +296,7 @@ impl Machine {
                 pfn.get_or_insert(frame);
             }
         }
-        if TRACK && self.os.access(pfn.expect("a machine has at least one TLB"), kind == AccessKind::Store) {
+        if TRACK && self.os.access(pfn.expect("a machine has at least one TLB"), kind == AccessKind::Store)? {
             self.shoot_down();
         }
         Ok(())

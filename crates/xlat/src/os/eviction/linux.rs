@@ -116,6 +116,20 @@ impl LinuxLists {
         self.flags[frame as usize] |= YOUNG;
     }
 
+    /// A fault mapped the page in `frame`, which was read ahead: under the look-twice rule
+    /// its access leaves it young, as a fault's does (see [`LinuxLists::insert`]).
+    pub fn mapped_by_fault(&mut self, frame: u64) {
+        if self.look_twice {
+            self.flags[frame as usize] |= YOUNG;
+        }
+    }
+
+    /// The page in `frame` lost its page-table entry (a store copied it elsewhere), and its
+    /// accessed bit with it: reclaim finds it unreferenced.
+    pub fn unmapped(&mut self, frame: u64) {
+        self.flags[frame as usize] &= !YOUNG;
+    }
+
     /// Registers page `page` of `asid` just placed in `frame`: on the inactive list, or on
     /// the active list when it refaults within the working set (a page read ahead from swap
     /// too, as the kernel checks every page it reads into the swap cache). If a fault

@@ -7,7 +7,7 @@ use rand::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
 use std::collections::{HashMap, VecDeque};
 
-mod readahead;
+mod swap_cache;
 
 fn spec(memory: u64, page_size: PageSize, placement: PlacementSpec) -> OsSpec {
     OsSpec { page_size, ..OsSpec::simple(memory, placement) }
