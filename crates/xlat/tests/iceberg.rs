@@ -16,7 +16,7 @@ fn first_conflict(backyard: BackyardRanges, tie_break: TieBreak, keys: impl Iter
     let mut os = Os::new(&spec, seed);
     for vpn in keys {
         let t = os.translate(0, vpn << 12).expect("Horizon LRU always finds a frame");
-        let _scanned = os.access(t.pfn, false);
+        let _scanned = os.access(t.pfn, false).unwrap();
         if let Some(u) = os.stats().first_conflict_utilization {
             return u;
         }

@@ -17,7 +17,7 @@ fn spec(memory: u64, page_size: PageSize, placement: PlacementSpec) -> OsSpec {
 fn touch(os: &mut Os, vpn: u64) -> Translation {
     let t = os.translate(0, vpn << 12).unwrap();
     if os.tracks_use() {
-        let _scanned = os.access(t.pfn, false);
+        let _scanned = os.access(t.pfn, false).unwrap();
     }
     t
 }
@@ -155,6 +155,19 @@ impl<K: Copy + Eq + std::hash::Hash> BruteLru<K> {
     }
 }
 
+/// Feeds `os` and `model` the same 20,000 references of a skewed stream over 100 pages, one
+/// in `stores` of them a store.
+fn lockstep(os: &mut Os, model: &mut BruteLru<u64>, stores: u32) {
+    let mut rng = Xoshiro256PlusPlus::seed_from_u64(5);
+    for vpn in stream(20_000, 100, 6) {
+        let store = rng.random_ratio(1, stores);
+        let t = os.translate(0, vpn << 12).unwrap();
+        os.access(t.pfn, store).unwrap();
+        os.take_shootdowns();
+        model.touch_kind(vpn, store);
+    }
+}
+
 /// Under the swap cache a page swapped back in keeps its copy in swap until a store, so
 /// evicting it again writes nothing: exact LRU over loads and stores (a third of them, the
 /// faulting reference's included) matches a brute-force LRU that writes only pages without
@@ -167,14 +180,7 @@ fn the_swap_cache_writes_only_pages_without_a_good_copy() {
         let mut os = Os::new(&spec, 3);
         let mut model = BruteLru::new(frames as usize);
         model.copies = swap_cache.then(Default::default);
-        let mut rng = Xoshiro256PlusPlus::seed_from_u64(5);
-        for vpn in stream(20_000, 100, 6) {
-            let store = rng.random_ratio(1, 3);
-            let t = os.translate(0, vpn << 12).unwrap();
-            let _ = os.access(t.pfn, store);
-            os.take_shootdowns();
-            model.touch_kind(vpn, store);
-        }
+        lockstep(&mut os, &mut model, 3);
         let s = os.stats();
         assert_eq!((s.evictions, s.swap_outs, s.swap_ins), (model.evictions, model.swap_outs, model.swap_ins), "swap cache {swap_cache}");
         assert_eq!(s.swap_outs < s.evictions, swap_cache, "swap cache {swap_cache}: {s:?}");
@@ -192,14 +198,7 @@ fn a_swap_area_more_than_half_full_frees_the_slots_of_pages_swapped_in() {
         let mut os = Os::new(&spec, 3);
         let mut model = BruteLru::new(64);
         (model.copies, model.slots) = (Some(Default::default()), Some(slots as usize));
-        let mut rng = Xoshiro256PlusPlus::seed_from_u64(5);
-        for vpn in stream(20_000, 100, 6) {
-            let store = rng.random_ratio(1, 5);
-            let t = os.translate(0, vpn << 12).unwrap();
-            let _ = os.access(t.pfn, store);
-            os.take_shootdowns();
-            model.touch_kind(vpn, store);
-        }
+        lockstep(&mut os, &mut model, 5);
         let s = os.stats();
         assert_eq!((s.swap_outs, s.swap_ins, s.swap_full_frees, s.peak_swap_bytes >> 12), (model.swap_outs, model.swap_ins, model.full_frees, model.peak as u64), "{slots} slots");
         // At least 36 pages are always out; 200 slots are never more than half held.
@@ -693,7 +692,7 @@ fn exact_lru_over_two_asids_matches_a_brute_force_lru() {
     for (i, vpn) in stream(20_000, 120, 8).into_iter().enumerate() {
         let asid = (i % 3 == 0) as u16;
         let t = os.translate(asid, vpn << 12).unwrap();
-        let _ = os.access(t.pfn, false);
+        let _scanned = os.access(t.pfn, false).unwrap();
         let shot: Vec<(u16, u64)> = os.take_shootdowns().map(|d| d.map(|(a, v)| (a, v.0)).collect()).unwrap_or_default();
         let expect: Vec<(u16, u64)> = model.touch((asid, vpn)).into_iter().collect();
         assert_eq!(shot, expect, "reference {i}");

@@ -392,7 +392,6 @@ fn linux_evicts_an_unused_page_read_ahead_at_its_first_look() {
     assert!(os.table.is_swapped(0, 2 << 12) && !os.readahead.as_ref().unwrap().contains(0, 2));
 }
 
-
 /// Under Linux-like reclaim the old copy a store leaves behind is in no page-table entry, so
 /// reclaim's first look at it evicts it, without a write or a shootdown. Traced by hand on 4
 /// frames (look twice, no reserve): 0 to 3 fill memory; 4 rotates all four and evicts 0; a
