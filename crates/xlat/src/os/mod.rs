@@ -6,8 +6,8 @@
 //! ([`eviction`]). Evicted pages are unmapped, written to swap unless their copy there is
 //! good ([`swap`]), and reported to the machine for a TLB shootdown if mapped; touching one
 //! again is a major fault (a swap-in), which may read its swapped-out neighbours too
-//! ([`readahead`]). Accessed-bit scans ([`eviction::scan`])
-//! report the pages whose bit they clear for a shootdown too.
+//! ([`readahead`]). Accessed-bit scans ([`eviction::scan`]) report the pages whose bit they
+//! clear for a shootdown too.
 
 pub mod eviction;
 pub mod frames;
@@ -301,7 +301,7 @@ impl Os {
         if store && self.swap_copy.get(frame as usize).is_some_and(|&copy| copy) {
             // The copy in swap is stale now. The kernel frees it at a write fault, and
             // (5.9 to 5.17) copies the page at a later store.
-            if self.spec.swap_cache_cow && self.clock != self.fault_clock + 1 {
+            if self.spec.swap_cache_cow && self.clock != self.fault_clock.wrapping_add(1) {
                 frame = self.copy_on_write(frame)?;
                 copied = true;
             } else {
