@@ -63,25 +63,25 @@ pub fn validate(raw: &RawOs, path: &str) -> Result<OsSpec> {
     let page_size = raw.page_size.or(defaults.page_size).expect("default page size").0;
     let page_size = page_size_of(page_size, &format!("{path}.page_size"))?;
     let memory = raw.memory.or(defaults.memory).expect("default memory").0;
-    if memory < page_size.bytes() || memory % page_size.bytes() != 0 {
-        return err(
-            format!("{path}.memory"),
-            format!("{} is not a positive multiple of the {page_size} page size", exact_bytes(memory)),
-        );
-    }
-    let frames = memory / page_size.bytes();
+    let frames = whole_pages(memory, page_size, format!("{path}.memory"))?;
     if frames > crate::os::PageTable::MAX_FRAMES {
         return err(format!("{path}.memory"), format!("{} holds more than 2^32 - 2 frames", exact_bytes(memory)));
     }
     let placement = placement(raw, path, frames, page_size)?;
     let eviction = eviction(raw, path, &placement)?;
     let recency = recency(raw, path, eviction)?;
-    if raw.swap_cache.is_some() && eviction == EvictionSpec::None {
-        return err(format!("{path}.swap_cache"), "nothing is swapped without an `os.eviction` policy: set one, or drop `swap_cache`");
+    let swap_fields = [
+        ("swap_cache", raw.swap_cache.is_some()),
+        ("page_cluster", raw.page_cluster.is_some()),
+        ("swap", raw.swap.is_some()),
+        ("swap_cache_cow", raw.swap_cache_cow.is_some()),
+    ];
+    if let Some((field, _)) = swap_fields.iter().find(|(_, given)| *given).filter(|_| eviction == EvictionSpec::None) {
+        return err(format!("{path}.{field}"), format!("nothing is swapped without an `os.eviction` policy: set one, or drop `{field}`"));
     }
     let swap_cache = raw.swap_cache.unwrap_or(true);
     let page_cluster = page_cluster(raw, path, eviction, swap_cache)?;
-    let swap_slots = swap_slots(raw, path, eviction, page_size)?;
+    let swap_slots = raw.swap.map(|bytes| whole_pages(bytes.0, page_size, format!("{path}.swap"))).transpose()?;
     let swap_cache_cow = swap_cache_cow(raw, path, eviction, swap_cache)?;
     fits_host(memory, host_bytes(frames, eviction, recency, swap_cache), crate::host::memory(), &format!("{path}.memory"))?;
     if raw.age_window == Some(0) {
@@ -93,41 +93,32 @@ pub fn validate(raw: &RawOs, path: &str) -> Result<OsSpec> {
     Ok(OsSpec { memory, page_size, placement, eviction, recency, age_window: raw.age_window, swap_cache, page_cluster, swap_slots, swap_cache_cow })
 }
 
+/// `bytes` (of the field `field`) in pages of `page_size`: an error unless a positive multiple.
+fn whole_pages(bytes: u64, page_size: PageSize, field: String) -> Result<u64> {
+    if bytes < page_size.bytes() || bytes % page_size.bytes() != 0 {
+        return err(field, format!("{} is not a positive multiple of the {page_size} page size", exact_bytes(bytes)));
+    }
+    Ok(bytes / page_size.bytes())
+}
+
 /// Whether stores copy pages out of the swap cache: as the paper's Linux 5.11 does where there
-/// is a swap cache, unless configured.
+/// is a swap cache, unless configured (the caller checked that an eviction policy is).
 fn swap_cache_cow(raw: &RawOs, path: &str, eviction: EvictionSpec, swap_cache: bool) -> Result<bool> {
-    let field = format!("{path}.swap_cache_cow");
     match raw.swap_cache_cow {
         None => Ok(eviction != EvictionSpec::None && swap_cache),
-        Some(_) if eviction == EvictionSpec::None => err(field, "nothing is swapped without an `os.eviction` policy: set one, or drop `swap_cache_cow`"),
-        Some(true) if !swap_cache => err(field, "pages are copied out of the swap cache: set `swap_cache = true`, or `swap_cache_cow = false`"),
+        Some(true) if !swap_cache => err(format!("{path}.swap_cache_cow"), "pages are copied out of the swap cache: set `swap_cache = true`, or `swap_cache_cow = false`"),
         Some(cow) => Ok(cow),
     }
 }
 
-/// The swap area's slots: `swap` in pages, if given.
-fn swap_slots(raw: &RawOs, path: &str, eviction: EvictionSpec, page_size: PageSize) -> Result<Option<u64>> {
-    let Some(bytes) = raw.swap.map(|b| b.0) else { return Ok(None) };
-    let field = format!("{path}.swap");
-    if eviction == EvictionSpec::None {
-        return err(field, "nothing is swapped without an `os.eviction` policy: set one, or drop `swap`");
-    }
-    if bytes < page_size.bytes() || bytes % page_size.bytes() != 0 {
-        return err(field, format!("{} is not a positive multiple of the {page_size} page size", exact_bytes(bytes)));
-    }
-    Ok(Some(bytes / page_size.bytes()))
-}
-
 /// Swap readahead's `page_cluster`: the kernel's default (3, up to 8 pages per fault) where
-/// pages are swapped and the swap cache holds the pages read, else 0.
+/// pages are swapped and the swap cache holds the pages read, else 0 (the caller checked that
+/// an eviction policy is configured if it is given).
 fn page_cluster(raw: &RawOs, path: &str, eviction: EvictionSpec, swap_cache: bool) -> Result<u32> {
     let field = format!("{path}.page_cluster");
     let Some(given) = raw.page_cluster else {
         return Ok(if eviction != EvictionSpec::None && swap_cache { DEFAULT_PAGE_CLUSTER } else { 0 });
     };
-    if eviction == EvictionSpec::None {
-        return err(field, "nothing is swapped without an `os.eviction` policy: set one, or drop `page_cluster`");
-    }
     if given > MAX_PAGE_CLUSTER {
         return err(field, format!("{given} is above {MAX_PAGE_CLUSTER}: the kernel reads at most 2^{MAX_PAGE_CLUSTER} pages per fault"));
     }

@@ -343,8 +343,7 @@ impl Os {
         // A tick after the new page's stamp, so that the next reference's walk (a use under
         // recency on fill, stamped with the clock as it stands) comes after it.
         self.clock += 1;
-        let size = self.spec.page_size;
-        self.table.insert_tagged(Translation { asid, vpn, pfn: Pfn(new * size.base_pages()), size }, cpfn);
+        self.map(asid, vpn, new, cpfn);
         self.stats.store_copies += 1;
         self.stats.shootdowns += 1;
         self.shootdowns.push((asid, vpn));
@@ -431,10 +430,8 @@ impl Os {
         }
         let (frame, cpfn) = self.choose_frame(asid, vpn).map_err(|reason| OutOfMemory { asid, vaddr, reason })?;
         self.install(asid, vpn, frame, swapped_in, true);
-        let t = Translation { asid, vpn, pfn: Pfn(frame * size.base_pages()), size };
-        self.table.insert_tagged(t, cpfn);
+        let t = self.map(asid, vpn, frame, cpfn);
         self.stats.page_faults += 1;
-        self.stats.mapped_pages = self.table.len() as u64;
         if swapped_in {
             self.stats.swap_ins += 1;
             self.mapped_from_swap(frame);
@@ -443,6 +440,16 @@ impl Os {
         }
         self.fault_clock = self.clock;
         Ok(t)
+    }
+
+    /// Maps page `vpn` of `asid` at `frame` with placement tag `tag` (in place of any
+    /// mapping it had): its translation.
+    fn map(&mut self, asid: Asid, vpn: Vpn, frame: u64, tag: u8) -> Translation {
+        let size = self.spec.page_size;
+        let t = Translation { asid, vpn, pfn: Pfn(frame * size.base_pages()), size };
+        self.table.insert_tagged(t, tag);
+        self.stats.mapped_pages = self.table.len() as u64;
+        t
     }
 
     /// Places page `vpn` of `asid` in `frame` and tells the policy's records: read back from
@@ -517,12 +524,9 @@ impl Os {
     /// does (young under the look-twice rule, not a reference under one look).
     #[cold]
     fn map_read_ahead(&mut self, asid: Asid, vpn: Vpn, (frame, tag): (u64, u8)) -> Translation {
-        let size = self.spec.page_size;
-        let t = Translation { asid, vpn, pfn: Pfn(frame * size.base_pages()), size };
-        self.table.insert_tagged(t, tag);
+        let t = self.map(asid, vpn, frame, tag);
         self.stats.page_faults += 1;
         self.stats.readahead_hits += 1;
-        self.stats.mapped_pages = self.table.len() as u64;
         self.mapped_from_swap(frame);
         self.fault_clock = self.clock;
         if let Some(linux) = &mut self.linux {
