@@ -254,6 +254,18 @@ impl Os {
         self.stats.walks += 1;
     }
 
+    /// Counts `n` walks that another thread made for this OS's TLBs, walks that would
+    /// change nothing here but the count (see [`Os::records_fills`]).
+    pub fn count_walks(&mut self, n: u64) {
+        self.stats.walks += n;
+    }
+
+    /// True when the fills of a machine's first TLB count as uses (`recency = "fill"` with
+    /// eviction): only then does a walk do more than count itself and fault.
+    pub fn records_fills(&self) -> bool {
+        self.retime_fills
+    }
+
     /// The first base frame of the page holding `vaddr`: [`Os::translate`]'s frame, for an OS
     /// that does not track use (whose walks record nothing but their count).
     #[inline(always)]

@@ -155,8 +155,12 @@ const PARALLEL_MIN_BATCH: usize = 4096;
 /// batch of at least [`PARALLEL_MIN_BATCH`] references, the second half of the machines runs
 /// on a scoped thread; machines share nothing, so results are the same as in sequence. A
 /// thread per batch (tens of microseconds against milliseconds of simulation) keeps this
-/// simpler than a pool.
+/// simpler than a pool. One machine given two cores may use the second itself
+/// ([`Machine::process_on_two_cores`]).
 fn process_all(machines: &mut [Machine], batch: &Batch, parallel: bool) -> Result<()> {
+    if let ([machine], true) = (&mut *machines, parallel && batch.len() >= PARALLEL_MIN_BATCH) {
+        return machine.process_on_two_cores(batch);
+    }
     if machines.len() < 2 || !parallel || batch.len() < PARALLEL_MIN_BATCH {
         return machines.iter_mut().try_for_each(|m| m.process(batch));
     }

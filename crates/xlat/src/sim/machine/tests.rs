@@ -1,6 +1,6 @@
 use super::*;
 use crate::os::iceberg::IcebergSpec;
-use crate::os::{EvictionSpec, PlacementSpec};
+use crate::os::{EvictionSpec, PlacementSpec, Recency};
 use crate::tlb::{ArrayGeometry, Policy};
 use crate::types::PageSize;
 use crate::MemRef;
@@ -259,7 +259,9 @@ fn every_tlb_miss_counts_one_walk() {
     // without a conventional TLB.
     for eviction in [EvictionSpec::None, EvictionSpec::HorizonLru] {
         for conventional in [true, false] {
-            let mut spec = mosaic_spec(2 * 64 * 4096 * 3, eviction, 4);
+            // Memory for 384 pages of the 900 or so touched; all of them without eviction.
+            let memory = if eviction == EvictionSpec::None { 64 << 20 } else { 384 << 12 };
+            let mut spec = mosaic_spec(memory, eviction, 4);
             let geometry = MosaicGeometry { entries: 16, ways: 2, policy: Policy::Lru, arity: 8 };
             spec.mosaic.push(MosaicSpec { name: "mosaic-8".into(), geometry });
             if !conventional {
@@ -369,4 +371,84 @@ fn mosaic_tlbs_change_nothing_the_os_does_over_two_asids() {
         let key = |s: &crate::os::OsStats| (s.swap_outs, s.swap_ins, s.page_faults, s.ghost_evictions, s.scan_shootdowns, s.conflicts, s.eviction_age.clone());
         assert_eq!(key(&a), key(&b), "{recency:?}");
     }
+}
+
+/// A stream for the replay test: skewed pages of two address spaces, a tenth of them stores
+/// and a tenth instruction fetches, with references that straddle pages or cover several.
+fn mixed_refs(n: u64, pages: f64, seed: u64) -> Vec<MemRef> {
+    let mut draw = xorshift(seed);
+    (0..n)
+        .map(|i| {
+            let addr = skewed_page(draw(), pages) << 12;
+            let r = match i % 10 {
+                0 => MemRef::store(addr | 0x40, 8),
+                1 => MemRef::ifetch(addr | 0x10, 4),
+                2 if i % 70 == 2 => MemRef::load(addr | 0xffc, 8),
+                3 if i % 290 == 3 => MemRef::store(addr | 0x800, 9000),
+                _ => MemRef::load(addr | 0x80, 8),
+            };
+            MemRef { asid: u16::from(i % 7 == 0), ..r }
+        })
+        .collect()
+}
+
+/// A machine replaying its conventional hierarchy on a second core
+/// (`Machine::process_on_two_cores`) gives, after every batch and with sequential batches
+/// mixed in, the statistics of the same machine simulated in sequence: for every eviction
+/// policy of an iceberg memory, recency mode, swap mechanism, hierarchy shape and number of
+/// Mosaic TLBs.
+#[test]
+fn replaying_the_hierarchy_on_a_second_core_changes_no_statistic() {
+    let refs = mixed_refs(40_000, 900.0, 0x0dd_ba11);
+    let split_l1 = LevelGeometry { instr_arrays: vec![ArrayGeometry { entries: 16, ways: 4, policy: Policy::Lru, page_sizes: vec![PageSize::Size4K] }], ..level(16, 4) };
+    let plru = LevelGeometry { arrays: vec![ArrayGeometry { entries: 48, ways: 6, policy: Policy::TreePlru, page_sizes: vec![PageSize::Size4K] }], ..level(48, 6) };
+    let hierarchies = [vec![level(64, 4)], vec![level(60, 3)], vec![split_l1, level(128, 8)], vec![plru]];
+    let scan = Recency::Scan { period: 700, hot_sample: 0.2, history: 8 };
+    let policies = [
+        (EvictionSpec::None, Recency::Access),
+        (EvictionSpec::HorizonLru, Recency::Access),
+        (EvictionSpec::HorizonLru, scan),
+        (EvictionSpec::HorizonLru, Recency::Fill),
+        (EvictionSpec::Lru, Recency::Access),
+        (EvictionSpec::IcebergLru { delta: 0.05 }, Recency::Access),
+        (EvictionSpec::LazyIcebergLru { delta: 0.05 }, scan),
+    ];
+    let mut cases = 0;
+    for (h, tlb) in hierarchies.iter().enumerate() {
+        for (p, &(eviction, recency)) in policies.iter().enumerate() {
+            // Memory for 384 pages of the 900 or so touched; all of them without eviction.
+            let memory = if eviction == EvictionSpec::None { 64 << 20 } else { 384 << 12 };
+            let mut spec = mosaic_spec(memory, eviction, 4);
+            spec.tlb = tlb.clone();
+            spec.os.recency = recency;
+            if eviction != EvictionSpec::None {
+                // Swap readahead, the swap cache's copies at stores and a bounded swap area
+                // on every other case.
+                (spec.os.swap_cache, spec.os.swap_cache_cow, spec.os.page_cluster) = (true, true, 3);
+                spec.os.swap_slots = (p % 2 == 0).then_some(2000);
+            }
+            if h % 2 == 1 {
+                let geometry = MosaicGeometry { entries: 32, ways: 2, policy: Policy::Lru, arity: 16 };
+                spec.mosaic.push(MosaicSpec { name: "mosaic-16".into(), geometry });
+            }
+            let (mut sequential, mut replayed) = (Machine::new(&spec), Machine::new(&spec));
+            let mut start = 0;
+            for (b, len) in [5000, 7000, 300, 6000, 9000, 4000, 8700].into_iter().cycle().enumerate() {
+                let Some(chunk) = refs.get(start..(start + len).min(refs.len())).filter(|c| !c.is_empty()) else { break };
+                start += len;
+                let batch = Batch { refs: chunk.to_vec(), instructions: len as u64 };
+                sequential.process(&batch).unwrap();
+                // Now and then a batch in sequence, which replays what is left first.
+                if b % 4 == 3 { replayed.process(&batch) } else { replayed.process_on_two_cores(&batch) }.unwrap();
+                assert_eq!(replayed.stats(), sequential.stats(), "hierarchy {h}, policy {p}, batch {b}");
+            }
+            let s = sequential.stats();
+            assert!(s.os.page_faults > 900 && s.levels[0].counters.misses > 5000, "{s:?}");
+            if eviction != EvictionSpec::None {
+                assert!(s.os.swap_outs > 1000 && s.os.shootdowns > 1000, "hierarchy {h}, policy {p}: {:?}", s.os);
+            }
+            cases += 1;
+        }
+    }
+    assert_eq!(cases, 28);
 }
