@@ -270,8 +270,15 @@ impl Os {
     /// that does not track use (whose walks record nothing but their count).
     #[inline(always)]
     pub fn walk_frame(&mut self, asid: Asid, vaddr: u64) -> std::result::Result<Pfn, OutOfMemory> {
-        debug_assert!(!self.tracks_use(), "walk_frame skips the recency of tracked use");
         self.stats.walks += 1;
+        self.map_frame(asid, vaddr)
+    }
+
+    /// [`Os::walk_frame`] without counting a walk: for a TLB level whose misses the levels
+    /// below it, replayed apart, count as walks ([`Os::count_walks`]) when they miss too.
+    #[inline(always)]
+    pub fn map_frame(&mut self, asid: Asid, vaddr: u64) -> std::result::Result<Pfn, OutOfMemory> {
+        debug_assert!(!self.tracks_use(), "map_frame skips the recency of tracked use");
         match self.table.frame(asid, vaddr) {
             Some(pfn) => Ok(pfn),
             None => self.fault(asid, vaddr).map(|t| t.pfn),

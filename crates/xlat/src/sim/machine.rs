@@ -9,12 +9,12 @@
 
 use super::stats::{MachineStats, MosaicStats, RefCounters};
 use decoded::DecodedFrames;
-use replay::{replay, Log, Step};
+use replay::{replay, replay_steps, Log, Step};
 use crate::hash::page_key;
 use crate::memref::{AccessKind, Batch, MemRef};
 use crate::os::{Os, OsSpec, OutOfMemory};
 use crate::tlb::mosaic::{MosaicGeometry, MosaicLookup, MosaicTlb};
-use crate::tlb::{LevelGeometry, TlbHierarchy, SingleLevel, Walker};
+use crate::tlb::{Descent, LevelGeometry, TlbHierarchy, SingleLevel, Walker};
 use crate::types::{Asid, PageSize, Pfn, Translation, Vpn, BASE_PAGE_SHIFT};
 use crate::Result;
 use serde::Serialize;
@@ -60,6 +60,29 @@ impl Walker for Os {
     #[inline(always)]
     fn prefetch(&self, asid: Asid, vaddr: u64) {
         Os::prefetch(self, asid, vaddr);
+    }
+}
+
+/// The walker of a first level whose lower levels are replayed apart: maps pages without
+/// counting walks, and logs each miss for the lower levels.
+struct Descending<'a> {
+    os: &'a mut Os,
+    log: &'a mut Vec<Descent>,
+}
+
+impl Walker for Descending<'_> {
+    type Error = crate::os::OutOfMemory;
+
+    #[inline(always)]
+    fn walk(&mut self, asid: Asid, vaddr: u64) -> std::result::Result<Pfn, Self::Error> {
+        let pfn = self.os.map_frame(asid, vaddr)?;
+        self.log.push(Descent::new(asid, vaddr >> BASE_PAGE_SHIFT, pfn));
+        Ok(pfn)
+    }
+
+    #[inline(always)]
+    fn prefetch(&self, asid: Asid, vaddr: u64) {
+        self.os.prefetch(asid, vaddr);
     }
 }
 
@@ -155,39 +178,75 @@ impl Machine {
         Ok(())
     }
 
-    /// [`Machine::process`] for a machine that may use a second core: when its conventional
-    /// hierarchy can be replayed apart (see [`replay`]) and the last batch walked often enough
-    /// ([`REPLAY_WALK_RATIO`]), the hierarchy replays the previous batch on a scoped thread
-    /// while the rest of the machine simulates this one. Results are those of
+    /// [`Machine::process`] for a machine that may use a second core, while the last batch
+    /// walked often enough ([`REPLAY_WALK_RATIO`]): a part of its conventional hierarchy
+    /// replays the previous batch on a scoped thread while the rest of the machine simulates
+    /// this one (see [`replay`]). With Mosaic TLBs the part is the whole hierarchy; on the
+    /// express path, the levels below the first ([`crate::tlb::LowerLevels`]). Results are those of
     /// [`Machine::process`]: [`Machine::stats`] and the next [`Machine::process`] replay what
     /// is left first.
     pub fn process_on_two_cores(&mut self, batch: &Batch) -> Result<()> {
-        if !self.replay_pays || !self.replays_hierarchy() {
+        if !self.replay_pays {
             return self.process(batch);
         }
+        if self.replays_hierarchy() {
+            let mut tlb = self.tlb.take().expect("replays_hierarchy checked");
+            let led = self.overlap(batch, |log| replay_steps(&mut tlb, log), |m, log| {
+                m.log = Some(std::mem::take(log));
+                let led = m.simulate(&batch.refs);
+                *log = m.log.take().expect("set above");
+                led
+            });
+            self.tlb = Some(tlb);
+            return led;
+        }
+        if let Some(ways) = self.descends_apart() {
+            let size = self.os.page_size();
+            let mut lower = self.tlb.as_mut().expect("descends_apart checked").take_lower();
+            let led = self.overlap(batch, |log| lower.replay(size, &log.descents), |m, log| m.express_descending(ways, &batch.refs, &mut log.descents));
+            self.tlb.as_mut().expect("descends_apart checked").put_lower(lower);
+            return led;
+        }
+        self.process(batch)
+    }
+
+    /// Simulates `batch` with `lead`, which logs what the part of the hierarchy replayed
+    /// apart needs, while `replay` replays the log of the last batch on a scoped thread.
+    fn overlap<R>(&mut self, batch: &Batch, replay: R, lead: impl FnOnce(&mut Machine, &mut Log) -> Result<()>) -> Result<()>
+    where
+        R: FnOnce(&Log) -> u64 + Send,
+    {
         let walks = self.os.walks();
-        let mut tlb = self.tlb.take().expect("replays_hierarchy checked");
         let behind = std::mem::take(&mut self.unreplayed);
         let first = behind.is_empty();
         let mut log = std::mem::take(&mut self.spare_log);
         log.clear();
-        self.log = Some(log);
         let (led, replayed) = std::thread::scope(|scope| {
-            let replayer = (!behind.is_empty()).then(|| scope.spawn(|| replay(&mut tlb, &behind)));
-            let led = self.simulate(&batch.refs);
+            let replayer = (!first).then(|| scope.spawn(|| replay(&behind)));
+            let led = lead(self, &mut log);
             let replayed = replayer.map_or(0, |r| r.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)));
             (led, replayed)
         });
-        self.tlb = Some(tlb);
         self.os.count_walks(replayed);
         self.spare_log = behind;
-        self.unreplayed = self.log.take().expect("set above");
+        self.unreplayed = log;
         led?;
         self.finish_batch(batch, walks);
-        // The walks of this batch's hierarchy are counted when the next batch replays it, in
-        // place of those of the batch before: a first batch replayed misses them, and goes on.
+        // The walks of this batch's replayed part are counted when the next batch replays
+        // it, in place of those of the batch before: a first batch replayed misses them, and
+        // goes on.
         self.replay_pays |= first;
         Ok(())
+    }
+
+    /// The first level's ways when the levels below it can be replayed apart: the machine
+    /// takes the express path and its hierarchy has levels below the first.
+    fn descends_apart(&self) -> Option<usize> {
+        let tlb = self.tlb.as_ref().filter(|tlb| tlb.depth() > 1)?;
+        if self.os.tracks_use() || !self.mosaic.is_empty() {
+            return None;
+        }
+        tlb.express_ways(self.os.page_size())
     }
 
     /// True when the conventional hierarchy can be replayed apart (see [`replay`]).
@@ -198,7 +257,7 @@ impl Machine {
     /// Replays in the conventional hierarchy what [`Machine::process_on_two_cores`] left.
     fn catch_up(&mut self) {
         if let Some(tlb) = self.tlb.as_mut().filter(|_| !self.unreplayed.is_empty()) {
-            let walks = replay(tlb, &self.unreplayed);
+            let walks = replay(tlb, &self.unreplayed, self.os.page_size());
             self.os.count_walks(walks);
             self.unreplayed.clear();
         }
@@ -305,29 +364,47 @@ impl Machine {
     /// [`Machine::process`] for a machine that is a single TLB of a specialized shape with `ways`
     /// ways (see [`TlbHierarchy::express_ways`]) over an OS that does not track use.
     fn process_express(&mut self, ways: usize, refs: &[MemRef]) -> Result<()> {
+        self.express(ways, refs, None)
+    }
+
+    /// [`Machine::process_express`] with the levels below the first out of the hierarchy
+    /// ([`TlbHierarchy::take_lower`]): the first level's misses map pages without counting a
+    /// walk and go to `descents`, for the lower levels to replay.
+    fn express_descending(&mut self, ways: usize, refs: &[MemRef], descents: &mut Vec<Descent>) -> Result<()> {
+        self.express(ways, refs, Some(descents))
+    }
+
+    /// The express path with prefetching chosen by the last batch.
+    fn express(&mut self, ways: usize, refs: &[MemRef], descents: Option<&mut Vec<Descent>>) -> Result<()> {
         if self.prefetch {
-            self.express_ways::<true>(ways, refs)
+            self.express_ways::<true>(ways, refs, descents)
         } else {
-            self.express_ways::<false>(ways, refs)
+            self.express_ways::<false>(ways, refs, descents)
         }
     }
 
-    /// [`Machine::process_express`] with prefetching chosen: the loop for `ways` ways.
-    fn express_ways<const PREFETCH: bool>(&mut self, ways: usize, refs: &[MemRef]) -> Result<()> {
+    /// [`Machine::express`] with prefetching chosen: the loop for `ways` ways.
+    fn express_ways<const PREFETCH: bool>(&mut self, ways: usize, refs: &[MemRef], descents: Option<&mut Vec<Descent>>) -> Result<()> {
         match ways {
-            1 => self.express_shaped::<1, PREFETCH>(refs),
-            2 => self.express_shaped::<2, PREFETCH>(refs),
-            4 => self.express_shaped::<4, PREFETCH>(refs),
-            8 => self.express_shaped::<8, PREFETCH>(refs),
-            12 => self.express_shaped::<12, PREFETCH>(refs),
-            16 => self.express_shaped::<16, PREFETCH>(refs),
+            1 => self.express_shaped::<1, PREFETCH>(refs, descents),
+            2 => self.express_shaped::<2, PREFETCH>(refs, descents),
+            4 => self.express_shaped::<4, PREFETCH>(refs, descents),
+            8 => self.express_shaped::<8, PREFETCH>(refs, descents),
+            12 => self.express_shaped::<12, PREFETCH>(refs, descents),
+            16 => self.express_shaped::<16, PREFETCH>(refs, descents),
             _ => unreachable!("express_ways returns the ways of a specialized shape"),
         }
     }
 
-    fn express_shaped<const W: usize, const PREFETCH: bool>(&mut self, refs: &[MemRef]) -> Result<()> {
-        let tlb = self.tlb.as_mut().expect("express_ways found a TLB");
-        let run = tlb.run_express::<W, PREFETCH, _>(self.os.page_size(), refs, &mut self.os, PREFETCH_DISTANCE).map_err(|oom| self.out_of_memory(oom))?;
+    fn express_shaped<const W: usize, const PREFETCH: bool>(&mut self, refs: &[MemRef], descents: Option<&mut Vec<Descent>>) -> Result<()> {
+        let Machine { tlb, os, .. } = self;
+        let tlb = tlb.as_mut().expect("express_ways found a TLB");
+        let size = os.page_size();
+        let run = match descents {
+            None => tlb.run_express::<W, PREFETCH, _>(size, refs, os, PREFETCH_DISTANCE),
+            Some(log) => tlb.run_express::<W, PREFETCH, _>(size, refs, &mut Descending { os, log }, PREFETCH_DISTANCE),
+        };
+        let run = run.map_err(|oom| self.out_of_memory(oom))?;
         self.counters.straddles += run.straddles;
         Ok(())
     }
@@ -512,7 +589,7 @@ impl Machine {
             // `Machine::process_on_two_cores`): a copy replays it.
             Some(tlb) => {
                 let mut tlb = tlb.clone();
-                os.walks += replay(&mut tlb, &self.unreplayed);
+                os.walks += replay(&mut tlb, &self.unreplayed, self.os.page_size());
                 tlb.stats()
             }
         };

@@ -16,7 +16,7 @@
 //! and [`TlbHierarchy::fill_after_walk`]; a differential test checks that they agree.
 
 use super::array::{InsertFn, ProbeFn, TlbArray};
-use super::hierarchy::{LastHit, SideArrays, TlbHierarchy};
+use super::hierarchy::{LastHit, Level, SideArrays, TlbHierarchy};
 use crate::memref::{AccessKind, MemRef};
 use crate::types::{Asid, PageSize, Pfn, Translation, BASE_PAGE_SHIFT};
 
@@ -102,6 +102,83 @@ impl TlbHierarchy {
         side.counters.misses += misses;
         side.nonempty |= u64::from(filled) << array;
         result.map(|()| ExpressRun { straddles })
+    }
+}
+
+/// A miss of the first level of an express run whose lower levels run apart (see
+/// [`LowerLevels`]): the page, its frame and its address space, 16 bytes.
+#[derive(Clone, Copy, Debug)]
+pub struct Descent {
+    page: u64,
+    /// The page's first base frame: page-table leaves hold frames in 32 bits.
+    frame: u32,
+    asid: Asid,
+}
+
+impl Descent {
+    /// The first level missed on base page `page` of `asid`, mapped at base frame `pfn`.
+    #[inline(always)]
+    pub fn new(asid: Asid, page: u64, pfn: Pfn) -> Descent {
+        debug_assert!(pfn.0 <= u64::from(u32::MAX), "page tables hold frames in 32 bits");
+        Descent { page, frame: pfn.0 as u32, asid }
+    }
+}
+
+/// The levels below the first of an express hierarchy, taken out of it
+/// ([`TlbHierarchy::take_lower`]) so that another thread can replay the first level's misses
+/// in them while the first level runs the next batch. An express run's first level fills
+/// from the walk's frame, which the lower levels would have given it (the OS maps pages of
+/// one size and never moves them), and no lower level is inclusive: the first level's hits
+/// and misses do not depend on them, and they see only its misses, in order.
+#[derive(Debug)]
+pub struct LowerLevels {
+    levels: Vec<Level>,
+}
+
+impl LowerLevels {
+    /// Replays `descents` in order, each as [`Below::translate`] after a first-level miss in
+    /// an express run over pages of `size`, with the frame of the descent for a walk; returns
+    /// the walks (misses in every lower level).
+    pub fn replay(&mut self, size: PageSize, descents: &[Descent]) -> u64 {
+        let mut below = Below { sides: self.levels.iter_mut().map(|level| Lower::new(&mut level.data, size)).collect() };
+        let mut walker = Logged { pfn: Pfn(0), walks: 0 };
+        for d in descents {
+            walker.pfn = Pfn(u64::from(d.frame));
+            let Ok(_) = below.translate(d.asid, d.page, &mut walker);
+        }
+        walker.walks
+    }
+}
+
+/// The walker of a replay: the frame logged, counting the walks.
+struct Logged {
+    pfn: Pfn,
+    walks: u64,
+}
+
+impl Walker for Logged {
+    type Error = std::convert::Infallible;
+
+    #[inline(always)]
+    fn walk(&mut self, _: Asid, _: u64) -> Result<Pfn, Self::Error> {
+        self.walks += 1;
+        Ok(self.pfn)
+    }
+
+    fn prefetch(&self, _: Asid, _: u64) {}
+}
+
+impl TlbHierarchy {
+    /// Takes out the levels below the first (see [`LowerLevels`]); the hierarchy is then one
+    /// level until [`TlbHierarchy::put_lower`] puts them back.
+    pub fn take_lower(&mut self) -> LowerLevels {
+        LowerLevels { levels: self.levels.split_off(1) }
+    }
+
+    /// Puts back the levels [`TlbHierarchy::take_lower`] took.
+    pub fn put_lower(&mut self, lower: LowerLevels) {
+        debug_assert_eq!(self.levels.len(), 1, "the lower levels are out");
+        self.levels.extend(lower.levels);
     }
 }
 

@@ -9,7 +9,7 @@ pub mod replacement;
 mod set_index;
 
 pub use array::{ArrayGeometry, TlbArray};
-pub use express::{ExpressRun, SingleLevel, Walker};
+pub use express::{Descent, ExpressRun, LowerLevels, SingleLevel, Walker};
 pub use hierarchy::{Counters, LevelGeometry, LevelStats, Side, TlbHierarchy};
 pub use mosaic::{MosaicCounters, MosaicGeometry, MosaicLookup, MosaicTlb};
 pub use replacement::Policy;

@@ -1,4 +1,7 @@
-//! A machine's conventional TLB hierarchy replayed apart, one batch behind, on a second core.
+//! Parts of a machine's conventional TLB hierarchy replayed apart, one batch behind, on a
+//! second core: the whole hierarchy of a machine with Mosaic TLBs, or the levels below the
+//! first of a machine on the express path ([`crate::tlb::LowerLevels`], whose first level
+//! logs its misses as [`Descent`]s).
 //!
 //! When Mosaic TLBs ride the OS and the OS does not record the conventional TLBs' fills as
 //! uses (`recency = "fill"`), nothing the OS or the Mosaic TLBs do depends on the
@@ -17,7 +20,7 @@
 //! where the evicted page is already unmapped.
 
 use crate::memref::AccessKind;
-use crate::tlb::{SingleLevel, TlbHierarchy};
+use crate::tlb::{Descent, SingleLevel, TlbHierarchy};
 use crate::types::{Asid, PageSize, Pfn, Translation, Vpn, BASE_PAGE_SHIFT};
 
 /// One page translated by the rest of the machine: 16 bytes, since a batch's log streams
@@ -49,22 +52,26 @@ pub(super) struct Shootdown {
     pub vpn: Vpn,
 }
 
-/// What the rest of the machine did in one batch, as the hierarchy needs it.
+/// What the rest of the machine did in one batch, as the part replayed apart needs it.
 #[derive(Debug, Default)]
 pub(super) struct Log {
+    /// For a whole hierarchy replayed apart: the pages translated...
     pub steps: Vec<Step>,
-    /// In the order the OS asked for them.
+    /// ...and the pages shot down, in the order the OS asked for them.
     pub shootdowns: Vec<Shootdown>,
+    /// For the levels below the first replayed apart: the first level's misses.
+    pub descents: Vec<Descent>,
 }
 
 impl Log {
     pub fn is_empty(&self) -> bool {
-        self.steps.is_empty() && self.shootdowns.is_empty()
+        self.steps.is_empty() && self.shootdowns.is_empty() && self.descents.is_empty()
     }
 
     pub fn clear(&mut self) {
         self.steps.clear();
         self.shootdowns.clear();
+        self.descents.clear();
     }
 
     /// Records that page `vpn` of `asid` was shot down during the translation being made.
@@ -74,9 +81,25 @@ impl Log {
     }
 }
 
-/// Replays `log` in `tlb`, a hierarchy over an OS of 4 KiB pages, as the sequential loop
-/// would have simulated it; returns the walks its misses made.
-pub(super) fn replay(tlb: &mut TlbHierarchy, log: &Log) -> u64 {
+/// Replays `log` in `tlb`, a hierarchy over an OS of pages of `size`, as the sequential loop
+/// would have simulated it: its steps in the whole hierarchy, its descents in the levels
+/// below the first. Returns the walks its misses made.
+pub(super) fn replay(tlb: &mut TlbHierarchy, log: &Log, size: PageSize) -> u64 {
+    let mut walks = replay_steps(tlb, log);
+    if !log.descents.is_empty() {
+        let mut lower = tlb.take_lower();
+        walks += lower.replay(size, &log.descents);
+        tlb.put_lower(lower);
+    }
+    walks
+}
+
+/// The steps of `log` replayed in `tlb`, a hierarchy over an OS of 4 KiB pages; returns the
+/// walks its misses made.
+pub(super) fn replay_steps(tlb: &mut TlbHierarchy, log: &Log) -> u64 {
+    if log.steps.is_empty() && log.shootdowns.is_empty() {
+        return 0;
+    }
     if let Some(single) = tlb.express_single_level(PageSize::Size4K) {
         return match single.ways {
             1 => replay_shaped::<true, 1>(tlb, Some(single), log),

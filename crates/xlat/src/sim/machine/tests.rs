@@ -452,3 +452,44 @@ fn replaying_the_hierarchy_on_a_second_core_changes_no_statistic() {
     }
     assert_eq!(cases, 28);
 }
+
+/// A machine on the express path whose levels below the first replay the first level's
+/// misses on a second core (`Machine::process_on_two_cores`) gives, after every batch and
+/// with sequential batches mixed in, the statistics of the same machine simulated in
+/// sequence: two and three levels, a split first level, pages of 4 KiB and 2 MiB.
+#[test]
+fn replaying_the_lower_levels_on_a_second_core_changes_no_statistic() {
+    let refs = mixed_refs(40_000, 3000.0, 0xfee1_900d);
+    let sized = |entries, ways, size| ArrayGeometry { entries, ways, policy: Policy::Lru, page_sizes: vec![size] };
+    let split = |size| LevelGeometry { arrays: vec![sized(16, 4, size)], instr_arrays: vec![sized(8, 2, size)], ..level(16, 4) };
+    let lower = |entries, ways, size| LevelGeometry { name: "L2".into(), arrays: vec![sized(entries, ways, size)], ..level(entries, ways) };
+    let mut cases = 0;
+    for size in [PageSize::Size4K, PageSize::Size2M] {
+        let hierarchies = [
+            vec![LevelGeometry { arrays: vec![sized(64, 4, size)], ..level(64, 4) }, lower(1536, 12, size)],
+            vec![split(size), lower(256, 8, size), lower(1024, 16, size)],
+        ];
+        for (h, tlb) in hierarchies.into_iter().enumerate() {
+            // The stream's pages spread to pages of `size`.
+            let spread = size.shift() - 12;
+            let refs: Vec<MemRef> = refs.iter().map(|r| MemRef { vaddr: (r.vaddr >> 12) << size.shift() | (r.vaddr & 0xfff) << spread, ..*r }).collect();
+            let os = OsSpec { page_size: size, ..OsSpec::simple(64 << 30, PlacementSpec::Random) };
+            let spec = MachineSpec { os, tlb, ..spec() };
+            let (mut sequential, mut replayed) = (Machine::new(&spec), Machine::new(&spec));
+            assert!(replayed.descends_apart().is_some(), "{size:?}, hierarchy {h}: the express path");
+            let mut start = 0;
+            for (b, len) in [5000, 7000, 300, 6000, 9000, 4000, 8700].into_iter().cycle().enumerate() {
+                let Some(chunk) = refs.get(start..(start + len).min(refs.len())).filter(|c| !c.is_empty()) else { break };
+                start += len;
+                let batch = Batch { refs: chunk.to_vec(), instructions: len as u64 };
+                sequential.process(&batch).unwrap();
+                if b % 4 == 3 { replayed.process(&batch) } else { replayed.process_on_two_cores(&batch) }.unwrap();
+                assert_eq!(replayed.stats(), sequential.stats(), "{size:?}, hierarchy {h}, batch {b}");
+            }
+            let s = sequential.stats();
+            assert!(s.levels.iter().all(|l| l.counters.misses > 100), "{size:?}, hierarchy {h}: {:?}", s.levels);
+            cases += 1;
+        }
+    }
+    assert_eq!(cases, 4);
+}
