@@ -392,6 +392,27 @@ fn mixed_refs(n: u64, pages: f64, seed: u64) -> Vec<MemRef> {
         .collect()
 }
 
+/// Feeds `refs` in batches of varied sizes to two machines of `spec`, one in sequence, the
+/// other on two cores (now and then a batch in sequence, which replays what is left first),
+/// and checks after every batch that their statistics agree; returns the last.
+fn same_on_two_cores(spec: &MachineSpec, refs: &[MemRef], case: &str) -> MachineStats {
+    let (mut sequential, mut replayed) = (Machine::new(spec), Machine::new(spec));
+    let mut sizes = [5000, 7000, 300, 6000, 9000, 4000, 8700].into_iter().cycle();
+    let mut rest = refs;
+    for b in 0.. {
+        if rest.is_empty() {
+            break;
+        }
+        let (chunk, after) = rest.split_at(sizes.next().expect("cycles").min(rest.len()));
+        rest = after;
+        let batch = Batch { refs: chunk.to_vec(), instructions: chunk.len() as u64 };
+        sequential.process(&batch).unwrap();
+        if b % 4 == 3 { replayed.process(&batch) } else { replayed.process_on_two_cores(&batch) }.unwrap();
+        assert_eq!(replayed.stats(), sequential.stats(), "{case}, batch {b}");
+    }
+    sequential.stats()
+}
+
 /// A machine replaying its conventional hierarchy on a second core
 /// (`Machine::process_on_two_cores`) gives, after every batch and with sequential batches
 /// mixed in, the statistics of the same machine simulated in sequence: for every eviction
@@ -431,18 +452,7 @@ fn replaying_the_hierarchy_on_a_second_core_changes_no_statistic() {
                 let geometry = MosaicGeometry { entries: 32, ways: 2, policy: Policy::Lru, arity: 16 };
                 spec.mosaic.push(MosaicSpec { name: "mosaic-16".into(), geometry });
             }
-            let (mut sequential, mut replayed) = (Machine::new(&spec), Machine::new(&spec));
-            let mut start = 0;
-            for (b, len) in [5000, 7000, 300, 6000, 9000, 4000, 8700].into_iter().cycle().enumerate() {
-                let Some(chunk) = refs.get(start..(start + len).min(refs.len())).filter(|c| !c.is_empty()) else { break };
-                start += len;
-                let batch = Batch { refs: chunk.to_vec(), instructions: len as u64 };
-                sequential.process(&batch).unwrap();
-                // Now and then a batch in sequence, which replays what is left first.
-                if b % 4 == 3 { replayed.process(&batch) } else { replayed.process_on_two_cores(&batch) }.unwrap();
-                assert_eq!(replayed.stats(), sequential.stats(), "hierarchy {h}, policy {p}, batch {b}");
-            }
-            let s = sequential.stats();
+            let s = same_on_two_cores(&spec, &refs, &format!("hierarchy {h}, policy {p}"));
             assert!(s.os.page_faults > 900 && s.levels[0].counters.misses > 5000, "{s:?}");
             if eviction != EvictionSpec::None {
                 assert!(s.os.swap_outs > 1000 && s.os.shootdowns > 1000, "hierarchy {h}, policy {p}: {:?}", s.os);
@@ -475,18 +485,8 @@ fn replaying_the_lower_levels_on_a_second_core_changes_no_statistic() {
             let refs: Vec<MemRef> = refs.iter().map(|r| MemRef { vaddr: (r.vaddr >> 12) << size.shift() | (r.vaddr & 0xfff) << spread, ..*r }).collect();
             let os = OsSpec { page_size: size, ..OsSpec::simple(64 << 30, PlacementSpec::Random) };
             let spec = MachineSpec { os, tlb, ..spec() };
-            let (mut sequential, mut replayed) = (Machine::new(&spec), Machine::new(&spec));
-            assert!(replayed.descends_apart().is_some(), "{size:?}, hierarchy {h}: the express path");
-            let mut start = 0;
-            for (b, len) in [5000, 7000, 300, 6000, 9000, 4000, 8700].into_iter().cycle().enumerate() {
-                let Some(chunk) = refs.get(start..(start + len).min(refs.len())).filter(|c| !c.is_empty()) else { break };
-                start += len;
-                let batch = Batch { refs: chunk.to_vec(), instructions: len as u64 };
-                sequential.process(&batch).unwrap();
-                if b % 4 == 3 { replayed.process(&batch) } else { replayed.process_on_two_cores(&batch) }.unwrap();
-                assert_eq!(replayed.stats(), sequential.stats(), "{size:?}, hierarchy {h}, batch {b}");
-            }
-            let s = sequential.stats();
+            assert!(Machine::new(&spec).descends_apart().is_some(), "{size:?}, hierarchy {h}: the express path");
+            let s = same_on_two_cores(&spec, &refs, &format!("{size:?}, hierarchy {h}"));
             assert!(s.levels.iter().all(|l| l.counters.misses > 100), "{size:?}, hierarchy {h}: {:?}", s.levels);
             cases += 1;
         }
