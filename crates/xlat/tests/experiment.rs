@@ -666,3 +666,52 @@ fn results_json_records_the_format_of_a_mixs_trace() {
     let input = &json["results"][0]["input"]["parts"];
     assert_eq!((&input[0]["name"], &input[0]["asid"], &input[0]["input"]["format"]), (&"trace".into(), &0.into(), &"native".into()), "{json:#}");
 }
+
+/// A lone machine of each kind that uses the second core (Mosaic TLBs beside a conventional
+/// one under Horizon LRU; `skylake-like`), over streams that walk often: batches of 65,536
+/// references take that path on a host of two cores, batches of 1,000 the sequential one.
+const LONE: [&str; 2] = [
+    r#"
+[[machine]]
+name = "mosaic"
+preset = "single-tlb"
+entries = 64
+os = { memory = "4MiB", placement = "iceberg", eviction = "horizon-lru" }
+mosaic = [{ arity = 4, ways = 4 }]
+"#,
+    r#"
+[[machine]]
+name = "skylake"
+preset = "skylake-like"
+"#,
+];
+
+#[test]
+fn a_lone_machine_on_two_cores_gives_the_results_in_sequence() {
+    for machine in LONE {
+        let workloads = r#"
+seed = 9
+[[workload]]
+name = "zipf"
+type = "zipf"
+footprint = "8MiB"
+exponent = 0.9
+refs = 300_000
+[[workload]]
+name = "uniform"
+type = "uniform"
+footprint = "16MiB"
+refs = 300_000
+"#;
+        let results = |batch: usize| {
+            let text = workloads.replace("seed = 9\n", &format!("seed = 9\nbatch = {batch}\n")) + machine;
+            let (spec, result) = run_text(&text, Path::new("."));
+            let dir = tempfile::tempdir().unwrap();
+            write_results(dir.path(), &spec, &result.unwrap()).unwrap();
+            std::fs::read_to_string(dir.path().join("results.csv")).unwrap()
+        };
+        let csv = results(65_536);
+        assert!(csv.lines().count() >= 3, "{csv}");
+        assert_eq!(results(1000), csv, "{machine}");
+    }
+}

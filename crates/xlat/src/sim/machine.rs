@@ -76,7 +76,7 @@ impl Walker for Descending<'_> {
     #[inline(always)]
     fn walk(&mut self, asid: Asid, vaddr: u64) -> std::result::Result<Pfn, Self::Error> {
         let pfn = self.os.map_frame(asid, vaddr)?;
-        self.log.push(Descent::new(asid, vaddr >> BASE_PAGE_SHIFT, pfn));
+        self.log.push(Descent::new(asid, vaddr >> BASE_PAGE_SHIFT, pfn, self.os.page_size()));
         Ok(pfn)
     }
 
@@ -103,8 +103,8 @@ pub struct Machine {
     /// Whether the next batch prefetches page-table entries: only when the last batch walked
     /// often enough for the hints to pay for themselves.
     prefetch: bool,
-    /// Whether the next batch may replay the conventional hierarchy apart: only while the
-    /// TLBs miss often enough for it to pay.
+    /// Whether the next batch may replay part of the conventional hierarchy apart: only
+    /// while the machine walks often enough for it to pay ([`REPLAY_WALK_RATIO`]).
     replay_pays: bool,
     /// While the conventional hierarchy is replayed apart ([`replay`]): what the rest of the
     /// machine does in this batch, recorded for it.
@@ -120,8 +120,8 @@ pub struct Machine {
 const PREFETCH_DISTANCE: usize = 8;
 
 /// Prefetching costs about 50 instructions per reference and a walk that misses the host's
-/// caches several hundred cycles, so it is on only while more than one reference in this many
-/// walks...
+/// caches several hundred cycles, so it is on only while the last batch walked more than
+/// once per this many references...
 const PREFETCH_WALK_RATIO: u64 = 8;
 
 /// ...and the leaves the walks read outgrow this many bytes, half the L2 cache of a current
@@ -129,13 +129,14 @@ const PREFETCH_WALK_RATIO: u64 = 8;
 /// has 256 KiB of leaves), and prefetching was measured to cost more than it hid.
 const PREFETCH_ABOVE_TABLE_BYTES: usize = 512 << 10;
 
-/// Replaying the conventional hierarchy apart costs the rest of the machine 16 bytes of log
-/// per page translated and a thread per batch, and pays only when the hierarchy has work
-/// enough; a machine replays only while more than one reference in this many walks. Measured
-/// (`xlat run`, one machine each, medians of interleaved runs): Zipf streams over 1 GiB
-/// through a 1024-entry TLB and Mosaic-4 over Horizon LRU gained 20% at 114 walks per 100
-/// references and 15% at 7.3; Graph500 BFS through `mosaic-paper` (3.0 walks per 100, the
-/// conventional TLB hitting 98%) lost 5%, and a sequential stream (0.24) 8%.
+/// Replaying part of the conventional hierarchy apart costs the rest of the machine 16 bytes
+/// of log per page translated (or per first-level miss) and a thread per batch, and pays
+/// only when the hierarchy has work enough; a machine replays only while the last batch
+/// walked more than once per this many references. Measured (`xlat run`, one machine each,
+/// medians of interleaved runs): Zipf streams over 1 GiB through a 1024-entry TLB and
+/// Mosaic-4 over Horizon LRU gained 20% at 114 walks per 100 references and 15% at 7.3;
+/// Graph500 BFS through `mosaic-paper` (3.0 walks per 100, the conventional TLB hitting 98%)
+/// lost 5%, and a sequential stream (0.24) 8%.
 const REPLAY_WALK_RATIO: u64 = 20;
 
 impl Machine {
@@ -218,11 +219,11 @@ impl Machine {
     {
         let walks = self.os.walks();
         let behind = std::mem::take(&mut self.unreplayed);
-        let first = behind.is_empty();
+        let nothing_behind = behind.is_empty();
         let mut log = std::mem::take(&mut self.spare_log);
         log.clear();
         let (led, replayed) = std::thread::scope(|scope| {
-            let replayer = (!first).then(|| scope.spawn(|| replay(&behind)));
+            let replayer = (!nothing_behind).then(|| scope.spawn(|| replay(&behind)));
             let led = lead(self, &mut log);
             let replayed = replayer.map_or(0, |r| r.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)));
             (led, replayed)
@@ -233,9 +234,9 @@ impl Machine {
         led?;
         self.finish_batch(batch, walks);
         // The walks of this batch's replayed part are counted when the next batch replays
-        // it, in place of those of the batch before: a first batch replayed misses them, and
-        // goes on.
-        self.replay_pays |= first;
+        // it, in place of those of the batch before: a batch with nothing before it to
+        // replay misses them, and goes on.
+        self.replay_pays |= nothing_behind;
         Ok(())
     }
 
@@ -361,8 +362,8 @@ impl Machine {
         self.replay_pays = walked * REPLAY_WALK_RATIO > refs;
     }
 
-    /// [`Machine::process`] for a machine that is a single TLB of a specialized shape with `ways`
-    /// ways (see [`TlbHierarchy::express_ways`]) over an OS that does not track use.
+    /// [`Machine::process`] for a machine on the express path, whose first level's data array
+    /// has `ways` ways (see [`TlbHierarchy::express_ways`]).
     fn process_express(&mut self, ways: usize, refs: &[MemRef]) -> Result<()> {
         self.express(ways, refs, None)
     }

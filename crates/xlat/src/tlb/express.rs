@@ -110,17 +110,20 @@ impl TlbHierarchy {
 #[derive(Clone, Copy, Debug)]
 pub struct Descent {
     page: u64,
-    /// The page's first base frame: page-table leaves hold frames in 32 bits.
+    /// The page's frame in units of the OS's page size, as page-table leaves hold it (in 32
+    /// bits).
     frame: u32,
     asid: Asid,
 }
 
 impl Descent {
-    /// The first level missed on base page `page` of `asid`, mapped at base frame `pfn`.
+    /// The first level missed on base page `page` of `asid`, mapped at base frame `pfn` by
+    /// an OS of pages of `size`.
     #[inline(always)]
-    pub fn new(asid: Asid, page: u64, pfn: Pfn) -> Descent {
-        debug_assert!(pfn.0 <= u64::from(u32::MAX), "page tables hold frames in 32 bits");
-        Descent { page, frame: pfn.0 as u32, asid }
+    pub fn new(asid: Asid, page: u64, pfn: Pfn, size: PageSize) -> Descent {
+        let frame = pfn.0 >> (size.shift() - BASE_PAGE_SHIFT);
+        debug_assert!(frame <= u64::from(u32::MAX), "page tables hold frames in 32 bits");
+        Descent { page, frame: frame as u32, asid }
     }
 }
 
@@ -143,7 +146,7 @@ impl LowerLevels {
         let mut below = Below { sides: self.levels.iter_mut().map(|level| Lower::new(&mut level.data, size)).collect() };
         let mut walker = Logged { pfn: Pfn(0), walks: 0 };
         for d in descents {
-            walker.pfn = Pfn(u64::from(d.frame));
+            walker.pfn = Pfn(u64::from(d.frame) << (size.shift() - BASE_PAGE_SHIFT));
             let Ok(_) = below.translate(d.asid, d.page, &mut walker);
         }
         walker.walks

@@ -3,8 +3,8 @@
 //! first of a machine on the express path ([`crate::tlb::LowerLevels`], whose first level
 //! logs its misses as [`Descent`]s).
 //!
-//! When Mosaic TLBs ride the OS and the OS does not record the conventional TLBs' fills as
-//! uses (`recency = "fill"`), nothing the OS or the Mosaic TLBs do depends on the
+//! When Mosaic TLBs ride the OS, and the OS does not count the conventional TLBs' fills as
+//! uses (every `recency` but `fill`), nothing the OS or the Mosaic TLBs do depends on the
 //! conventional hierarchy: a fault maps the page whichever TLB walks first, the frame a
 //! reference uses comes from a Mosaic TLB, and a walk that does not fault changes nothing
 //! but the walk count. The hierarchy's hits and misses then depend only on the pages
@@ -15,9 +15,15 @@
 //! Order within one translation is kept: the hierarchy looks up and, on a miss, fills
 //! before it sees the shootdowns the translation caused (the fault's evictions, a store's
 //! copy), as in the sequential loop, where the hierarchy comes first. A Mosaic TLB sees
-//! those shootdowns before its fill there and after it here, which changes nothing: an
-//! invalidation only marks a sub-page unmapped, and a fill reads the ToC from the page table,
-//! where the evicted page is already unmapped.
+//! those shootdowns before its lookup and fill there, and after them here (its lookup even
+//! comes before the fault), which changes nothing: an invalidation only marks a sub-page
+//! unmapped, touching neither tags nor replacement state; the evicted page is another page
+//! than the one looked up; and a fill reads the ToC from the page table, where the evicted
+//! page is already unmapped.
+//!
+//! A run stops at an error (a fault that finds no frame or no swap slot) and reports no
+//! statistics; after one, the machine's statistics are not those of the sequential loop,
+//! which had counted the failing translation's lookups.
 
 use crate::memref::AccessKind;
 use crate::tlb::{Descent, SingleLevel, TlbHierarchy};
@@ -76,7 +82,7 @@ impl Log {
 
     /// Records that page `vpn` of `asid` was shot down during the translation being made.
     pub fn shoot_down(&mut self, asid: Asid, vpn: Vpn) {
-        let after = u32::try_from(self.steps.len()).expect("a chunk has fewer than 2^32 pages");
+        let after = u32::try_from(self.steps.len()).expect("a batch has fewer than 2^32 pages");
         self.shootdowns.push(Shootdown { after, asid, vpn });
     }
 }
@@ -118,7 +124,7 @@ pub(super) fn replay_steps(tlb: &mut TlbHierarchy, log: &Log) -> u64 {
     }
 }
 
-/// [`replay`] for a hierarchy of one level or any number, whose data array of a
+/// [`replay_steps`] for a hierarchy of one level or any number, whose data array of a
 /// specialized shape has `W` ways (0 and `None` for the general path), as in
 /// `Machine::translate`.
 fn replay_shaped<const ONE_LEVEL: bool, const W: usize>(tlb: &mut TlbHierarchy, single: Option<SingleLevel>, log: &Log) -> u64 {
@@ -141,7 +147,8 @@ fn replay_shaped<const ONE_LEVEL: bool, const W: usize>(tlb: &mut TlbHierarchy, 
             tlb.invalidate(d.asid, d.vpn, PageSize::Size4K);
         }
     }
-    // Those of a translation that failed (the run stops at its error).
+    // Those of a translation that failed, after which the run stops (see the module
+    // documentation).
     for d in shootdowns {
         tlb.invalidate(d.asid, d.vpn, PageSize::Size4K);
     }

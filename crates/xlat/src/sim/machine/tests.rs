@@ -416,14 +416,19 @@ fn same_on_two_cores(spec: &MachineSpec, refs: &[MemRef], case: &str) -> Machine
 /// A machine replaying its conventional hierarchy on a second core
 /// (`Machine::process_on_two_cores`) gives, after every batch and with sequential batches
 /// mixed in, the statistics of the same machine simulated in sequence: for every eviction
-/// policy of an iceberg memory, recency mode, swap mechanism, hierarchy shape and number of
-/// Mosaic TLBs.
+/// policy of an iceberg memory and recency mode (under `fill` nothing is replayed: the
+/// fallback), swap mechanism and number of Mosaic TLBs, over hierarchies of one to three
+/// levels, split or not, inclusive or not, with LRU, tree-PLRU, FIFO and random replacement.
 #[test]
 fn replaying_the_hierarchy_on_a_second_core_changes_no_statistic() {
     let refs = mixed_refs(40_000, 900.0, 0x0dd_ba11);
     let split_l1 = LevelGeometry { instr_arrays: vec![ArrayGeometry { entries: 16, ways: 4, policy: Policy::Lru, page_sizes: vec![PageSize::Size4K] }], ..level(16, 4) };
     let plru = LevelGeometry { arrays: vec![ArrayGeometry { entries: 48, ways: 6, policy: Policy::TreePlru, page_sizes: vec![PageSize::Size4K] }], ..level(48, 6) };
-    let hierarchies = [vec![level(64, 4)], vec![level(60, 3)], vec![split_l1, level(128, 8)], vec![plru]];
+    let with = |entries, ways, policy| ArrayGeometry { entries, ways, policy, page_sizes: vec![PageSize::Size4K] };
+    let random_l1 = LevelGeometry { arrays: vec![with(16, 4, Policy::Random)], ..level(16, 4) };
+    let inclusive_fifo = LevelGeometry { name: "L2".into(), arrays: vec![with(64, 4, Policy::Fifo)], inclusive: true, ..level(64, 4) };
+    let l3 = LevelGeometry { name: "L3".into(), ..level(256, 8) };
+    let hierarchies = [vec![level(64, 4)], vec![level(60, 3)], vec![split_l1, level(128, 8)], vec![plru], vec![random_l1, inclusive_fifo, l3]];
     let scan = Recency::Scan { period: 700, hot_sample: 0.2, history: 8 };
     let policies = [
         (EvictionSpec::None, Recency::Access),
@@ -460,7 +465,7 @@ fn replaying_the_hierarchy_on_a_second_core_changes_no_statistic() {
             cases += 1;
         }
     }
-    assert_eq!(cases, 28);
+    assert_eq!(cases, 35);
 }
 
 /// A machine on the express path whose levels below the first replay the first level's
@@ -483,7 +488,9 @@ fn replaying_the_lower_levels_on_a_second_core_changes_no_statistic() {
             // The stream's pages spread to pages of `size`.
             let spread = size.shift() - 12;
             let refs: Vec<MemRef> = refs.iter().map(|r| MemRef { vaddr: (r.vaddr >> 12) << size.shift() | (r.vaddr & 0xfff) << spread, ..*r }).collect();
-            let os = OsSpec { page_size: size, ..OsSpec::simple(64 << 30, PlacementSpec::Random) };
+            // For 2 MiB pages, large enough that their base frames need more than 32 bits.
+            let memory = if size == PageSize::Size4K { 64 << 30 } else { 32 << 40 };
+            let os = OsSpec { page_size: size, ..OsSpec::simple(memory, PlacementSpec::Random) };
             let spec = MachineSpec { os, tlb, ..spec() };
             assert!(Machine::new(&spec).descends_apart().is_some(), "{size:?}, hierarchy {h}: the express path");
             let s = same_on_two_cores(&spec, &refs, &format!("{size:?}, hierarchy {h}"));
