@@ -244,7 +244,19 @@ impl ReplacementState {
 #[inline(always)]
 fn oldest<const N: usize>(stamps: &[u64], base: usize) -> usize {
     let set: &[u64; N] = stamps[base..base + N].try_into().expect("a whole set");
-    oldest_in(set)
+    // A tree of minimums, log2(N) deep, where a scan is a chain N - 1 long: the victim
+    // search of a 12-way set waits on 4 compares instead of 11. Stamps are distinct (the
+    // way number is in their low bits), so the order of the compares does not matter.
+    let mut v = *set;
+    let mut n = N;
+    while n > 1 {
+        let half = n / 2;
+        for i in 0..half {
+            v[i] = v[i].min(v[n - half + i]);
+        }
+        n -= half;
+    }
+    (v[0] & ((1 << WAY_BITS) - 1)) as usize
 }
 
 /// The way with the oldest stamp in `stamps` (one set); ties go to the lowest way.
