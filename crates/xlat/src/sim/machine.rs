@@ -5,7 +5,9 @@
 //! reference goes through each of them, and each miss walks the one page table (as the
 //! Mosaic paper's gem5 model feeds every access to a vanilla and a Mosaic TLB at once). A
 //! Mosaic hit decodes its CPFN through the OS's hash to a frame; debug builds check that frame
-//! against the page table. Pages the OS evicts are shot down in every TLB.
+//! against the page table. Pages the OS evicts are shot down in every TLB. A machine alone
+//! in its experiment may replay part of its conventional hierarchy on a second core, one
+//! batch behind, with the same results (module `replay`).
 
 use super::stats::{MachineStats, MosaicStats, RefCounters};
 use decoded::DecodedFrames;
@@ -180,12 +182,12 @@ impl Machine {
     }
 
     /// [`Machine::process`] for a machine that may use a second core, while the last batch
-    /// walked often enough ([`REPLAY_WALK_RATIO`]): a part of its conventional hierarchy
+    /// walked often enough (`REPLAY_WALK_RATIO`): a part of its conventional hierarchy
     /// replays the previous batch on a scoped thread while the rest of the machine simulates
-    /// this one (see [`replay`]). With Mosaic TLBs the part is the whole hierarchy; on the
-    /// express path, the levels below the first ([`crate::tlb::LowerLevels`]). Results are those of
-    /// [`Machine::process`]: [`Machine::stats`] and the next [`Machine::process`] replay what
-    /// is left first.
+    /// this one (see module `replay`). With Mosaic TLBs the part is the whole hierarchy; on the
+    /// express path, the levels below the first ([`crate::tlb::LowerLevels`]). Results are
+    /// those of [`Machine::process`] ([`Machine::stats`] and the next [`Machine::process`]
+    /// replay what is left first), except after an error, which ends a run.
     pub fn process_on_two_cores(&mut self, batch: &Batch) -> Result<()> {
         if !self.replay_pays {
             return self.process(batch);

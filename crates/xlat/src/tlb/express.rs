@@ -139,7 +139,7 @@ pub struct LowerLevels {
 }
 
 impl LowerLevels {
-    /// Replays `descents` in order, each as [`Below::translate`] after a first-level miss in
+    /// Replays `descents` in order, each as `Below::translate` after a first-level miss in
     /// an express run over pages of `size`, with the frame of the descent for a walk; returns
     /// the walks (misses in every lower level).
     pub fn replay(&mut self, size: PageSize, descents: &[Descent]) -> u64 {
