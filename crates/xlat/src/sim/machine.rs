@@ -206,7 +206,7 @@ impl Machine {
         if let Some(ways) = self.descends_apart() {
             let size = self.os.page_size();
             let mut lower = self.tlb.as_mut().expect("descends_apart checked").take_lower();
-            let led = self.overlap(batch, |log| lower.replay(size, &log.descents), |m, log| m.express_descending(ways, &batch.refs, &mut log.descents));
+            let led = self.overlap(batch, |log| lower.replay(size, &log.descents), |m, log| m.express(ways, &batch.refs, Some(&mut log.descents)));
             self.tlb.as_mut().expect("descends_apart checked").put_lower(lower);
             return led;
         }
@@ -276,7 +276,7 @@ impl Machine {
         let mosaic = !self.mosaic.is_empty();
         if !track && !mosaic {
             if let Some(ways) = self.tlb.as_ref().and_then(|tlb| tlb.express_ways(self.os.page_size())) {
-                return self.process_express(ways, refs);
+                return self.express(ways, refs, None);
             }
         }
         if let Some(single) = self.tlb.as_ref().and_then(|tlb| tlb.express_single_level(self.os.page_size())) {
@@ -365,19 +365,10 @@ impl Machine {
     }
 
     /// [`Machine::process`] for a machine on the express path, whose first level's data array
-    /// has `ways` ways (see [`TlbHierarchy::express_ways`]).
-    fn process_express(&mut self, ways: usize, refs: &[MemRef]) -> Result<()> {
-        self.express(ways, refs, None)
-    }
-
-    /// [`Machine::process_express`] with the levels below the first out of the hierarchy
+    /// has `ways` ways (see [`TlbHierarchy::express_ways`]), with prefetching chosen by the
+    /// last batch. With `descents`, the levels below the first are out of the hierarchy
     /// ([`TlbHierarchy::take_lower`]): the first level's misses map pages without counting a
     /// walk and go to `descents`, for the lower levels to replay.
-    fn express_descending(&mut self, ways: usize, refs: &[MemRef], descents: &mut Vec<Descent>) -> Result<()> {
-        self.express(ways, refs, Some(descents))
-    }
-
-    /// The express path with prefetching chosen by the last batch.
     fn express(&mut self, ways: usize, refs: &[MemRef], descents: Option<&mut Vec<Descent>>) -> Result<()> {
         if self.prefetch {
             self.express_ways::<true>(ways, refs, descents)

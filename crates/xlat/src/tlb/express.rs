@@ -79,7 +79,7 @@ impl TlbHierarchy {
             misses: 0,
             filled: false,
             instr: first.instr.as_mut().map(|side| Lower::new(side, size)),
-            below: Below { sides: lower.iter_mut().map(|level| Lower::new(&mut level.data, size)).collect() },
+            below: Below::new(lower, size),
         };
         let mut straddles = 0;
         let result = refs.iter().enumerate().try_for_each(|(i, r)| {
@@ -143,7 +143,7 @@ impl LowerLevels {
     /// an express run over pages of `size`, with the frame of the descent for a walk; returns
     /// the walks (misses in every lower level).
     pub fn replay(&mut self, size: PageSize, descents: &[Descent]) -> u64 {
-        let mut below = Below { sides: self.levels.iter_mut().map(|level| Lower::new(&mut level.data, size)).collect() };
+        let mut below = Below::new(&mut self.levels, size);
         let mut walker = Logged { pfn: Pfn(0), walks: 0 };
         for d in descents {
             walker.pfn = Pfn(u64::from(d.frame) << (size.shift() - BASE_PAGE_SHIFT));
@@ -364,7 +364,12 @@ struct Below<'a> {
     sides: Vec<Lower<'a>>,
 }
 
-impl Below<'_> {
+impl<'a> Below<'a> {
+    /// The data sides of `levels` (below the first, none split) for pages of `size`.
+    fn new(levels: &'a mut [Level], size: PageSize) -> Below<'a> {
+        Below { sides: levels.iter_mut().map(|level| Lower::new(&mut level.data, size)).collect() }
+    }
+
     /// The first base frame of the page holding base page `page` of `asid`, after the first
     /// level missed: from the first level below that hits, which fills the levels above it
     /// (deepest first), or from a walk, which fills them all.
