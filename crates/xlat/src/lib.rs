@@ -12,6 +12,7 @@ pub mod error;
 pub mod hash;
 pub mod host;
 pub mod memref;
+pub mod mmu;
 pub mod os;
 pub mod sim;
 pub mod source;
@@ -23,7 +24,7 @@ pub mod workload;
 
 pub use error::{Error, Result};
 pub use memref::{AccessKind, Batch, MemRef};
-pub use types::{Asid, PageSize, Pfn, Translation, VirtAddr, Vpn};
+pub use types::{Asid, Page, PageSize, Pfn, PhysAddr, Translation, VirtAddr, Vpn};
 
 /// The version of this crate, recorded in every result file.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");

@@ -11,6 +11,17 @@ pub type Asid = u16;
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct VirtAddr(pub u64);
 
+/// A page of an address space: its first base page and its size.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Page {
+    /// The address space.
+    pub asid: Asid,
+    /// The page's first base page.
+    pub vpn: Vpn,
+    /// Its size.
+    pub size: PageSize,
+}
+
 /// A virtual page number, always in units of the 4 KiB base page.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Vpn(pub u64);
@@ -18,6 +29,10 @@ pub struct Vpn(pub u64);
 /// A physical frame number, always in units of the 4 KiB base frame.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Pfn(pub u64);
+
+/// A physical byte address: where in the machine's memory a page-table entry or a datum is.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct PhysAddr(pub u64);
 
 /// log2 of the base page size (4 KiB).
 pub const BASE_PAGE_SHIFT: u32 = 12;

@@ -279,25 +279,32 @@ fn mosaic_configuration_errors_name_the_field() {
         (MOSAIC.replace("placement = \"iceberg\", eviction = \"horizon-lru\", iceberg = { front = 56, back = 8 }", "placement = \"random\""), "machine[0].mosaic", "need `os.placement = \"iceberg\"`"),
         (MOSAIC.replace("placement = \"iceberg\"", "placement = \"random\""), "machine[0].os.iceberg", "apply to `placement = \"iceberg\"` only"),
         (MOSAIC.replace("eviction = \"horizon-lru\"", "eviction = \"linux\""), "machine[0].os.eviction", "needs fully associative"),
-        (MOSAIC.replace("eviction = \"horizon-lru\"", "eviction = \"horizon-lru\", delta = 0.1"), "machine[0].os.delta", "iceberg-lru"),
+        (MOSAIC.replace("eviction = \"horizon-lru\"", "eviction = \"horizon-lru\", delta = 0.1"), "machine[0].os.delta", "write it in the policy's table, `eviction = { kind = \"horizon-lru\", delta = 0.1 }`"),
+        (MOSAIC.replace("eviction = \"horizon-lru\"", "eviction = { kind = \"horizon-lru\", delta = 0.1 }"), "line 11", "unknown field `delta`"),
+        (MOSAIC.replace("eviction = \"horizon-lru\"", "eviction = { kind = \"horizon\" }"), "line 11", "unknown variant `horizon`"),
+        (MOSAIC.replace("eviction = \"horizon-lru\"", "eviction = \"horizon\""), "line 11", "expected one of `none`, `lru`, `linux`, `horizon-lru`"),
+        (MOSAIC.replace("placement = \"iceberg\", eviction = \"horizon-lru\", iceberg = { front = 56, back = 8 }", "placement = \"random\", eviction = { kind = \"iceberg-lru\" }"), "machine[0].os.eviction", "`iceberg-lru` eviction needs iceberg placement"),
+        (MOSAIC.replace("eviction = \"horizon-lru\"", "eviction = { kind = \"lazy-iceberg-lru\", delta = 0.0 }"), "machine[0].os.eviction.delta", "delta must be above 0"),
+        (MOSAIC.replace("eviction = \"horizon-lru\"", "eviction = { kind = \"iceberg-lru\", delta = 1.5 }"), "machine[0].os.eviction.delta", "must be a fraction in [0, 1), not 1.5"),
         (MOSAIC.replace("name = \"seq\"", "name = \"seq\"\nmachines = [\"x*\"]"), "workload[0].machines[0]", "names no machine"),
         (MOSAIC.replace("back = 8 }", "back = 8, hash = { kind = \"xxhash64\", seed = 5 } }"), "", "unknown field `seed`"),
         (MOSAIC.replace("eviction = \"horizon-lru\"", "eviction = \"horizon-lru\", recency = \"scan\", scan_history = 9"), "machine[0].os.scan_history", "1 to 8 scans"),
         (MOSAIC.replace("eviction = \"horizon-lru\"", "eviction = \"horizon-lru\", scan_history = 4"), "machine[0].os.scan_history", "applies to `recency = \"scan\"` only"),
-        (MOSAIC.replace("eviction = \"horizon-lru\"", "eviction = \"horizon-lru\", inactive_ratio = 3"), "machine[0].os.inactive_ratio", "applies to `eviction = \"linux\"` only"),
-        (MOSAIC.replace("eviction = \"horizon-lru\"", "eviction = \"horizon-lru\", workingset = false"), "machine[0].os.workingset", "applies to `eviction = \"linux\"` only"),
-        (MOSAIC.replace("eviction = \"horizon-lru\"", "eviction = \"horizon-lru\", look_twice = false"), "machine[0].os.look_twice", "applies to `eviction = \"linux\"` only"),
+        (MOSAIC.replace("eviction = \"horizon-lru\"", "eviction = \"horizon-lru\", inactive_ratio = 3"), "machine[0].os.inactive_ratio", "a parameter of the eviction policy now"),
+        (MOSAIC.replace("eviction = \"horizon-lru\"", "eviction = \"horizon-lru\", workingset = false"), "machine[0].os.workingset", "a parameter of the eviction policy now"),
+        (MOSAIC.replace("eviction = \"horizon-lru\"", "eviction = \"horizon-lru\", look_twice = false"), "machine[0].os.look_twice", "a parameter of the eviction policy now"),
+        (MOSAIC.replace("placement = \"iceberg\", eviction = \"horizon-lru\", iceberg = { front = 56, back = 8 }", "placement = \"random\", eviction = { kind = \"linux\", reserve = 1.0 }"), "machine[0].os.eviction.reserve", "must be a fraction in [0, 1)"),
         (MOSAIC.replace("eviction = \"horizon-lru\", ", "swap_cache = false, "), "machine[0].os.swap_cache", "nothing is swapped without an `os.eviction` policy"),
         (MOSAIC.replace("eviction = \"horizon-lru\", ", "page_cluster = 3, "), "machine[0].os.page_cluster", "nothing is swapped without an `os.eviction` policy"),
         (MOSAIC.replace("eviction = \"horizon-lru\"", "eviction = \"horizon-lru\", page_cluster = 6"), "machine[0].os.page_cluster", "6 is above 5"),
         (MOSAIC.replace("eviction = \"horizon-lru\"", "eviction = \"horizon-lru\", swap_cache = false, page_cluster = 1"), "machine[0].os.page_cluster", "set `swap_cache = true`, or `page_cluster = 0`"),
         (MOSAIC.replace("eviction = \"horizon-lru\", ", "swap = \"1GiB\", "), "machine[0].os.swap", "nothing is swapped without an `os.eviction` policy"),
         (MOSAIC.replace("eviction = \"horizon-lru\"", "eviction = \"horizon-lru\", swap = \"6000B\""), "machine[0].os.swap", "6000B is not a positive multiple of the 4KiB page size"),
-        (MOSAIC.replace("placement = \"iceberg\", eviction = \"horizon-lru\", iceberg = { front = 56, back = 8 }", "placement = \"random\", eviction = \"linux\", workingset = 1"), "line 11", "invalid type"),
+        (MOSAIC.replace("placement = \"iceberg\", eviction = \"horizon-lru\", iceberg = { front = 56, back = 8 }", "placement = \"random\", eviction = { kind = \"linux\", workingset = 1 }"), "line 11", "invalid type"),
         (MOSAIC.replace("eviction = \"horizon-lru\", ", "recency = \"scan\", "), "machine[0].os.recency", "set an `os.eviction` policy"),
         (MOSAIC.replace("eviction = \"horizon-lru\", ", "age_window = 100, "), "machine[0].os.age_window", "needs an `os.eviction` policy"),
-        (MOSAIC.replace("placement = \"iceberg\", eviction = \"horizon-lru\", iceberg = { front = 56, back = 8 }", "placement = \"random\", eviction = \"linux\", inactive_ratio = 0"), "machine[0].os.inactive_ratio", "outside 1..=1000"),
-        (MOSAIC.replace("placement = \"iceberg\", eviction = \"horizon-lru\", iceberg = { front = 56, back = 8 }", "placement = \"random\", eviction = \"linux\", inactive_ratio = \"sqrt\""), "line 11", "neither a ratio nor \"kernel\""),
+        (MOSAIC.replace("placement = \"iceberg\", eviction = \"horizon-lru\", iceberg = { front = 56, back = 8 }", "placement = \"random\", eviction = { kind = \"linux\", inactive_ratio = 0 }"), "machine[0].os.eviction.inactive_ratio", "outside 1..=1000"),
+        (MOSAIC.replace("placement = \"iceberg\", eviction = \"horizon-lru\", iceberg = { front = 56, back = 8 }", "placement = \"random\", eviction = { kind = \"linux\", inactive_ratio = \"sqrt\" }"), "line 11", "neither a ratio nor \"kernel\""),
         (MOSAIC.replace("arity = [4, 8]", "arity = [4, 8], entries = 1_099_511_627_776"), "machine[0].mosaic[0].entries", "exceed the 16777216"),
         (MOSAIC.replace("arity = [4, 8], ways = [1, \"full\"]", "name = \"TLB\""), "machine[0].mosaic[0].name", "`TLB` already names a TLB level"),
         (MOSAIC.replace("arity = [4, 8], ways = [1, \"full\"]", "name = \" \""), "machine[0].mosaic[0].name", "must not be empty"),
@@ -364,7 +371,7 @@ store_fraction = 1.0
 [[machine]]
 name = "linux"
 preset = "single-tlb"
-os = { memory = "128KiB", placement = "random", eviction = "linux", reserve = 0.0, page_cluster = 0 }
+os = { memory = "128KiB", placement = "random", eviction = { kind = "linux", reserve = 0.0 }, page_cluster = 0 }
 
 [[machine]]
 name = "lru"

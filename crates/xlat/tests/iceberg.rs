@@ -5,17 +5,18 @@
 use rand::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
 use xlat::os::iceberg::{BackyardRanges, IcebergSpec, TieBreak};
-use xlat::os::{EvictionSpec, Os, OsSpec, PlacementSpec};
+use xlat::mmu::NoReads;
+use xlat::os::{EvictionSpec, Os, OsSpec, PlacementSpec, WalkBy};
 
 /// Utilization at the first conflict when pages `keys` are touched in order.
 fn first_conflict(backyard: BackyardRanges, tie_break: TieBreak, keys: impl Iterator<Item = u64>, seed: u64) -> f64 {
     let spec = OsSpec {
-        eviction: EvictionSpec::HorizonLru,
+        eviction: EvictionSpec::HorizonLru(Default::default()),
         ..OsSpec::simple(4 << 30, PlacementSpec::Iceberg(IcebergSpec { backyard, tie_break, ..IcebergSpec::default() }))
     };
     let mut os = Os::new(&spec, seed);
     for vpn in keys {
-        let t = os.translate(0, vpn << 12).expect("Horizon LRU always finds a frame");
+        let t = os.walk(0, vpn << 12, WalkBy::FirstTlb, &mut NoReads).expect("Horizon LRU always finds a frame").translation;
         let _scanned = os.access(t.pfn, false).unwrap();
         if let Some(u) = os.stats().first_conflict_utilization {
             return u;

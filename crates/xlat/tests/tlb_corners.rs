@@ -130,11 +130,11 @@ fn refs(n: usize, pages: u64, page_shift: u32, seed: u64) -> Vec<MemRef> {
 #[test]
 fn first_level_counters_do_not_depend_on_the_path() {
     for (page_size, memory_pages) in [(K4, 48u64), (M2, 6)] {
-        for eviction in [EvictionSpec::None, EvictionSpec::Lru] {
+        for eviction in [EvictionSpec::default(), EvictionSpec::Lru(Default::default())] {
             for split in [false, true] {
                 let instr = if split { vec![g(8, 2, Policy::Lru, &[page_size])] } else { vec![] };
                 let l1 = level("L1", vec![g(16, 4, Policy::Lru, &[page_size])], instr, false);
-                let memory = if eviction == EvictionSpec::None { 1 << 34 } else { memory_pages * page_size.bytes() };
+                let memory = if eviction == EvictionSpec::default() { 1 << 34 } else { memory_pages * page_size.bytes() };
                 let os = OsSpec { eviction, page_size, ..OsSpec::simple(memory, PlacementSpec::Random) };
                 let stream = refs(30_000, 64, page_size.shift(), 3);
                 let mut rows = Vec::new();
@@ -252,9 +252,9 @@ fn conventional_rows_do_not_depend_on_mosaic_tlbs() {
         vec![level("L1", vec![g(24, 3, Policy::TreePlru, &[K4])], vec![], false)],
     ];
     for recency in [Recency::Access, Recency::Fill] {
-        for eviction in [EvictionSpec::None, EvictionSpec::HorizonLru] {
+        for eviction in [EvictionSpec::default(), EvictionSpec::HorizonLru(Default::default())] {
             for tlb in &tlbs {
-                let memory = if eviction == EvictionSpec::None { 1 << 30 } else { 2 * 64 * 4096 * 3 };
+                let memory = if eviction == EvictionSpec::default() { 1 << 30 } else { 2 * 64 * 4096 * 3 };
                 let os = OsSpec { eviction, recency, ..OsSpec::simple(memory, PlacementSpec::Iceberg(IcebergSpec::default())) };
                 let geometry = MosaicGeometry { entries: 64, ways: 4, policy: Policy::Lru, arity: 4 };
                 let with = MachineSpec { name: "m".into(), seed: 3, os: os.clone(), tlb: tlb.clone(), mosaic: vec![MosaicSpec { name: "mosaic-4".into(), geometry }] };

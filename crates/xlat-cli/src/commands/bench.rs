@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 use xlat::config::raw::{OneOrMany, RawMachine, RawMosaic, RawOs, RawWays};
 use xlat::config::size::ByteSize;
-use xlat::os::eviction::EvictionKind;
+use xlat::os::EvictionSpec;
 use xlat::os::Placement;
 use xlat::config::validate;
 use xlat::sim::experiment::feed;
@@ -123,7 +123,7 @@ fn mosaic_horizon() -> RawMachine {
         os: Some(RawOs {
             memory: Some(ByteSize(768 << 20)),
             placement: Some(Placement::Iceberg),
-            eviction: Some(EvictionKind::HorizonLru),
+            eviction: EvictionSpec::named("horizon-lru"),
             ..RawOs::default()
         }),
         mosaic: Some(vec![RawMosaic { arity: Some(OneOrMany::One(4)), ways: Some(OneOrMany::One(RawWays::Count(4))), ..RawMosaic::default() }]),

@@ -2,9 +2,9 @@
 //! naming its field.
 
 use super::presets;
-use super::raw::{RawIceberg, RawInactiveRatio, RawOs};
+use super::raw::{RawIceberg, RawOs};
 use super::validate::{err, page_size_of};
-use crate::os::eviction::{EvictionKind, InactiveRatio, RecencyKind};
+use crate::os::eviction::RecencyKind;
 use crate::os::iceberg::IcebergSpec;
 use crate::os::readahead::MAX_PAGE_CLUSTER;
 use crate::os::{EvictionSpec, OsSpec, Placement, PlacementSpec, Recency};
@@ -12,13 +12,6 @@ use crate::types::PageSize;
 use crate::units::{exact_bytes, format_bytes};
 use crate::Result;
 
-/// Default fraction of memory Linux-like reclaim keeps free: the Mosaic paper observed Linux
-/// start swapping at about 99.2% utilization (zone watermarks).
-pub const DEFAULT_RESERVE: f64 = 0.008;
-/// The largest fixed active:inactive ratio (the kernel's rule reaches 100 at 1 TiB).
-const MAX_INACTIVE_RATIO: u32 = 1000;
-/// Default δ of Iceberg LRU: about 13% of memory stays free for the paper's parameters.
-pub const DEFAULT_DELTA: f64 = 0.13;
 /// Default page accesses between accessed-bit scans (a reference counts once per page it
 /// touches).
 pub const DEFAULT_SCAN_PERIOD: u64 = 1_000_000;
@@ -36,19 +29,20 @@ pub fn merge(base: RawOs, over: Option<&RawOs>) -> RawOs {
     RawOs {
         memory: o.memory.or(base.memory),
         page_size: o.page_size.or(base.page_size),
+        page_table: o.page_table.or(base.page_table),
         placement: o.placement.or(base.placement),
         ways: o.ways.or(base.ways),
         iceberg: o.iceberg.or(base.iceberg),
         eviction: o.eviction.or(base.eviction),
-        reserve: o.reserve.or(base.reserve),
-        inactive_ratio: o.inactive_ratio.or(base.inactive_ratio),
-        workingset: o.workingset.or(base.workingset),
-        look_twice: o.look_twice.or(base.look_twice),
+        reserve: o.reserve.clone().or(base.reserve),
+        inactive_ratio: o.inactive_ratio.clone().or(base.inactive_ratio),
+        workingset: o.workingset.clone().or(base.workingset),
+        look_twice: o.look_twice.clone().or(base.look_twice),
         swap_cache: o.swap_cache.or(base.swap_cache),
         page_cluster: o.page_cluster.or(base.page_cluster),
         swap: o.swap.or(base.swap),
         swap_cache_cow: o.swap_cache_cow.or(base.swap_cache_cow),
-        delta: o.delta.or(base.delta),
+        delta: o.delta.clone().or(base.delta),
         recency: o.recency.or(base.recency),
         scan_period: o.scan_period.or(base.scan_period),
         hot_sample: o.hot_sample.or(base.hot_sample),
@@ -76,7 +70,7 @@ pub fn validate(raw: &RawOs, path: &str) -> Result<OsSpec> {
         ("swap", raw.swap.is_some()),
         ("swap_cache_cow", raw.swap_cache_cow.is_some()),
     ];
-    if let Some((field, _)) = swap_fields.iter().find(|(_, given)| *given).filter(|_| eviction == EvictionSpec::None) {
+    if let Some((field, _)) = swap_fields.iter().find(|(_, given)| *given).filter(|_| !eviction.evicts()) {
         return err(format!("{path}.{field}"), format!("nothing is swapped without an `os.eviction` policy: set one, or drop `{field}`"));
     }
     let swap_cache = raw.swap_cache.unwrap_or(true);
@@ -87,10 +81,11 @@ pub fn validate(raw: &RawOs, path: &str) -> Result<OsSpec> {
     if raw.age_window == Some(0) {
         return err(format!("{path}.age_window"), "a window needs at least one eviction");
     }
-    if raw.age_window.is_some() && eviction == EvictionSpec::None {
+    if raw.age_window.is_some() && !eviction.evicts() {
         return err(format!("{path}.age_window"), "the eviction-age metric needs an `os.eviction` policy (nothing is evicted without one)");
     }
-    Ok(OsSpec { memory, page_size, placement, eviction, recency, age_window: raw.age_window, swap_cache, page_cluster, swap_slots, swap_cache_cow })
+    let page_table = raw.page_table.unwrap_or(crate::mmu::DEFAULT_PAGE_TABLE);
+    Ok(OsSpec { memory, page_size, page_table, placement, eviction, recency, age_window: raw.age_window, swap_cache, page_cluster, swap_slots, swap_cache_cow })
 }
 
 /// `bytes` (of the field `field`) in pages of `page_size`: an error unless a positive multiple.
@@ -105,7 +100,7 @@ fn whole_pages(bytes: u64, page_size: PageSize, field: String) -> Result<u64> {
 /// is a swap cache, unless configured (the caller checked that an eviction policy is).
 fn swap_cache_cow(raw: &RawOs, path: &str, eviction: EvictionSpec, swap_cache: bool) -> Result<bool> {
     match raw.swap_cache_cow {
-        None => Ok(eviction != EvictionSpec::None && swap_cache),
+        None => Ok(eviction.evicts() && swap_cache),
         Some(true) if !swap_cache => err(format!("{path}.swap_cache_cow"), "pages are copied out of the swap cache: set `swap_cache = true`, or `swap_cache_cow = false`"),
         Some(cow) => Ok(cow),
     }
@@ -117,7 +112,7 @@ fn swap_cache_cow(raw: &RawOs, path: &str, eviction: EvictionSpec, swap_cache: b
 fn page_cluster(raw: &RawOs, path: &str, eviction: EvictionSpec, swap_cache: bool) -> Result<u32> {
     let field = format!("{path}.page_cluster");
     let Some(given) = raw.page_cluster else {
-        return Ok(if eviction != EvictionSpec::None && swap_cache { DEFAULT_PAGE_CLUSTER } else { 0 });
+        return Ok(if eviction.evicts() && swap_cache { DEFAULT_PAGE_CLUSTER } else { 0 });
     };
     if given > MAX_PAGE_CLUSTER {
         return err(field, format!("{given} is above {MAX_PAGE_CLUSTER}: the kernel reads at most 2^{MAX_PAGE_CLUSTER} pages per fault"));
@@ -136,11 +131,8 @@ fn page_cluster(raw: &RawOs, path: &str, eviction: EvictionSpec, swap_cache: boo
 /// but the allocation itself fails, aborting the process, when it is larger than the host's
 /// memory.
 fn host_bytes(frames: u64, eviction: EvictionSpec, recency: Recency, swap_cache: bool) -> u64 {
-    let policy = match eviction {
-        EvictionSpec::Linux { .. } | EvictionSpec::LazyIcebergLru { .. } => 1,
-        _ => 0,
-    };
-    let evicts = eviction != EvictionSpec::None;
+    let policy = eviction.frame_bytes();
+    let evicts = eviction.evicts();
     let cache = u64::from(evicts && swap_cache);
     let scans = if matches!(recency, Recency::Scan { .. }) { 2 } else { 0 };
     let frame_state = crate::os::frames::Frames::host_bytes(frames, evicts);
@@ -178,12 +170,6 @@ pub(super) fn fit_together<'a>(oses: impl Iterator<Item = &'a OsSpec>, host: Opt
         format_bytes(host)
     );
     err(path, crate::host::cannot_allocate(needed, &what))
-}
-
-/// How a unit variant (`EvictionKind::HorizonLru`) is written in files (`horizon-lru`), for
-/// messages that speak the configuration's language.
-fn spelling(value: &impl serde::Serialize) -> String {
-    serde_json::to_value(value).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default()
 }
 
 fn placement(raw: &RawOs, path: &str, frames: u64, page_size: PageSize) -> Result<PlacementSpec> {
@@ -228,70 +214,18 @@ fn iceberg(raw: &RawIceberg) -> IcebergSpec {
     }
 }
 
-fn fraction(value: f64, field: String, what: &str) -> Result<f64> {
-    if (0.0..1.0).contains(&value) {
-        Ok(value)
-    } else {
-        err(field, format!("{what} must be a fraction in [0, 1), not {value}"))
-    }
-}
-
-/// Linux-like reclaim's active:inactive ratio: the kernel's rule unless a ratio is given.
-fn inactive_ratio(raw: Option<RawInactiveRatio>, path: &str) -> Result<InactiveRatio> {
-    match raw {
-        None | Some(RawInactiveRatio::Kernel) => Ok(InactiveRatio::Kernel),
-        Some(RawInactiveRatio::Fixed(ratio)) => match u32::try_from(ratio) {
-            Ok(ratio @ 1..=MAX_INACTIVE_RATIO) => Ok(InactiveRatio::Fixed(ratio)),
-            _ => err(path, format!("a ratio of {ratio} is outside 1..={MAX_INACTIVE_RATIO} (or \"kernel\")")),
-        },
-    }
-}
-
+/// The eviction policy of `raw`, checked against `placement` (`none` when not given).
 fn eviction(raw: &RawOs, path: &str, placement: &PlacementSpec) -> Result<EvictionSpec> {
-    let kind = raw.eviction.unwrap_or(EvictionKind::None);
-    let linux_fields = [
-        ("reserve", raw.reserve.is_some()),
-        ("inactive_ratio", raw.inactive_ratio.is_some()),
-        ("workingset", raw.workingset.is_some()),
-        ("look_twice", raw.look_twice.is_some()),
-    ];
-    if let Some((field, _)) = linux_fields.iter().find(|(_, given)| *given).filter(|_| kind != EvictionKind::Linux) {
-        return err(format!("{path}.{field}"), format!("`{field}` applies to `eviction = \"linux\"` only"));
+    if let Some((field, value)) = raw.moved() {
+        let policy = raw.eviction.map_or("<policy>", |e| e.name());
+        return err(
+            format!("{path}.{field}"),
+            format!("`{field}` is a parameter of the eviction policy now: write it in the policy's table, `eviction = {{ kind = \"{policy}\", {field} = {value} }}`"),
+        );
     }
-    if raw.delta.is_some() && !matches!(kind, EvictionKind::IcebergLru | EvictionKind::LazyIcebergLru) {
-        return err(format!("{path}.delta"), "`delta` applies to `eviction = \"iceberg-lru\"` and `\"lazy-iceberg-lru\"` only");
-    }
-    let iceberg = matches!(placement, PlacementSpec::Iceberg(_));
-    let needs = |ok: bool, what: &str| if ok { Ok(()) } else { err(format!("{path}.eviction"), format!("`{}` eviction needs {what} placement", spelling(&kind))) };
-    Ok(match kind {
-        EvictionKind::None => EvictionSpec::None,
-        EvictionKind::Lru => EvictionSpec::Lru,
-        EvictionKind::Linux => {
-            needs(placement.is_fully_associative(), "fully associative (random or sequential)")?;
-            EvictionSpec::Linux {
-                reserve: fraction(raw.reserve.unwrap_or(DEFAULT_RESERVE), format!("{path}.reserve"), "reserve")?,
-                inactive_ratio: inactive_ratio(raw.inactive_ratio, &format!("{path}.inactive_ratio"))?,
-                workingset: raw.workingset.unwrap_or(true),
-                look_twice: raw.look_twice.unwrap_or(true),
-            }
-        }
-        EvictionKind::HorizonLru => {
-            needs(iceberg, "iceberg")?;
-            EvictionSpec::HorizonLru
-        }
-        EvictionKind::IcebergLru | EvictionKind::LazyIcebergLru => {
-            needs(iceberg, "iceberg")?;
-            let delta = fraction(raw.delta.unwrap_or(DEFAULT_DELTA), format!("{path}.delta"), "delta")?;
-            if delta == 0.0 {
-                return err(format!("{path}.delta"), "delta must be above 0 (use `lru` for no slack)");
-            }
-            if kind == EvictionKind::IcebergLru {
-                EvictionSpec::IcebergLru { delta }
-            } else {
-                EvictionSpec::LazyIcebergLru { delta }
-            }
-        }
-    })
+    let spec = raw.eviction.unwrap_or_default();
+    spec.check(placement, &format!("{path}.eviction"))?;
+    Ok(spec)
 }
 
 fn recency(raw: &RawOs, path: &str, eviction: EvictionSpec) -> Result<Recency> {
@@ -300,14 +234,14 @@ fn recency(raw: &RawOs, path: &str, eviction: EvictionSpec) -> Result<Recency> {
     if let Some((field, _)) = scan_fields.iter().find(|(_, given)| *given).filter(|_| kind != RecencyKind::Scan) {
         return err(format!("{path}.{field}"), format!("`{field}` applies to `recency = \"scan\"` only"));
     }
-    if kind != RecencyKind::Access && eviction == EvictionSpec::None {
+    if kind != RecencyKind::Access && !eviction.evicts() {
         return err(format!("{path}.recency"), "recency is read by eviction only: set an `os.eviction` policy, or drop `recency`");
     }
     Ok(match kind {
         RecencyKind::Access => Recency::Access,
         RecencyKind::Fill => Recency::Fill,
         RecencyKind::Scan => {
-            if matches!(eviction, EvictionSpec::Linux { .. }) {
+            if matches!(eviction, EvictionSpec::Linux(_)) {
                 return err(format!("{path}.recency"), "Linux-like reclaim keeps its own referenced bits; use `access` or `fill`");
             }
             let period = raw.scan_period.unwrap_or(DEFAULT_SCAN_PERIOD);
@@ -334,10 +268,10 @@ mod tests {
     #[test]
     fn memory_beyond_the_host_is_an_error_naming_the_bytes_needed() {
         let frames = 15u64 << 28; // 15 TiB of 4 KiB frames
-        let needed = host_bytes(frames, EvictionSpec::Lru, Recency::Access, false);
+        let needed = host_bytes(frames, EvictionSpec::Lru(Default::default()), Recency::Access, false);
         let e = fits_host(15 << 40, needed, Some(16 << 30), "machine[0].os.memory").unwrap_err().to_string();
         assert!(e.starts_with("machine[0].os.memory: cannot allocate 82.97GiB of host memory for the 15TiB of simulated memory (this process may use 16GiB)"), "{e}");
-        assert!(fits_host(16 << 30, host_bytes(1 << 22, EvictionSpec::Lru, Recency::Access, true), Some(16 << 30), "m").is_ok());
+        assert!(fits_host(16 << 30, host_bytes(1 << 22, EvictionSpec::Lru(Default::default()), Recency::Access, true), Some(16 << 30), "m").is_ok());
         assert!(fits_host(15 << 40, needed, None, "m").is_ok(), "no check where the host's memory is unknown");
     }
 
@@ -345,18 +279,18 @@ mod tests {
     fn a_memory_that_never_evicts_costs_a_bit_per_frame() {
         // 15 TiB without eviction: the occupancy bitset alone, 480 MiB.
         let frames = 15u64 << 28;
-        assert_eq!(host_bytes(frames, EvictionSpec::None, Recency::Access, true), 480 << 20);
-        assert!(fits_host(15 << 40, host_bytes(frames, EvictionSpec::None, Recency::Access, true), Some(1 << 30), "m").is_ok());
+        assert_eq!(host_bytes(frames, EvictionSpec::default(), Recency::Access, true), 480 << 20);
+        assert!(fits_host(15 << 40, host_bytes(frames, EvictionSpec::default(), Recency::Access, true), Some(1 << 30), "m").is_ok());
         // Policies and scans with per-frame vectors of their own: 22 bytes and a bit, and 1 or 2.
         let scan = Recency::Scan { period: 1000, hot_sample: 0.2, history: 8 };
-        assert_eq!(host_bytes(8, EvictionSpec::Lru, scan, false), 8 * 24 + 1);
-        assert_eq!(host_bytes(8, EvictionSpec::Lru, scan, true), 8 * 25 + 1);
-        assert_eq!(host_bytes(8, EvictionSpec::Linux { reserve: 0.0, inactive_ratio: InactiveRatio::Kernel, workingset: true, look_twice: true }, Recency::Access, false), 8 * 23 + 1);
+        assert_eq!(host_bytes(8, EvictionSpec::Lru(Default::default()), scan, false), 8 * 24 + 1);
+        assert_eq!(host_bytes(8, EvictionSpec::Lru(Default::default()), scan, true), 8 * 25 + 1);
+        assert_eq!(host_bytes(8, EvictionSpec::Linux(crate::os::eviction::LinuxSpec { reserve: 0.0, inactive_ratio: crate::os::InactiveRatio::Kernel, workingset: true, look_twice: true }), Recency::Access, false), 8 * 23 + 1);
     }
 
     #[test]
     fn the_machines_of_a_workload_must_fit_the_host_together() {
-        let os = |memory: u64| OsSpec { eviction: EvictionSpec::Lru, ..OsSpec::simple(memory, PlacementSpec::Sequential) };
+        let os = |memory: u64| OsSpec { eviction: EvictionSpec::Lru(Default::default()), ..OsSpec::simple(memory, PlacementSpec::Sequential) };
         let (half, third) = (os(7 << 40), os(5 << 40));
         // 12 TiB of 4 KiB frames need 66.38 GiB; each memory alone (38.72, 27.66 GiB) fits 40 GiB.
         let e = fit_together([&half, &third].into_iter(), Some(40 << 30), "workload[1]").unwrap_err().to_string();
@@ -370,29 +304,29 @@ mod tests {
 
     #[test]
     fn readahead_defaults_to_the_kernels_where_pages_are_swapped_through_the_swap_cache() {
-        let cluster = |eviction: Option<EvictionKind>, swap_cache: Option<bool>| {
+        let cluster = |eviction: Option<EvictionSpec>, swap_cache: Option<bool>| {
             let raw = RawOs { eviction, swap_cache, placement: Some(Placement::Random), ..presets::default_os() };
             validate(&raw, "os").unwrap().page_cluster
         };
-        assert_eq!(cluster(Some(EvictionKind::Lru), None), DEFAULT_PAGE_CLUSTER);
-        assert_eq!(cluster(Some(EvictionKind::Linux), Some(true)), DEFAULT_PAGE_CLUSTER);
-        assert_eq!(cluster(Some(EvictionKind::Lru), Some(false)), 0, "no swap cache to read into");
+        assert_eq!(cluster(Some(EvictionSpec::named("lru").unwrap()), None), DEFAULT_PAGE_CLUSTER);
+        assert_eq!(cluster(Some(EvictionSpec::named("linux").unwrap()), Some(true)), DEFAULT_PAGE_CLUSTER);
+        assert_eq!(cluster(Some(EvictionSpec::named("lru").unwrap()), Some(false)), 0, "no swap cache to read into");
         assert_eq!(cluster(None, None), 0, "nothing swapped");
-        let raw = RawOs { eviction: Some(EvictionKind::Lru), page_cluster: Some(0), ..presets::default_os() };
+        let raw = RawOs { eviction: Some(EvictionSpec::named("lru").unwrap()), page_cluster: Some(0), ..presets::default_os() };
         assert_eq!(validate(&raw, "os").unwrap().page_cluster, 0);
     }
 
     #[test]
     fn stores_copy_pages_out_of_the_swap_cache_by_default_where_there_is_one() {
-        let cow = |eviction: Option<EvictionKind>, swap_cache: Option<bool>, given: Option<bool>| {
+        let cow = |eviction: Option<EvictionSpec>, swap_cache: Option<bool>, given: Option<bool>| {
             let raw = RawOs { eviction, swap_cache, swap_cache_cow: given, ..presets::default_os() };
             validate(&raw, "os").map(|spec| spec.swap_cache_cow).map_err(|e| e.to_string())
         };
-        assert_eq!(cow(Some(EvictionKind::Lru), None, None), Ok(true));
-        assert_eq!(cow(Some(EvictionKind::Lru), Some(false), None), Ok(false));
-        assert_eq!(cow(Some(EvictionKind::Lru), None, Some(false)), Ok(false));
+        assert_eq!(cow(Some(EvictionSpec::named("lru").unwrap()), None, None), Ok(true));
+        assert_eq!(cow(Some(EvictionSpec::named("lru").unwrap()), Some(false), None), Ok(false));
+        assert_eq!(cow(Some(EvictionSpec::named("lru").unwrap()), None, Some(false)), Ok(false));
         assert_eq!(cow(None, None, None), Ok(false));
-        let e = cow(Some(EvictionKind::Lru), Some(false), Some(true)).unwrap_err();
+        let e = cow(Some(EvictionSpec::named("lru").unwrap()), Some(false), Some(true)).unwrap_err();
         assert!(e.starts_with("os.swap_cache_cow: pages are copied out of the swap cache"), "{e}");
         let e = cow(None, None, Some(false)).unwrap_err();
         assert!(e.starts_with("os.swap_cache_cow: nothing is swapped"), "{e}");
@@ -400,7 +334,7 @@ mod tests {
 
     #[test]
     fn eviction_errors_spell_policies_as_files_do() {
-        let raw = RawOs { eviction: Some(EvictionKind::HorizonLru), ..presets::default_os() };
+        let raw = RawOs { eviction: Some(EvictionSpec::named("horizon-lru").unwrap()), ..presets::default_os() };
         let e = validate(&raw, "os").unwrap_err().to_string();
         assert!(e.contains("`horizon-lru` eviction needs iceberg placement"), "{e}");
     }

@@ -3,8 +3,10 @@
 
 use super::size::ByteSize;
 use crate::hash::HashSpec;
-use crate::os::eviction::{EvictionKind, RecencyKind};
+use crate::os::eviction::RecencyKind;
+use crate::os::EvictionSpec;
 use crate::os::iceberg::{BackyardRanges, TieBreak};
+use crate::mmu::PageTableKind;
 use crate::os::Placement;
 use crate::tlb::Policy;
 use serde::{Deserialize, Serialize};
@@ -132,41 +134,6 @@ pub struct RawWorkload {
     pub parts: Option<Vec<RawWorkload>>,
 }
 
-/// Linux-like reclaim's active:inactive ratio as written: a number, or `"kernel"` for the
-/// kernel's rule.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum RawInactiveRatio {
-    /// A fixed ratio.
-    Fixed(u64),
-    /// The kernel's rule.
-    Kernel,
-}
-
-impl<'de> Deserialize<'de> for RawInactiveRatio {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<RawInactiveRatio, D::Error> {
-        count_or_word(d, "ratio", "kernel").map(|n| n.map_or(RawInactiveRatio::Kernel, RawInactiveRatio::Fixed))
-    }
-}
-
-impl schemars::JsonSchema for RawInactiveRatio {
-    fn schema_name() -> std::borrow::Cow<'static, str> {
-        "InactiveRatio".into()
-    }
-
-    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
-        count_or_word_schema("The active:inactive ratio Linux-like reclaim keeps: a number, or \"kernel\" for the kernel's rule", "kernel")
-    }
-}
-
-impl Serialize for RawInactiveRatio {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        match self {
-            RawInactiveRatio::Fixed(ratio) => s.serialize_u64(*ratio),
-            RawInactiveRatio::Kernel => s.serialize_str("kernel"),
-        }
-    }
-}
-
 /// Associativity as written: a way count, or `"full"` for a fully associative array.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum RawWays {
@@ -184,7 +151,7 @@ impl<'de> Deserialize<'de> for RawWays {
 
 /// A count or one keyword, as written (`ways = 4` or `"full"`): `None` for the keyword. Errors
 /// name what the count is (`noun`).
-fn count_or_word<'de, D: serde::Deserializer<'de>>(d: D, noun: &'static str, word: &'static str) -> Result<Option<u64>, D::Error> {
+pub(crate) fn count_or_word<'de, D: serde::Deserializer<'de>>(d: D, noun: &'static str, word: &'static str) -> Result<Option<u64>, D::Error> {
     struct V {
         noun: &'static str,
         word: &'static str,
@@ -222,7 +189,7 @@ impl schemars::JsonSchema for RawWays {
 }
 
 /// The schema of [`count_or_word`]'s values.
-fn count_or_word_schema(description: &str, word: &str) -> schemars::Schema {
+pub(crate) fn count_or_word_schema(description: &str, word: &str) -> schemars::Schema {
     schemars::json_schema!({
         "description": description,
         "anyOf": [{ "type": "integer", "minimum": 0 }, { "const": word }]
@@ -347,23 +314,40 @@ pub struct RawOs {
     pub memory: Option<ByteSize>,
     /// The page size every fault maps.
     pub page_size: Option<ByteSize>,
+    /// The page-table driver: the format walks read (`map`, the OS's own map, walked at no
+    /// cost).
+    pub page_table: Option<PageTableKind>,
     /// Frame placement.
     pub placement: Option<Placement>,
     /// Frames per set (set-associative placement).
     pub ways: Option<u64>,
     /// Iceberg parameters (iceberg placement).
     pub iceberg: Option<RawIceberg>,
-    /// Eviction policy.
-    pub eviction: Option<EvictionKind>,
-    /// Fraction of memory Linux-like reclaim keeps free.
-    pub reserve: Option<f64>,
-    /// The active:inactive ratio Linux-like reclaim keeps.
-    pub inactive_ratio: Option<RawInactiveRatio>,
-    /// Whether Linux-like reclaim detects refaults (the kernel's workingset detection).
-    pub workingset: Option<bool>,
-    /// Whether Linux-like reclaim promotes a page only when it finds it referenced at two
-    /// looks in a row, its fault counting at the first (the kernel's rule for mapped pages).
-    pub look_twice: Option<bool>,
+    /// Eviction policy: a name (`"horizon-lru"`), or a table with its `kind` and parameters
+    /// (`{ kind = "linux", reserve = 0.01 }`).
+    pub eviction: Option<EvictionSpec>,
+    /// `reserve`, `inactive_ratio`, `workingset`, `look_twice` and `delta`, written at the
+    /// top of `os` as files did before each policy had a table of its own: read only to say
+    /// where they go now ([`RawOs::moved`]).
+    #[serde(default, skip_serializing)]
+    #[schemars(skip)]
+    pub reserve: Option<toml::Value>,
+    #[serde(default, skip_serializing)]
+    #[schemars(skip)]
+    #[allow(missing_docs)]
+    pub inactive_ratio: Option<toml::Value>,
+    #[serde(default, skip_serializing)]
+    #[schemars(skip)]
+    #[allow(missing_docs)]
+    pub workingset: Option<toml::Value>,
+    #[serde(default, skip_serializing)]
+    #[schemars(skip)]
+    #[allow(missing_docs)]
+    pub look_twice: Option<toml::Value>,
+    #[serde(default, skip_serializing)]
+    #[schemars(skip)]
+    #[allow(missing_docs)]
+    pub delta: Option<toml::Value>,
     /// Whether a page swapped in by a load keeps its copy in swap until a store (the
     /// kernel's swap cache), so that evicting it again writes nothing.
     pub swap_cache: Option<bool>,
@@ -376,8 +360,6 @@ pub struct RawOs {
     /// Whether a store to a page still in the swap cache copies it to a new frame (Linux
     /// 5.9 to 5.17) rather than dropping its copy in swap in place.
     pub swap_cache_cow: Option<bool>,
-    /// Fraction of memory Iceberg LRU leaves unused.
-    pub delta: Option<f64>,
     /// How page use is observed.
     pub recency: Option<RecencyKind>,
     /// Page accesses between accessed-bit scans (`recency = "scan"`); a reference counts once
@@ -438,4 +420,14 @@ pub struct RawArray {
     pub replacement: Option<Policy>,
     /// Page sizes held (default `["4KiB"]`).
     pub page_sizes: Option<Vec<ByteSize>>,
+}
+
+impl RawOs {
+    /// The first of the fields an eviction policy's table holds now that is written at the
+    /// top of `os`, with its value as written.
+    pub fn moved(&self) -> Option<(&'static str, &toml::Value)> {
+        [("reserve", &self.reserve), ("inactive_ratio", &self.inactive_ratio), ("workingset", &self.workingset), ("look_twice", &self.look_twice), ("delta", &self.delta)]
+            .into_iter()
+            .find_map(|(field, value)| value.as_ref().map(|value| (field, value)))
+    }
 }

@@ -19,27 +19,28 @@ pub mod readahead;
 pub mod set_associative;
 mod stats;
 pub mod swap;
+mod walk;
 
 pub use eviction::{EvictionSpec, InactiveRatio, Recency};
 pub use page_table::PageTable;
 pub use placement::{Placement, PlacementSpec};
 pub use stats::OsStats;
+pub use walk::{Walk, WalkBy};
 
 use eviction::age::AgeTracker;
-use eviction::evictable::Evictable;
-use eviction::linux::LinuxLists;
-use eviction::lru_heap::LruHeap;
+use eviction::Evictor;
 use eviction::scan::Scanner;
 use frames::Frames;
-use iceberg::placement::{self as iceberg_placement, Ghosts};
+use iceberg::placement as iceberg_placement;
 use placement::Placer;
 use readahead::Readahead;
 use stats::Utilization;
 use swap::SwapArea;
 
 use crate::hash::page_key;
+use crate::mmu::{Driver, PageTableKind, WalkSink};
 use rustc_hash::FxHashSet;
-use crate::types::{Asid, PageSize, Pfn, Translation, Vpn, BASE_PAGE_SHIFT};
+use crate::types::{Asid, Page, PageSize, Pfn, Translation, Vpn, BASE_PAGE_SHIFT};
 use crate::units::format_bytes;
 use crate::Error;
 use serde::Serialize;
@@ -49,8 +50,10 @@ use serde::Serialize;
 pub struct OsSpec {
     /// Physical memory in bytes (a multiple of `page_size`).
     pub memory: u64,
-    /// The one page size every fault maps.
+    /// The page size every fault maps.
     pub page_size: PageSize,
+    /// The page-table driver: the format walks read (see [`crate::mmu`]).
+    pub page_table: PageTableKind,
     /// Where a new page's frame may go.
     pub placement: PlacementSpec,
     /// What is evicted when no allowed frame is free.
@@ -79,7 +82,7 @@ impl OsSpec {
     /// A memory of `memory` bytes of 4 KiB pages placed by `placement`, never evicting (and,
     /// given a policy, writing every page it evicts: no swap cache).
     pub fn simple(memory: u64, placement: PlacementSpec) -> OsSpec {
-        OsSpec { memory, page_size: PageSize::Size4K, placement, eviction: EvictionSpec::None, recency: Recency::Access, age_window: None, swap_cache: false, page_cluster: 0, swap_slots: None, swap_cache_cow: false }
+        OsSpec { memory, page_size: PageSize::Size4K, page_table: crate::mmu::DEFAULT_PAGE_TABLE, placement, eviction: EvictionSpec::default(), recency: Recency::Access, age_window: None, swap_cache: false, page_cluster: 0, swap_slots: None, swap_cache_cow: false }
     }
 }
 
@@ -109,20 +112,15 @@ pub struct OutOfMemory {
 pub struct Os {
     spec: OsSpec,
     table: PageTable,
+    /// The page-table driver: told of every map and unmap, it answers walks.
+    driver: Driver,
     frames: Frames,
     placer: Placer,
     /// Global LRU order (exact LRU on a fully associative memory, and Iceberg LRU).
-    lru: Option<LruHeap>,
-    linux: Option<LinuxLists>,
-    /// Lazy Iceberg LRU's pages marked evictable.
-    evictable: Option<Evictable>,
+    /// The eviction policy.
+    policy: Evictor,
     scanner: Option<Scanner>,
     age: Option<AgeTracker>,
-    /// Horizon LRU's horizon: pages last used before it are ghosts.
-    horizon: u64,
-    /// Pages at most this many may be resident (reserve or δ of memory kept free); under lazy
-    /// Iceberg LRU, pages not marked evictable.
-    resident_limit: u64,
     /// Uses so far, one per page a reference touches, and a tick per page read ahead, per
     /// fault after them and per store that copies a page: the timestamp of the next use.
     clock: u64,
@@ -132,13 +130,9 @@ pub struct Os {
     /// Walks of the first TLB retime their page (`recency = "fill"` under an eviction
     /// policy): read on every walk.
     retime_fills: bool,
-    /// A recorded use only stamps the frame: no eviction-age tracker, evictable marks or
-    /// Linux lists hear of it (checked once here rather than three options per use).
+    /// A recorded use only stamps the frame: neither an eviction-age tracker nor the policy
+    /// observes uses (checked once here rather than per use).
     stamp_only: bool,
-    /// The frame a fault just filled under `recency = "access"`, until the faulting
-    /// reference's own use is recorded: that use is the fault's, and does not count as a
-    /// later reference for Linux-like reclaim (see [`Os::record_use`]).
-    just_faulted: Option<u64>,
     /// Under the swap cache, one flag per frame: its page has an up-to-date copy in swap
     /// (it was swapped in and not stored to since). Empty without the swap cache.
     swap_copy: Vec<bool>,
@@ -154,7 +148,7 @@ pub struct Os {
     fault_clock: u64,
     /// Pages whose TLB entries must go, since the machine last took them: evicted pages,
     /// and pages whose accessed bit a scan cleared.
-    shootdowns: Vec<(Asid, Vpn)>,
+    shootdowns: Vec<Page>,
     utilization: Utilization,
     stats: OsStats,
 }
@@ -164,45 +158,28 @@ impl Os {
     pub fn new(spec: &OsSpec, seed: u64) -> Os {
         let frames = spec.memory / spec.page_size.bytes();
         // Only eviction asks which page a frame holds and when it was used.
-        let evicts = spec.eviction != EvictionSpec::None;
-        let global_lru = match spec.eviction {
-            EvictionSpec::Lru => spec.placement.is_fully_associative(),
-            EvictionSpec::IcebergLru { .. } | EvictionSpec::LazyIcebergLru { .. } => true,
-            _ => false,
-        };
-        let kept_free = match spec.eviction {
-            EvictionSpec::Linux { reserve, .. } => reserve,
-            EvictionSpec::IcebergLru { delta } | EvictionSpec::LazyIcebergLru { delta } => delta,
-            _ => 0.0,
-        };
+        let evicts = spec.eviction.evicts();
+        let policy = Evictor::new(&spec.eviction, frames, spec);
+        let age = spec.age_window.map(AgeTracker::new);
         let placer = spec.placement.build(frames, seed);
         // Unmapped pages carry the Mosaic TLBs' unmapped code, so that a ToC is read as is.
         let no_tag = match &placer {
             Placer::Iceberg(layout) => layout.unmapped(),
             _ => u8::MAX,
         };
-        let mut os = Os {
+        Os {
             spec: spec.clone(),
             table: PageTable::new(spec.page_size, no_tag),
+            driver: Driver::new(spec),
             frames: if evicts { Frames::new(frames) } else { Frames::without_occupants(frames) },
             placer,
-            lru: global_lru.then(LruHeap::default),
-            linux: match spec.eviction {
-                EvictionSpec::Linux { inactive_ratio, workingset, look_twice, .. } => {
-                    Some(LinuxLists::new(frames, spec.page_size.bytes(), inactive_ratio, workingset, look_twice))
-                }
-                _ => None,
-            },
-            evictable: matches!(spec.eviction, EvictionSpec::LazyIcebergLru { .. }).then(|| Evictable::new(frames)),
+            stamp_only: age.is_none() && !policy.observes_uses(),
+            policy,
             scanner: Scanner::new(spec.recency, frames, seed ^ 0x5ca7),
-            age: spec.age_window.map(AgeTracker::new),
-            horizon: 0,
-            resident_limit: frames - (frames as f64 * kept_free).floor() as u64,
+            age,
             clock: 0,
             retime_uses: spec.recency == Recency::Access && evicts,
             retime_fills: spec.recency == Recency::Fill && evicts,
-            stamp_only: false,
-            just_faulted: None,
             swap_copy: if evicts && spec.swap_cache { vec![false; frames as usize] } else { Vec::new() },
             readahead: (evicts && spec.swap_cache && spec.page_cluster > 0).then(|| Readahead::new(spec.page_cluster)),
             swap: SwapArea::new(spec.swap_slots),
@@ -211,83 +188,66 @@ impl Os {
             shootdowns: Vec::new(),
             utilization: Utilization::default(),
             stats: OsStats::default(),
-        };
-        os.stamp_only = os.age.is_none() && os.evictable.is_none() && os.linux.is_none();
-        os
+        }
     }
 
     /// True when the machine must report every use with [`Os::access`]: eviction needs
     /// recency (and the age metric, which configurations allow only with eviction, needs
     /// timestamps), so that a metric never changes what is simulated.
     pub fn tracks_use(&self) -> bool {
-        self.spec.eviction != EvictionSpec::None
+        self.policy.evicts()
     }
 
-    /// Walks the page table for `vaddr`, mapping the page on first touch (or after it was
-    /// swapped out). The error is small on purpose (this is the TLB-miss path);
-    /// [`Os::describe`] turns it into a message.
+    /// The walk of a TLB miss on `vaddr` in `asid`: the page's mapping, mapping the page on
+    /// first touch (or after it was swapped out). Counts the walk (unless `by` is
+    /// [`WalkBy::Ahead`]), records a use if recency counts this walk as one, and asks the
+    /// machine's page-table driver for the walk, which writes what it reads into `sink`. The
+    /// error is small on purpose (this is the TLB-miss path); [`Os::describe`] turns it into
+    /// a message.
     #[inline(always)]
-    pub fn translate(&mut self, asid: Asid, vaddr: u64) -> std::result::Result<Translation, OutOfMemory> {
-        self.translate_for(asid, vaddr, true)
-    }
-
-    /// [`Os::translate`] for the walk of one of several TLBs observing this OS: only the
-    /// first one's (`first_tlb`) fills count as uses under `recency = "fill"`, so that what
-    /// the OS evicts does not depend on how many TLBs are compared over it.
-    #[inline(always)]
-    pub fn translate_for(&mut self, asid: Asid, vaddr: u64, first_tlb: bool) -> std::result::Result<Translation, OutOfMemory> {
-        self.stats.walks += 1;
-        if let Some(t) = self.table.lookup(asid, vaddr) {
-            if first_tlb && self.retime_fills {
-                self.record_use(self.frame_of(t.pfn));
-            }
-            return Ok(t);
+    pub fn walk<S: WalkSink>(&mut self, asid: Asid, vaddr: u64, by: WalkBy, sink: &mut S) -> std::result::Result<Walk, OutOfMemory> {
+        let translation = match by {
+            WalkBy::Repeat(t) => t,
+            _ => match self.table.lookup(asid, vaddr) {
+                Some(t) => {
+                    if by == WalkBy::FirstTlb && self.retime_fills {
+                        self.record_use(self.frame_of(t.pfn));
+                    }
+                    t
+                }
+                None => self.fault(asid, vaddr)?,
+            },
+        };
+        if by != WalkBy::Ahead {
+            self.stats.walks += 1;
         }
-        self.fault(asid, vaddr)
+        self.driver.walk(&translation, sink);
+        Ok(Walk { translation })
     }
 
-    /// Counts a walk whose translation the caller already has: that of another TLB's walk of
-    /// the same page for the same reference, with nothing changed in between (a walk that is
-    /// not the first TLB's records nothing but its count, see [`Os::translate_for`]).
-    #[inline(always)]
-    pub fn walk_again(&mut self) {
-        self.stats.walks += 1;
-    }
-
-    /// Counts `n` walks that another thread made for this OS's TLBs, walks that would
-    /// change nothing here but the count (see [`Os::records_fills`]).
-    pub fn count_walks(&mut self, n: u64) {
+    /// Counts `n` walks that a part of the machine replayed apart made ([`WalkBy::Ahead`]):
+    /// walks of a stateless driver, which would have changed nothing but the count.
+    pub fn count_replayed_walks(&mut self, n: u64) {
+        assert!(self.stateless_walks(), "walks replayed apart need a stateless page-table driver");
         self.stats.walks += n;
     }
 
+    /// True when walks may be made or counted out of order: the page-table driver is
+    /// stateless (see [`crate::mmu`]).
+    pub fn stateless_walks(&self) -> bool {
+        self.driver.stateless()
+    }
+
     /// True when the fills of a machine's first TLB count as uses (`recency = "fill"` with
-    /// eviction): only then does a walk do more than count itself and fault.
+    /// eviction): only then does a walk record more than its count and its fault.
     pub fn records_fills(&self) -> bool {
         self.retime_fills
     }
 
-    /// The first base frame of the page holding `vaddr`: [`Os::translate`]'s frame, for an OS
-    /// that does not track use (whose walks record nothing but their count).
-    #[inline(always)]
-    pub fn walk_frame(&mut self, asid: Asid, vaddr: u64) -> std::result::Result<Pfn, OutOfMemory> {
-        self.stats.walks += 1;
-        self.map_frame(asid, vaddr)
-    }
-
-    /// [`Os::walk_frame`] without counting a walk: for a TLB level whose misses the levels
-    /// below it, replayed apart, count as walks ([`Os::count_walks`]) when they miss too.
-    #[inline(always)]
-    pub fn map_frame(&mut self, asid: Asid, vaddr: u64) -> std::result::Result<Pfn, OutOfMemory> {
-        debug_assert!(!self.tracks_use(), "map_frame skips the recency of tracked use");
-        match self.table.frame(asid, vaddr) {
-            Some(pfn) => Ok(pfn),
-            None => self.fault(asid, vaddr).map(|t| t.pfn),
-        }
-    }
-
-    /// The size of the pages this OS maps.
-    pub fn page_size(&self) -> PageSize {
-        self.spec.page_size
+    /// The size of every page this OS maps, while it maps one size (always, until huge pages
+    /// are promoted and split): what a loop specialized for one page size needs.
+    pub fn uniform_page_size(&self) -> Option<PageSize> {
+        Some(self.spec.page_size)
     }
 
     /// Bytes of page-table leaves (and tags) that walks read (see [`PageTable::leaf_bytes`]).
@@ -351,9 +311,7 @@ impl Os {
         let (asid, vpn) = self.frames.owner(frame).expect("a mapped page occupies its frame");
         self.stale.insert(frame);
         // No page-table entry maps the old page now, so nothing sets its accessed bit.
-        if let Some(linux) = &mut self.linux {
-            linux.unmapped(frame);
-        }
+        self.policy.unmapped(frame);
         if let Some(scanner) = &mut self.scanner {
             scanner.forget(frame);
         }
@@ -365,7 +323,7 @@ impl Os {
         self.map(asid, vpn, new, cpfn);
         self.stats.store_copies += 1;
         self.stats.shootdowns += 1;
-        self.shootdowns.push((asid, vpn));
+        self.shootdowns.push(Page { asid, vpn, size: self.spec.page_size });
         Ok(new)
     }
 
@@ -375,11 +333,8 @@ impl Os {
     }
 
     /// A use of the page in `frame` that recency counts (every use under recency on access,
-    /// a walk of the first TLB under recency on fill): its new timestamp, and its accessed
-    /// bit in the Linux lists, unless the use is that of the reference that just faulted the
-    /// page in. The lists decide what the fault counts for (under the look-twice rule it
-    /// leaves the page young, under one look not); under recency on fill the faulting walk
-    /// records no use either, so both modes agree.
+    /// a walk of the first TLB under recency on fill): its new timestamp, and what the
+    /// policy records of a use.
     #[inline(always)]
     fn record_use(&mut self, frame: u64) {
         if self.stamp_only {
@@ -387,11 +342,7 @@ impl Os {
             return;
         }
         self.retime(frame);
-        if let Some(linux) = &mut self.linux {
-            if self.just_faulted.take() != Some(frame) {
-                linux.reference(frame);
-            }
-        }
+        self.policy.referenced(frame);
     }
 
     /// Sets the timestamp of the page in `frame` to now.
@@ -401,12 +352,7 @@ impl Os {
             age.retime(self.frames.stamp(frame), self.clock);
         }
         self.frames.touch(frame, self.clock);
-        if let Some(evictable) = &mut self.evictable {
-            // A marked page used again is kept after all: back into the LRU order.
-            if evictable.unmark(frame) {
-                self.lru.as_mut().expect("lazy Iceberg LRU keeps the LRU order").insert(&self.frames, frame);
-            }
-        }
+        self.policy.retimed(&self.frames, frame);
     }
 
     /// One accessed-bit scan: pages seen used get the current time, and pages whose bit it
@@ -427,7 +373,7 @@ impl Os {
             if visit.cleared {
                 self.stats.scan_shootdowns += 1;
                 self.stats.shootdowns += 1;
-                self.shootdowns.push(page);
+                self.shootdowns.push(Page { asid: page.0, vpn: page.1, size: self.spec.page_size });
             }
         }
         self.scanner = Some(scanner);
@@ -438,7 +384,7 @@ impl Os {
         let size = self.spec.page_size;
         let page = vaddr >> size.shift();
         let vpn = Vpn(page << (size.shift() - BASE_PAGE_SHIFT));
-        let swapped_in = self.spec.eviction != EvictionSpec::None && self.table.is_swapped(asid, vaddr);
+        let swapped_in = self.policy.evicts() && self.table.is_swapped(asid, vaddr);
         if swapped_in {
             if let Some(ra) = &mut self.readahead {
                 if let Some(found) = ra.hit(asid, page) {
@@ -467,6 +413,7 @@ impl Os {
         let size = self.spec.page_size;
         let t = Translation { asid, vpn, pfn: Pfn(frame * size.base_pages()), size };
         self.table.insert_tagged(t, tag);
+        self.driver.mapped(&t);
         self.stats.mapped_pages = self.table.len() as u64;
         t
     }
@@ -485,15 +432,7 @@ impl Os {
         if let Some(scanner) = &mut self.scanner {
             scanner.forget(frame);
         }
-        if let Some(lru) = &mut self.lru {
-            lru.insert(&self.frames, frame);
-        }
-        if let Some(linux) = &mut self.linux {
-            linux.insert(frame, asid, vpn.0, mapped);
-            if mapped && self.retime_uses {
-                self.just_faulted = Some(frame);
-            }
-        }
+        self.policy.placed(&self.frames, frame, asid, vpn, mapped);
         if let Some(age) = &mut self.age {
             age.insert(self.clock);
         }
@@ -548,12 +487,7 @@ impl Os {
         self.stats.readahead_hits += 1;
         self.mapped_from_swap(frame);
         self.fault_clock = self.clock;
-        if let Some(linux) = &mut self.linux {
-            linux.mapped_by_fault(frame);
-            if self.retime_uses {
-                self.just_faulted = Some(frame);
-            }
-        }
+        self.policy.mapped_by_fault(frame);
         if self.retime_fills {
             self.retime(frame);
         }
@@ -580,7 +514,7 @@ impl Os {
     fn choose_frame(&mut self, asid: Asid, vpn: Vpn) -> std::result::Result<(u64, u8), NoFrame> {
         match &mut self.placer {
             Placer::Fully(_) => {
-                self.evict_down_to_limit()?;
+                self.make_room()?;
                 let Placer::Fully(alloc) = &mut self.placer else { unreachable!() };
                 alloc.allocate().map(|f| (f, 0)).ok_or(NoFrame::Full)
             }
@@ -599,15 +533,10 @@ impl Os {
     }
 
     fn choose_iceberg_frame(&mut self, asid: Asid, vpn: Vpn) -> std::result::Result<(u64, u8), NoFrame> {
-        self.evict_down_to_limit()?;
+        self.make_room()?;
         let key = page_key(asid, vpn);
-        let ghosts = match &self.evictable {
-            Some(evictable) => Ghosts::Marked(evictable),
-            None if self.spec.eviction == EvictionSpec::HorizonLru => Ghosts::Before(self.horizon),
-            None => Ghosts::None,
-        };
         let Placer::Iceberg(layout) = &self.placer else { unreachable!("iceberg placement") };
-        let placed = match iceberg_placement::place(layout, &self.frames, key, ghosts) {
+        let placed = match iceberg_placement::place(layout, &self.frames, key, self.policy.ghosts()) {
             Some(p) => p,
             None => {
                 // First the conflict, which fails without eviction: only an OS that evicts
@@ -634,54 +563,29 @@ impl Os {
         if self.stats.first_conflict_utilization.is_none() && self.frames.used() < self.frames.capacity() {
             self.stats.first_conflict_utilization = Some(self.frames.used() as f64 / self.frames.capacity() as f64);
         }
-        match self.spec.eviction {
-            EvictionSpec::None => Err(NoFrame::Conflict),
-            _ => Ok(()),
+        if self.policy.evicts() {
+            Ok(())
+        } else {
+            Err(NoFrame::Conflict)
         }
     }
 
-    /// Evicts globally until fewer pages than the resident limit remain (policies that keep
-    /// part of memory free, and exact LRU on a fully associative memory).
-    fn evict_down_to_limit(&mut self) -> std::result::Result<(), NoFrame> {
-        if self.evictable.is_some() {
-            self.mark_down_to_limit();
-            return Ok(());
-        }
-        while self.frames.used() >= self.resident_limit {
-            let victim = if let Some(lru) = &mut self.lru {
-                lru.oldest(&self.frames)
-            } else if let Some(linux) = &mut self.linux {
-                let (copies, swap, stats) = (&mut self.swap_copy, &mut self.swap, &mut self.stats);
-                linux.victim(|frame| {
-                    // Activated rather than evicted: `shrink_page_list` frees the slot of such
-                    // a page while swap is more than half full.
-                    if swap.more_than_half_full() && copies.get_mut(frame as usize).is_some_and(std::mem::take) {
-                        swap.free();
-                        stats.swap_full_frees += 1;
-                    }
-                })
-            } else if self.spec.placement.is_fully_associative() || self.spec.eviction == EvictionSpec::None {
-                // Full with no policy to evict: the fault fails unless a frame is still free.
-                return if self.frames.used() < self.frames.capacity() { Ok(()) } else { Err(NoFrame::Full) };
-            } else {
-                return Ok(());
+    /// Evicts what the policy gives up before a page is placed (policies that keep part of
+    /// memory free, and exact LRU on a fully associative memory).
+    fn make_room(&mut self) -> std::result::Result<(), NoFrame> {
+        loop {
+            let (copies, swap, stats) = (&mut self.swap_copy, &mut self.swap, &mut self.stats);
+            let mut activated = |frame: u64| {
+                // Kept rather than evicted: `shrink_page_list` frees the slot of a page it
+                // activates while swap is more than half full.
+                if swap.more_than_half_full() && copies.get_mut(frame as usize).is_some_and(std::mem::take) {
+                    swap.free();
+                    stats.swap_full_frees += 1;
+                }
             };
-            match victim {
+            match self.policy.next_victim(&self.frames, &mut activated)? {
                 Some(frame) => self.evict(frame)?,
-                None => return Err(NoFrame::Full),
-            }
-        }
-        Ok(())
-    }
-
-    /// Lazy Iceberg LRU: marks the oldest unmarked pages evictable until fewer than the
-    /// resident limit remain unmarked (Iceberg LRU would evict them).
-    fn mark_down_to_limit(&mut self) {
-        let (Some(lru), Some(evictable)) = (&mut self.lru, &mut self.evictable) else { return };
-        while self.frames.used() - evictable.count() >= self.resident_limit {
-            match lru.oldest(&self.frames) {
-                Some(frame) => evictable.mark(frame),
-                None => return,
+                None => return Ok(()),
             }
         }
     }
@@ -701,9 +605,6 @@ impl Os {
             self.utilization.start(self.clock);
         }
         self.utilization.change(self.clock, self.frames.used());
-        if let Some(evictable) = &mut self.evictable {
-            evictable.unmark(frame);
-        }
         let (asid, vpn) = self.frames.release(frame);
         let page = vpn.0 >> (self.spec.page_size.shift() - BASE_PAGE_SHIFT);
         // A page's old copy left by a store is obsolete: its slot goes with it.
@@ -716,19 +617,17 @@ impl Os {
         let mapped = !stale && !self.readahead.as_mut().is_some_and(|ra| ra.evicted(asid, page));
         if mapped {
             self.table.swap_out(asid, vpn.addr().0);
+            self.driver.unmapped(asid, vpn, self.spec.page_size);
             self.stats.shootdowns += 1;
-            self.shootdowns.push((asid, vpn));
+            self.shootdowns.push(Page { asid, vpn, size: self.spec.page_size });
         }
-        if let Some(linux) = &mut self.linux {
-            linux.evicted(asid, vpn.0);
-        }
+        self.policy.evicted(frame, asid, vpn, stamp);
         if let Placer::Fully(alloc) = &mut self.placer {
             alloc.free(frame);
         }
         if let Some(age) = &mut self.age {
             age.evict(stamp);
         }
-        self.horizon = self.horizon.max(stamp);
         self.stats.evictions += 1;
         self.stats.swap_outs += u64::from(!copy);
         self.stats.mapped_pages = self.table.len() as u64;
@@ -744,7 +643,7 @@ impl Os {
     /// Pages needing a TLB shootdown since the last call: evicted pages, and pages whose
     /// accessed bit a scan cleared.
     #[inline]
-    pub fn take_shootdowns(&mut self) -> Option<std::vec::Drain<'_, (Asid, Vpn)>> {
+    pub fn take_shootdowns(&mut self) -> Option<std::vec::Drain<'_, Page>> {
         self.has_shootdowns().then(|| self.shootdowns.drain(..))
     }
 
@@ -816,7 +715,7 @@ impl Os {
         let mut stats = self.stats.clone();
         stats.steady_state_utilization = self.utilization.mean(self.clock, self.frames.used(), self.frames.capacity());
         stats.eviction_age = self.age.as_ref().map(AgeTracker::stats);
-        stats.reclaim = self.linux.as_ref().map(LinuxLists::stats);
+        stats.reclaim = self.policy.reclaim_stats();
         stats.peak_swap_bytes = self.swap.peak() * self.spec.page_size.bytes();
         stats.memory_bytes = self.spec.memory;
         stats.swap_io_bytes = (stats.swap_ins + stats.swap_outs) * self.spec.page_size.bytes();
@@ -829,9 +728,9 @@ impl Os {
         &self.frames
     }
 
-    /// Horizon LRU's current horizon.
-    pub fn horizon(&self) -> u64 {
-        self.horizon
+    /// Horizon LRU's current horizon, under a policy that keeps one.
+    pub fn horizon(&self) -> Option<u64> {
+        self.policy.horizon()
     }
 }
 

@@ -14,7 +14,8 @@ use decoded::DecodedFrames;
 use replay::{replay, replay_steps, Log, Step};
 use crate::hash::page_key;
 use crate::memref::{AccessKind, Batch, MemRef};
-use crate::os::{Os, OsSpec, OutOfMemory};
+use crate::mmu::NoReads;
+use crate::os::{Os, OsSpec, OutOfMemory, WalkBy};
 use crate::tlb::mosaic::{MosaicGeometry, MosaicLookup, MosaicTlb};
 use crate::tlb::{Descent, LevelGeometry, TlbHierarchy, SingleLevel, Walker};
 use crate::types::{Asid, PageSize, Pfn, Translation, Vpn, BASE_PAGE_SHIFT};
@@ -56,7 +57,7 @@ impl Walker for Os {
 
     #[inline(always)]
     fn walk(&mut self, asid: Asid, vaddr: u64) -> std::result::Result<Pfn, Self::Error> {
-        self.walk_frame(asid, vaddr)
+        Os::walk(self, asid, vaddr, WalkBy::FirstTlb, &mut NoReads).map(|w| w.translation.pfn)
     }
 
     #[inline(always)]
@@ -65,8 +66,8 @@ impl Walker for Os {
     }
 }
 
-/// The walker of a first level whose lower levels are replayed apart: maps pages without
-/// counting walks, and logs each miss for the lower levels.
+/// The walker of a first level whose lower levels are replayed apart: walks ahead of them
+/// ([`WalkBy::Ahead`]), and logs each miss for them.
 struct Descending<'a> {
     os: &'a mut Os,
     log: &'a mut Vec<Descent>,
@@ -77,9 +78,9 @@ impl Walker for Descending<'_> {
 
     #[inline(always)]
     fn walk(&mut self, asid: Asid, vaddr: u64) -> std::result::Result<Pfn, Self::Error> {
-        let pfn = self.os.map_frame(asid, vaddr)?;
-        self.log.push(Descent::new(asid, vaddr >> BASE_PAGE_SHIFT, pfn, self.os.page_size()));
-        Ok(pfn)
+        let t = self.os.walk(asid, vaddr, WalkBy::Ahead, &mut NoReads)?.translation;
+        self.log.push(Descent::new(asid, vaddr >> BASE_PAGE_SHIFT, t.pfn, t.size));
+        Ok(t.pfn)
     }
 
     #[inline(always)]
@@ -203,10 +204,12 @@ impl Machine {
             self.tlb = Some(tlb);
             return led;
         }
-        if let Some(ways) = self.descends_apart() {
-            let size = self.os.page_size();
+        if let Some((ways, size)) = self.descends_apart() {
             let mut lower = self.tlb.as_mut().expect("descends_apart checked").take_lower();
-            let led = self.overlap(batch, |log| lower.replay(size, &log.descents), |m, log| m.express(ways, &batch.refs, Some(&mut log.descents)));
+            let led = self.overlap(batch, |log| lower.replay(log.descent_size, &log.descents), |m, log| {
+                log.descent_size = size;
+                m.express(ways, &batch.refs, Some(&mut log.descents))
+            });
             self.tlb.as_mut().expect("descends_apart checked").put_lower(lower);
             return led;
         }
@@ -230,7 +233,7 @@ impl Machine {
             let replayed = replayer.map_or(0, |r| r.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)));
             (led, replayed)
         });
-        self.os.count_walks(replayed);
+        self.os.count_replayed_walks(replayed);
         self.spare_log = behind;
         self.unreplayed = log;
         led?;
@@ -242,26 +245,32 @@ impl Machine {
         Ok(())
     }
 
-    /// The first level's ways when the levels below it can be replayed apart: the machine
-    /// takes the express path and its hierarchy has levels below the first.
-    fn descends_apart(&self) -> Option<usize> {
+    /// The first level's ways, and the size of every page, when the levels below it can be
+    /// replayed apart: the machine takes the express path and its hierarchy has levels below
+    /// the first.
+    fn descends_apart(&self) -> Option<(usize, PageSize)> {
         let tlb = self.tlb.as_ref().filter(|tlb| tlb.depth() > 1)?;
-        if self.os.tracks_use() || !self.mosaic.is_empty() {
+        if self.os.tracks_use() || !self.mosaic.is_empty() || !self.os.stateless_walks() {
             return None;
         }
-        tlb.express_ways(self.os.page_size())
+        let size = self.os.uniform_page_size()?;
+        tlb.express_ways(size).map(|ways| (ways, size))
     }
 
     /// True when the conventional hierarchy can be replayed apart (see [`replay`]).
     fn replays_hierarchy(&self) -> bool {
-        self.tlb.is_some() && !self.mosaic.is_empty() && !self.os.records_fills() && self.os.page_size() == PageSize::Size4K
+        self.tlb.is_some()
+            && !self.mosaic.is_empty()
+            && !self.os.records_fills()
+            && self.os.stateless_walks()
+            && self.os.uniform_page_size() == Some(PageSize::Size4K)
     }
 
     /// Replays in the conventional hierarchy what [`Machine::process_on_two_cores`] left.
     fn catch_up(&mut self) {
         if let Some(tlb) = self.tlb.as_mut().filter(|_| !self.unreplayed.is_empty()) {
-            let walks = replay(tlb, &self.unreplayed, self.os.page_size());
-            self.os.count_walks(walks);
+            let walks = replay(tlb, &self.unreplayed);
+            self.os.count_replayed_walks(walks);
             self.unreplayed.clear();
         }
     }
@@ -274,12 +283,13 @@ impl Machine {
         let one_level = self.tlb.as_ref().is_some_and(TlbHierarchy::is_one_level);
         let track = self.os.tracks_use();
         let mosaic = !self.mosaic.is_empty();
-        if !track && !mosaic {
-            if let Some(ways) = self.tlb.as_ref().and_then(|tlb| tlb.express_ways(self.os.page_size())) {
+        let size = self.os.uniform_page_size();
+        if !track && !mosaic && self.os.stateless_walks() {
+            if let Some(ways) = self.tlb.as_ref().zip(size).and_then(|(tlb, size)| tlb.express_ways(size)) {
                 return self.express(ways, refs, None);
             }
         }
-        if let Some(single) = self.tlb.as_ref().and_then(|tlb| tlb.express_single_level(self.os.page_size())) {
+        if let Some(single) = self.tlb.as_ref().zip(size).and_then(|(tlb, size)| tlb.express_single_level(size)) {
             // Neither tracking nor Mosaic TLBs reach here too, when the express path declined
             // the level for its instruction side.
             return match (track, mosaic) {
@@ -393,7 +403,7 @@ impl Machine {
     fn express_shaped<const W: usize, const PREFETCH: bool>(&mut self, refs: &[MemRef], descents: Option<&mut Vec<Descent>>) -> Result<()> {
         let Machine { tlb, os, .. } = self;
         let tlb = tlb.as_mut().expect("express_ways found a TLB");
-        let size = os.page_size();
+        let size = os.uniform_page_size().expect("express_ways found the size of every page");
         let run = match descents {
             None => tlb.run_express::<W, PREFETCH, _>(size, refs, os, PREFETCH_DISTANCE),
             Some(log) => tlb.run_express::<W, PREFETCH, _>(size, refs, &mut Descending { os, log }, PREFETCH_DISTANCE),
@@ -487,17 +497,14 @@ impl Machine {
         frame
     }
 
-    /// A miss or sub-miss of Mosaic TLB `i`: walks (or counts again the walk `walked` of
-    /// this reference), fills the ToC and returns the frame. Only the machine's first TLB
-    /// records its fills as uses (see [`Os::translate_for`]), and only the first walk of a
-    /// reference can be the first TLB's.
+    /// A miss or sub-miss of Mosaic TLB `i`: walks (repeating the walk `walked` another TLB
+    /// made for this reference, if any), fills the ToC and returns the frame. Only the
+    /// machine's first TLB records its fills as uses (see [`WalkBy`]), and only the first
+    /// walk of a reference can be the first TLB's.
     #[inline(never)]
     fn mosaic_miss<const TRACK: bool>(&mut self, i: usize, asid: Asid, vaddr: u64, walked: &mut Option<Translation>) -> std::result::Result<Pfn, OutOfMemory> {
         let t = match *walked {
-            Some(t) => {
-                self.os.walk_again();
-                t
-            }
+            Some(t) => self.os.walk(asid, vaddr, WalkBy::Repeat(t), &mut NoReads)?.translation,
             None => {
                 let first = self.tlb.is_none() && i == 0;
                 let t = self.walk(asid, vaddr, first)?;
@@ -535,7 +542,8 @@ impl Machine {
     /// into the simulation loop: as a call, its translation came back through memory.
     #[inline(always)]
     fn walk(&mut self, asid: Asid, vaddr: u64, first: bool) -> std::result::Result<Translation, OutOfMemory> {
-        self.os.translate_for(asid, vaddr, first)
+        let by = if first { WalkBy::FirstTlb } else { WalkBy::OtherTlb };
+        Ok(self.os.walk(asid, vaddr, by, &mut NoReads)?.translation)
     }
 
     /// Invalidates in every TLB the pages the OS just evicted (or, after an accessed-bit
@@ -552,17 +560,16 @@ impl Machine {
     /// [`Machine::shoot_down`] once the OS has pages for it.
     #[inline(never)]
     fn shoot_down_pending(&mut self) {
-        let size = self.os.page_size();
         let Some(pages) = self.os.take_shootdowns() else { return };
-        for (asid, vpn) in pages {
+        for page in pages {
             if let Some(tlb) = &mut self.tlb {
-                tlb.invalidate(asid, vpn, size);
+                tlb.invalidate(page.asid, page.vpn, page.size);
             }
             if let Some(log) = &mut self.log {
-                log.shoot_down(asid, vpn);
+                log.shoot_down(page.asid, page.vpn);
             }
             for m in &mut self.mosaic {
-                m.tlb.invalidate_page(asid, vpn);
+                m.tlb.invalidate_page(page.asid, page.vpn);
             }
         }
     }
@@ -583,7 +590,7 @@ impl Machine {
             // `Machine::process_on_two_cores`): a copy replays it.
             Some(tlb) => {
                 let mut tlb = tlb.clone();
-                os.walks += replay(&mut tlb, &self.unreplayed, self.os.page_size());
+                os.walks += replay(&mut tlb, &self.unreplayed);
                 tlb.stats()
             }
         };

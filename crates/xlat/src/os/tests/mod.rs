@@ -9,13 +9,24 @@ use std::collections::{HashMap, VecDeque};
 
 mod swap_cache;
 
+/// A TLB miss of a machine's first TLB, through the one walk API: the tests' shorthand.
+trait Miss {
+    fn miss(&mut self, asid: Asid, vaddr: u64) -> std::result::Result<Translation, OutOfMemory>;
+}
+
+impl Miss for Os {
+    fn miss(&mut self, asid: Asid, vaddr: u64) -> std::result::Result<Translation, OutOfMemory> {
+        self.walk(asid, vaddr, WalkBy::FirstTlb, &mut crate::mmu::NoReads).map(|w| w.translation)
+    }
+}
+
 fn spec(memory: u64, page_size: PageSize, placement: PlacementSpec) -> OsSpec {
     OsSpec { page_size, ..OsSpec::simple(memory, placement) }
 }
 
 /// Touches page `vpn` of ASID 0 the way a machine does: a walk, then a use.
 fn touch(os: &mut Os, vpn: u64) -> Translation {
-    let t = os.translate(0, vpn << 12).unwrap();
+    let t = os.miss(0, vpn << 12).unwrap();
     if os.tracks_use() {
         let _scanned = os.access(t.pfn, false).unwrap();
     }
@@ -25,11 +36,11 @@ fn touch(os: &mut Os, vpn: u64) -> Translation {
 #[test]
 fn first_touch_faults_once() {
     let mut os = Os::new(&spec(1 << 20, PageSize::Size4K, PlacementSpec::Sequential), 0);
-    let a = os.translate(0, 0x5123).unwrap();
-    let b = os.translate(0, 0x5fff).unwrap();
+    let a = os.miss(0, 0x5123).unwrap();
+    let b = os.miss(0, 0x5fff).unwrap();
     assert_eq!(a, b);
     assert_eq!(a.pfn, Pfn(0));
-    let c = os.translate(1, 0x5000).unwrap();
+    let c = os.miss(1, 0x5000).unwrap();
     assert_eq!(c.pfn, Pfn(1));
     assert_eq!(os.stats().page_faults, 2);
     assert_eq!(os.stats().walks, 3);
@@ -39,7 +50,7 @@ fn first_touch_faults_once() {
 #[test]
 fn huge_pages_map_aligned_frames() {
     let mut os = Os::new(&spec(8 << 21, PageSize::Size2M, PlacementSpec::Random), 7);
-    let t = os.translate(0, 0x40_1234).unwrap();
+    let t = os.miss(0, 0x40_1234).unwrap();
     assert_eq!(t.vpn, Vpn(1024));
     assert_eq!(t.pfn.0 % 512, 0);
     assert!(t.pfn.0 < 8 * 512);
@@ -48,9 +59,9 @@ fn huge_pages_map_aligned_frames() {
 #[test]
 fn exhaustion_is_an_error_not_a_panic() {
     let mut os = Os::new(&spec(2 << 12, PageSize::Size4K, PlacementSpec::Random), 1);
-    os.translate(0, 0).unwrap();
-    os.translate(0, 0x1000).unwrap();
-    let oom = os.translate(0, 0x2000).unwrap_err();
+    os.miss(0, 0).unwrap();
+    os.miss(0, 0x1000).unwrap();
+    let oom = os.miss(0, 0x2000).unwrap_err();
     assert_eq!(oom.reason, NoFrame::Full);
     let err = os.describe(oom).to_string();
     assert!(err.contains("out of physical memory"), "{err}");
@@ -61,7 +72,7 @@ fn set_conflict_without_eviction_is_an_error() {
     let mut os = Os::new(&OsSpec::simple(8 << 12, PlacementSpec::SetAssociative { ways: 2 }), 1);
     touch(&mut os, 0);
     touch(&mut os, 4);
-    let oom = os.translate(0, 8 << 12).unwrap_err();
+    let oom = os.miss(0, 8 << 12).unwrap_err();
     assert_eq!(oom.reason, NoFrame::Conflict);
     assert!(os.describe(oom).to_string().contains("associativity conflict"));
     assert_eq!(os.stats().first_conflict_utilization, Some(0.25));
@@ -71,8 +82,8 @@ fn set_conflict_without_eviction_is_an_error() {
 fn iceberg_conflict_without_eviction_is_an_error() {
     // Pages until the first conflict: an error (not a read of the last uses an OS that does
     // not evict keeps none of), at the utilization where the conflict came.
-    let mut os = iceberg_os(64, EvictionSpec::None, None);
-    let oom = (0..64 * 64).find_map(|vpn| os.translate(0, vpn << 12).err()).expect("a conflict before memory is full");
+    let mut os = iceberg_os(64, EvictionSpec::default(), None);
+    let oom = (0..64 * 64).find_map(|vpn| os.miss(0, vpn << 12).err()).expect("a conflict before memory is full");
     assert_eq!(oom.reason, NoFrame::Conflict);
     assert!(os.describe(oom).to_string().contains("associativity conflict"));
     let at = os.stats().first_conflict_utilization.expect("recorded");
@@ -161,7 +172,7 @@ fn lockstep(os: &mut Os, model: &mut BruteLru<u64>, stores: u32) {
     let mut rng = Xoshiro256PlusPlus::seed_from_u64(5);
     for vpn in stream(20_000, 100, 6) {
         let store = rng.random_ratio(1, stores);
-        let t = os.translate(0, vpn << 12).unwrap();
+        let t = os.miss(0, vpn << 12).unwrap();
         os.access(t.pfn, store).unwrap();
         os.take_shootdowns();
         model.touch_kind(vpn, store);
@@ -176,7 +187,7 @@ fn lockstep(os: &mut Os, model: &mut BruteLru<u64>, stores: u32) {
 fn the_swap_cache_writes_only_pages_without_a_good_copy() {
     for swap_cache in [false, true] {
         let frames = 64;
-        let spec = OsSpec { eviction: EvictionSpec::Lru, swap_cache, ..OsSpec::simple(frames << 12, PlacementSpec::Random) };
+        let spec = OsSpec { eviction: EvictionSpec::Lru(Default::default()), swap_cache, ..OsSpec::simple(frames << 12, PlacementSpec::Random) };
         let mut os = Os::new(&spec, 3);
         let mut model = BruteLru::new(frames as usize);
         model.copies = swap_cache.then(Default::default);
@@ -194,7 +205,7 @@ fn the_swap_cache_writes_only_pages_without_a_good_copy() {
 #[test]
 fn a_swap_area_more_than_half_full_frees_the_slots_of_pages_swapped_in() {
     for slots in [40, 48, 60, 96, 200] {
-        let spec = OsSpec { eviction: EvictionSpec::Lru, swap_cache: true, swap_slots: Some(slots), ..OsSpec::simple(64 << 12, PlacementSpec::Random) };
+        let spec = OsSpec { eviction: EvictionSpec::Lru(Default::default()), swap_cache: true, swap_slots: Some(slots), ..OsSpec::simple(64 << 12, PlacementSpec::Random) };
         let mut os = Os::new(&spec, 3);
         let mut model = BruteLru::new(64);
         (model.copies, model.slots) = (Some(Default::default()), Some(slots as usize));
@@ -204,9 +215,9 @@ fn a_swap_area_more_than_half_full_frees_the_slots_of_pages_swapped_in() {
         // At least 36 pages are always out; 200 slots are never more than half held.
         assert_eq!(s.swap_full_frees > 0, slots < 200, "{slots} slots: {s:?}");
     }
-    let spec = OsSpec { eviction: EvictionSpec::Lru, swap_cache: true, swap_slots: Some(20), ..OsSpec::simple(64 << 12, PlacementSpec::Random) };
+    let spec = OsSpec { eviction: EvictionSpec::Lru(Default::default()), swap_cache: true, swap_slots: Some(20), ..OsSpec::simple(64 << 12, PlacementSpec::Random) };
     let mut os = Os::new(&spec, 3);
-    let oom = (0..100).find_map(|vpn| os.translate(0, vpn << 12).err()).expect("21 pages to write into 20 slots");
+    let oom = (0..100).find_map(|vpn| os.miss(0, vpn << 12).err()).expect("21 pages to write into 20 slots");
     assert_eq!((oom.reason, oom.vaddr), (NoFrame::SwapFull, 84 << 12));
     assert!(os.describe(oom).to_string().contains("out of swap: all 20 slots of os.swap"), "{}", os.describe(oom));
 }
@@ -218,7 +229,7 @@ fn a_swap_area_more_than_half_full_frees_the_slots_of_pages_swapped_in() {
 /// referenced at the inactive list's end and promotes it (its slot freed), then evicts 6.
 #[test]
 fn linux_frees_the_slot_of_a_page_it_promotes_while_swap_is_more_than_half_full() {
-    let linux = EvictionSpec::Linux { reserve: 0.0, inactive_ratio: InactiveRatio::Kernel, workingset: false, look_twice: false };
+    let linux = EvictionSpec::Linux(crate::os::eviction::LinuxSpec { reserve: 0.0, inactive_ratio: InactiveRatio::Kernel, workingset: false, look_twice: false });
     let spec = OsSpec { eviction: linux, swap_cache: true, swap_slots: Some(8), ..OsSpec::simple(4 << 12, PlacementSpec::Random) };
     let mut os = Os::new(&spec, 1);
     for vpn in [0, 1, 2, 3, 4, 5, 0, 0, 6, 7, 8] {
@@ -236,7 +247,7 @@ fn linux_frees_the_slot_of_a_page_it_promotes_while_swap_is_more_than_half_full(
 #[test]
 fn exact_lru_matches_a_brute_force_lru() {
     let frames = 64;
-    let mut os = Os::new(&OsSpec { eviction: EvictionSpec::Lru, ..OsSpec::simple(frames << 12, PlacementSpec::Random) }, 3);
+    let mut os = Os::new(&OsSpec { eviction: EvictionSpec::Lru(Default::default()), ..OsSpec::simple(frames << 12, PlacementSpec::Random) }, 3);
     let mut model = BruteLru::new(frames as usize);
     let mut shot = 0;
     for vpn in stream(20_000, 200, 1) {
@@ -271,8 +282,8 @@ fn check_placement_invariants(eviction: EvictionSpec) {
     for vpn in stream(30_000, 800, 2) {
         let t = touch(&mut os, vpn);
         if let Some(unmapped) = os.take_shootdowns() {
-            for (_, v) in unmapped {
-                home.remove(&v.0);
+            for page in unmapped {
+                home.remove(&page.vpn.0);
             }
         }
         let frame = t.pfn.0;
@@ -288,10 +299,10 @@ fn check_placement_invariants(eviction: EvictionSpec) {
 
 #[test]
 fn iceberg_placement_is_stable_and_within_candidates() {
-    check_placement_invariants(EvictionSpec::HorizonLru);
-    check_placement_invariants(EvictionSpec::Lru);
-    check_placement_invariants(EvictionSpec::IcebergLru { delta: 0.13 });
-    check_placement_invariants(EvictionSpec::LazyIcebergLru { delta: 0.13 });
+    check_placement_invariants(EvictionSpec::HorizonLru(Default::default()));
+    check_placement_invariants(EvictionSpec::Lru(Default::default()));
+    check_placement_invariants(EvictionSpec::IcebergLru(crate::os::eviction::IcebergLruSpec { delta: 0.13 }));
+    check_placement_invariants(EvictionSpec::LazyIcebergLru(crate::os::eviction::LazyIcebergLruSpec { delta: 0.13 }));
 }
 
 #[test]
@@ -300,13 +311,13 @@ fn lazy_iceberg_lru_marks_the_oldest_pages_and_evicts_only_for_room() {
     // `1 - δ` limit (brute force over all frames); a fault evicts at most one page, a
     // marked one unless every candidate is live; and memory fills up, as Iceberg LRU's
     // eager evictions would not let it.
-    let mut os = iceberg_os(8, EvictionSpec::LazyIcebergLru { delta: 0.13 }, None);
+    let mut os = iceberg_os(8, EvictionSpec::LazyIcebergLru(crate::os::eviction::LazyIcebergLruSpec { delta: 0.13 }), None);
     let limit = 512 - (512.0 * 0.13f64).floor() as u64;
     let layout = os.iceberg().unwrap().clone();
     for vpn in stream(30_000, 800, 5) {
         let key = page_key(0, Vpn(vpn));
         let resident = os.cpfn(0, vpn << 12).is_some();
-        let marked = |os: &Os, f: u64| os.evictable.as_ref().unwrap().is_marked(f);
+        let marked = |os: &Os, f: u64| matches!(os.policy.ghosts(), crate::os::iceberg::placement::Ghosts::Marked(e) if e.is_marked(f));
         let before = os.stats();
         touch(&mut os, vpn);
         os.take_shootdowns();
@@ -332,13 +343,13 @@ fn lazy_iceberg_lru_marks_the_oldest_pages_and_evicts_only_for_room() {
 
 #[test]
 fn horizon_lru_evicts_a_live_page_only_when_no_candidate_is_free_or_a_ghost() {
-    let mut os = iceberg_os(8, EvictionSpec::HorizonLru, None);
+    let mut os = iceberg_os(8, EvictionSpec::HorizonLru(Default::default()), None);
     let layout = os.iceberg().unwrap().clone();
     for vpn in stream(30_000, 800, 3) {
         // Before the fault, classify the candidates the way the rule must.
         let resident = os.cpfn(0, vpn << 12).is_some();
         let key = page_key(0, Vpn(vpn));
-        let horizon = os.horizon();
+        let horizon = os.horizon().expect("Horizon LRU keeps a horizon");
         let any_free_or_ghost = iceberg_placement::candidates(&layout, key)
             .any(|(_, f)| os.frames().is_free(f) || os.frames().stamp(f) < horizon);
         let before = os.stats();
@@ -352,7 +363,7 @@ fn horizon_lru_evicts_a_live_page_only_when_no_candidate_is_free_or_a_ghost() {
             assert_eq!(live_evictions, 0, "page {vpn}: a live page was evicted while a ghost or free slot existed");
         } else {
             assert_eq!(live_evictions, 1);
-            assert!(os.horizon() >= horizon);
+            assert!(os.horizon() >= Some(horizon));
         }
     }
     assert!(os.stats().ghost_evictions > 0 && os.stats().conflicts > 0);
@@ -360,7 +371,7 @@ fn horizon_lru_evicts_a_live_page_only_when_no_candidate_is_free_or_a_ghost() {
 
 #[test]
 fn iceberg_lru_evicts_the_oldest_page_and_keeps_delta_free() {
-    let mut os = iceberg_os(16, EvictionSpec::IcebergLru { delta: 0.13 }, Some(100));
+    let mut os = iceberg_os(16, EvictionSpec::IcebergLru(crate::os::eviction::IcebergLruSpec { delta: 0.13 }), Some(100));
     for vpn in 0..20_000 {
         touch(&mut os, vpn);
         os.take_shootdowns();
@@ -375,7 +386,7 @@ fn iceberg_lru_evicts_the_oldest_page_and_keeps_delta_free() {
 
 #[test]
 fn horizon_lru_on_a_unique_stream_evicts_young_pages_sometimes() {
-    let mut os = iceberg_os(16, EvictionSpec::HorizonLru, Some(100));
+    let mut os = iceberg_os(16, EvictionSpec::HorizonLru(Default::default()), Some(100));
     for vpn in 0..20_000 {
         touch(&mut os, vpn);
         os.take_shootdowns();
@@ -390,7 +401,7 @@ fn horizon_lru_on_a_unique_stream_evicts_young_pages_sometimes() {
 #[test]
 fn linux_reclaim_keeps_its_reserve_and_counts_swap() {
     let frames = 1000;
-    let spec = OsSpec { eviction: EvictionSpec::Linux { reserve: 0.008, inactive_ratio: InactiveRatio::Kernel, workingset: true, look_twice: true }, ..OsSpec::simple(frames << 12, PlacementSpec::Random) };
+    let spec = OsSpec { eviction: EvictionSpec::Linux(crate::os::eviction::LinuxSpec { reserve: 0.008, inactive_ratio: InactiveRatio::Kernel, workingset: true, look_twice: true }), ..OsSpec::simple(frames << 12, PlacementSpec::Random) };
     let mut os = Os::new(&spec, 1);
     for vpn in stream(50_000, 2000, 4) {
         touch(&mut os, vpn);
@@ -408,7 +419,7 @@ fn linux_reclaim_keeps_its_reserve_and_counts_swap() {
 #[test]
 fn linux_refault_detection_lets_a_new_working_set_settle() {
     let swap_ins = |workingset| {
-        let eviction = EvictionSpec::Linux { reserve: 0.0, inactive_ratio: InactiveRatio::Fixed(1), workingset, look_twice: false };
+        let eviction = EvictionSpec::Linux(crate::os::eviction::LinuxSpec { reserve: 0.0, inactive_ratio: InactiveRatio::Fixed(1), workingset, look_twice: false });
         let mut os = Os::new(&OsSpec { eviction, ..OsSpec::simple(1000 << 12, PlacementSpec::Random) }, 1);
         for _ in 0..4 {
             (0..600).for_each(|vpn| _ = touch(&mut os, vpn));
@@ -429,7 +440,7 @@ fn linux_refault_detection_lets_a_new_working_set_settle() {
 fn scan_recency_approximates_lru() {
     let frames = 256;
     let lru = |recency| {
-        let spec = OsSpec { eviction: EvictionSpec::Lru, recency, ..OsSpec::simple(frames << 12, PlacementSpec::Random) };
+        let spec = OsSpec { eviction: EvictionSpec::Lru(Default::default()), recency, ..OsSpec::simple(frames << 12, PlacementSpec::Random) };
         let mut os = Os::new(&spec, 1);
         for vpn in stream(100_000, 600, 6) {
             touch(&mut os, vpn);
@@ -447,11 +458,11 @@ fn scan_recency_approximates_lru() {
 
 #[test]
 fn swapped_out_pages_fault_back_in_elsewhere() {
-    let mut os = Os::new(&OsSpec { eviction: EvictionSpec::Lru, ..OsSpec::simple(2 << 12, PlacementSpec::Sequential) }, 1);
+    let mut os = Os::new(&OsSpec { eviction: EvictionSpec::Lru(Default::default()), ..OsSpec::simple(2 << 12, PlacementSpec::Sequential) }, 1);
     touch(&mut os, 10);
     touch(&mut os, 11);
     touch(&mut os, 12);
-    assert_eq!(os.take_shootdowns().unwrap().collect::<Vec<_>>(), vec![(0, Vpn(10))]);
+    assert_eq!(os.take_shootdowns().unwrap().collect::<Vec<_>>(), vec![Page { asid: 0, vpn: Vpn(10), size: PageSize::Size4K }]);
     assert!(os.take_shootdowns().is_none());
     touch(&mut os, 10);
     let s = os.stats();
@@ -463,7 +474,7 @@ fn swapped_out_pages_fault_back_in_elsewhere() {
 fn a_page_placed_in_a_scanned_frame_starts_cold() {
     // One frame, a scan after every use, hot after one used scan, hot pages never read.
     let recency = Recency::Scan { period: 1, hot_sample: 0.0, history: 1 };
-    let spec = OsSpec { eviction: EvictionSpec::Lru, recency, ..OsSpec::simple(1 << 12, PlacementSpec::Sequential) };
+    let spec = OsSpec { eviction: EvictionSpec::Lru(Default::default()), recency, ..OsSpec::simple(1 << 12, PlacementSpec::Sequential) };
     let mut os = Os::new(&spec, 1);
     touch(&mut os, 10);
     touch(&mut os, 10);
@@ -481,7 +492,7 @@ fn evicted_pages(os: &mut Os, vpns: &[u64]) -> Vec<u64> {
     for &vpn in vpns {
         touch(os, vpn);
         if let Some(d) = os.take_shootdowns() {
-            out.extend(d.map(|(_, v)| v.0));
+            out.extend(d.map(|page| page.vpn.0));
         }
     }
     out
@@ -499,7 +510,7 @@ fn linux_the_fault_counts_only_when_looking_twice() {
     for (look_twice, expected) in [(false, 1), (true, 0)] {
         for recency in [Recency::Fill, Recency::Access] {
             let spec = OsSpec {
-                eviction: EvictionSpec::Linux { reserve: 0.0, inactive_ratio: InactiveRatio::Fixed(1), workingset: false, look_twice },
+                eviction: EvictionSpec::Linux(crate::os::eviction::LinuxSpec { reserve: 0.0, inactive_ratio: InactiveRatio::Fixed(1), workingset: false, look_twice }),
                 recency,
                 ..OsSpec::simple(4 << 12, PlacementSpec::Sequential)
             };
@@ -616,14 +627,14 @@ impl HorizonModel {
 }
 
 fn check_horizon_against_model(vpns: &[u64]) {
-    check_against_model(vpns, EvictionSpec::HorizonLru);
+    check_against_model(vpns, EvictionSpec::HorizonLru(Default::default()));
 }
 
 fn check_against_model(vpns: &[u64], eviction: EvictionSpec) {
     let window = 50;
     let mut os = iceberg_os(8, eviction, Some(window));
     let lazy = match eviction {
-        EvictionSpec::LazyIcebergLru { delta } => Some(512 - (512.0 * delta).floor() as u64),
+        EvictionSpec::LazyIcebergLru(crate::os::eviction::LazyIcebergLruSpec { delta }) => Some(512 - (512.0 * delta).floor() as u64),
         _ => None,
     };
     let mut model = HorizonModel {
@@ -646,7 +657,7 @@ fn check_against_model(vpns: &[u64], eviction: EvictionSpec) {
     for (i, &vpn) in vpns.iter().enumerate() {
         touch(&mut os, vpn);
         if let Some(d) = os.take_shootdowns() {
-            evicted.extend(d.map(|(_, v)| v.0));
+            evicted.extend(d.map(|page| page.vpn.0));
         }
         model.touch(vpn, i as u64 + 1);
         assert_eq!(evicted.len(), model.evicted.len(), "reference {i} (page {vpn}): evictions diverge");
@@ -679,21 +690,21 @@ fn horizon_lru_matches_an_independent_model() {
 
 #[test]
 fn lazy_iceberg_lru_matches_an_independent_model() {
-    check_against_model(&stream(20_000, 800, 3), EvictionSpec::LazyIcebergLru { delta: 0.13 });
-    check_against_model(&(0..3000).collect::<Vec<_>>(), EvictionSpec::LazyIcebergLru { delta: 0.13 });
+    check_against_model(&stream(20_000, 800, 3), EvictionSpec::LazyIcebergLru(crate::os::eviction::LazyIcebergLruSpec { delta: 0.13 }));
+    check_against_model(&(0..3000).collect::<Vec<_>>(), EvictionSpec::LazyIcebergLru(crate::os::eviction::LazyIcebergLruSpec { delta: 0.13 }));
 }
 
 /// Exact LRU over two address spaces sharing VPNs: (asid, vpn) pairs are distinct pages.
 #[test]
 fn exact_lru_over_two_asids_matches_a_brute_force_lru() {
     let frames = 64;
-    let mut os = Os::new(&OsSpec { eviction: EvictionSpec::Lru, ..OsSpec::simple(frames << 12, PlacementSpec::Random) }, 3);
+    let mut os = Os::new(&OsSpec { eviction: EvictionSpec::Lru(Default::default()), ..OsSpec::simple(frames << 12, PlacementSpec::Random) }, 3);
     let mut model = BruteLru::new(frames as usize);
     for (i, vpn) in stream(20_000, 120, 8).into_iter().enumerate() {
         let asid = (i % 3 == 0) as u16;
-        let t = os.translate(asid, vpn << 12).unwrap();
+        let t = os.miss(asid, vpn << 12).unwrap();
         let _scanned = os.access(t.pfn, false).unwrap();
-        let shot: Vec<(u16, u64)> = os.take_shootdowns().map(|d| d.map(|(a, v)| (a, v.0)).collect()).unwrap_or_default();
+        let shot: Vec<(u16, u64)> = os.take_shootdowns().map(|d| d.map(|page| (page.asid, page.vpn.0)).collect()).unwrap_or_default();
         let expect: Vec<(u16, u64)> = model.touch((asid, vpn)).into_iter().collect();
         assert_eq!(shot, expect, "reference {i}");
     }
@@ -707,7 +718,7 @@ fn exact_lru_over_two_asids_matches_a_brute_force_lru() {
 fn linux_fill_and_access_agree_when_every_reference_walks() {
     let run = |recency, look_twice| {
         let spec = OsSpec {
-            eviction: EvictionSpec::Linux { reserve: 0.008, inactive_ratio: InactiveRatio::Kernel, workingset: true, look_twice },
+            eviction: EvictionSpec::Linux(crate::os::eviction::LinuxSpec { reserve: 0.008, inactive_ratio: InactiveRatio::Kernel, workingset: true, look_twice }),
             recency,
             ..OsSpec::simple(1000 << 12, PlacementSpec::Random)
         };

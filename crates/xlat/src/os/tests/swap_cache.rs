@@ -237,7 +237,7 @@ fn readahead_under_exact_lru_matches_a_brute_force_model() {
     ];
     for (page_cluster, recency, cow, slots) in cases {
         let frames = 96;
-        let spec = OsSpec { eviction: EvictionSpec::Lru, recency, swap_cache: true, page_cluster, swap_cache_cow: cow, swap_slots: slots, ..OsSpec::simple(frames << 12, PlacementSpec::Random) };
+        let spec = OsSpec { eviction: EvictionSpec::Lru(Default::default()), recency, swap_cache: true, page_cluster, swap_cache_cow: cow, swap_slots: slots, ..OsSpec::simple(frames << 12, PlacementSpec::Random) };
         let mut os = Os::new(&spec, 3);
         let fill = recency == Recency::Fill;
         let mut model = BruteReadahead { frames: frames as usize, max_pages: 1 << page_cluster, cow, fill, slots: slots.map(|s| s as usize), history: (0, 0, 4), ..BruteReadahead::default() };
@@ -245,10 +245,10 @@ fn readahead_under_exact_lru_matches_a_brute_force_model() {
         let what = format!("page_cluster {page_cluster}, {recency:?}, cow {cow}, slots {slots:?}");
         for (i, page) in sweeps(30_000, 400..700, 4).into_iter().enumerate() {
             let store = rng.random_ratio(1, 4);
-            let t = os.translate(0, page << 12).unwrap();
+            let t = os.miss(0, page << 12).unwrap();
             os.access(t.pfn, store).unwrap();
             model.touch(page, store);
-            let mut shot: Vec<u64> = os.take_shootdowns().map(|d| d.map(|(_, v)| v.0).collect()).unwrap_or_default();
+            let mut shot: Vec<u64> = os.take_shootdowns().map(|d| d.map(|page| page.vpn.0).collect()).unwrap_or_default();
             shot.sort_unstable();
             model.shot.sort_unstable();
             assert_eq!(shot, model.shot, "{what}, reference {i} (page {page})");
@@ -271,7 +271,7 @@ fn readahead_under_exact_lru_matches_a_brute_force_model() {
 #[test]
 fn page_cluster_0_reads_the_faulting_page_alone() {
     let frames = 96;
-    let spec = OsSpec { eviction: EvictionSpec::Lru, swap_cache: true, page_cluster: 0, ..OsSpec::simple(frames << 12, PlacementSpec::Random) };
+    let spec = OsSpec { eviction: EvictionSpec::Lru(Default::default()), swap_cache: true, page_cluster: 0, ..OsSpec::simple(frames << 12, PlacementSpec::Random) };
     let mut os = Os::new(&spec, 3);
     let mut model = BruteLru::new(frames as usize);
     model.copies = Some(Default::default());
@@ -295,15 +295,15 @@ fn readahead_counters_add_up_under_every_policy() {
     let swap_slots = Some(1800);
     let fully = |eviction| OsSpec { eviction, swap_cache: true, page_cluster: 3, swap_slots, swap_cache_cow: true, ..OsSpec::simple(256 << 12, PlacementSpec::Random) };
     let iceberg = |eviction| OsSpec { eviction, swap_cache: true, page_cluster: 3, swap_slots, swap_cache_cow: true, ..OsSpec::simple((8 * 64) << 12, PlacementSpec::Iceberg(IcebergSpec::default())) };
-    let linux = EvictionSpec::Linux { reserve: 0.0, inactive_ratio: InactiveRatio::Kernel, workingset: true, look_twice: true };
-    for spec in [fully(EvictionSpec::Lru), fully(linux), iceberg(EvictionSpec::HorizonLru), iceberg(EvictionSpec::LazyIcebergLru { delta: 0.13 })] {
+    let linux = EvictionSpec::Linux(crate::os::eviction::LinuxSpec { reserve: 0.0, inactive_ratio: InactiveRatio::Kernel, workingset: true, look_twice: true });
+    for spec in [fully(EvictionSpec::Lru(Default::default())), fully(linux), iceberg(EvictionSpec::HorizonLru(Default::default())), iceberg(EvictionSpec::LazyIcebergLru(crate::os::eviction::LazyIcebergLruSpec { delta: 0.13 }))] {
         let mut os = Os::new(&spec, 11);
         let (mut touched, mut majors, mut shot) = (HashSet::new(), 0, 0);
         let mut rng = Xoshiro256PlusPlus::seed_from_u64(12);
         for page in sweeps(20_000, 0..1200, 6) {
             let ahead = os.readahead.as_ref().unwrap().contains(0, page);
             majors += u64::from(os.table.is_swapped(0, page << 12) && !ahead);
-            let t = os.translate(0, page << 12).unwrap();
+            let t = os.miss(0, page << 12).unwrap();
             os.access(t.pfn, rng.random_ratio(1, 4)).unwrap();
             touched.insert(page);
             shot += os.take_shootdowns().map_or(0, |d| d.count() as u64);
@@ -335,7 +335,7 @@ fn readahead_counters_add_up_under_every_policy() {
 /// with the CPFN of that slot; a page a store copied is mapped at a candidate of its own.
 #[test]
 fn pages_read_ahead_are_placed_at_their_own_candidates() {
-    let spec = OsSpec { eviction: EvictionSpec::HorizonLru, swap_cache: true, page_cluster: 3, swap_cache_cow: true, ..OsSpec::simple((8 * 64) << 12, PlacementSpec::Iceberg(IcebergSpec::default())) };
+    let spec = OsSpec { eviction: EvictionSpec::HorizonLru(Default::default()), swap_cache: true, page_cluster: 3, swap_cache_cow: true, ..OsSpec::simple((8 * 64) << 12, PlacementSpec::Iceberg(IcebergSpec::default())) };
     let mut os = Os::new(&spec, 5);
     let layout = os.iceberg().unwrap().clone();
     let occupied = |os: &Os| (0..os.frames().capacity()).filter(|&f| !os.frames().is_free(f)).collect::<Vec<u64>>();
@@ -344,7 +344,7 @@ fn pages_read_ahead_are_placed_at_their_own_candidates() {
     for page in sweeps(30_000, 0..1200, 8) {
         let ahead = os.readahead.as_ref().unwrap().contains(0, page);
         let frame = ahead.then(|| occupied(&os).into_iter().find(|&f| os.frames().owner(f) == Some((0, Vpn(page)))).expect("a page read ahead is in memory"));
-        let t = os.translate(0, page << 12).unwrap();
+        let t = os.miss(0, page << 12).unwrap();
         os.access(t.pfn, rng.random_ratio(1, 3)).unwrap();
         os.take_shootdowns();
         if let Some(frame) = frame {
@@ -376,7 +376,7 @@ fn pages_read_ahead_are_placed_at_their_own_candidates() {
 /// maps 1 (evicting 4); 11 to 13 evict 5 to 7; 14 rotates 8 to 10 and evicts page 2.
 #[test]
 fn linux_evicts_an_unused_page_read_ahead_at_its_first_look() {
-    let linux = EvictionSpec::Linux { reserve: 0.0, inactive_ratio: InactiveRatio::Kernel, workingset: false, look_twice: true };
+    let linux = EvictionSpec::Linux(crate::os::eviction::LinuxSpec { reserve: 0.0, inactive_ratio: InactiveRatio::Kernel, workingset: false, look_twice: true });
     let spec = OsSpec { eviction: linux, swap_cache: true, page_cluster: 1, ..OsSpec::simple(8 << 12, PlacementSpec::Random) };
     let mut os = Os::new(&spec, 1);
     for page in [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 1, 11, 12, 13] {
@@ -400,11 +400,11 @@ fn linux_evicts_an_unused_page_read_ahead_at_its_first_look() {
 /// old copy.
 #[test]
 fn linux_evicts_the_old_copy_a_store_left_at_its_first_look() {
-    let linux = EvictionSpec::Linux { reserve: 0.0, inactive_ratio: InactiveRatio::Kernel, workingset: false, look_twice: true };
+    let linux = EvictionSpec::Linux(crate::os::eviction::LinuxSpec { reserve: 0.0, inactive_ratio: InactiveRatio::Kernel, workingset: false, look_twice: true });
     let spec = OsSpec { eviction: linux, swap_cache: true, swap_cache_cow: true, ..OsSpec::simple(4 << 12, PlacementSpec::Random) };
     let mut os = Os::new(&spec, 1);
     for (page, store) in [(0, false), (1, false), (2, false), (3, false), (4, false), (0, false), (0, true), (5, false)] {
-        let t = os.translate(0, page << 12).unwrap();
+        let t = os.miss(0, page << 12).unwrap();
         os.access(t.pfn, store).unwrap();
         os.take_shootdowns();
     }
@@ -425,10 +425,10 @@ fn linux_evicts_the_old_copy_a_store_left_at_its_first_look() {
 fn readahead_stops_when_swap_is_full_rather_than_fail_the_fault() {
     let refs = [(0, true), (1, true), (2, true), (0, false), (3, true), (5, true), (2, false)];
     let run = |page_cluster| {
-        let spec = OsSpec { eviction: EvictionSpec::Lru, swap_cache: true, page_cluster, swap_slots: Some(4), ..OsSpec::simple(2 << 12, PlacementSpec::SetAssociative { ways: 1 }) };
+        let spec = OsSpec { eviction: EvictionSpec::Lru(Default::default()), swap_cache: true, page_cluster, swap_slots: Some(4), ..OsSpec::simple(2 << 12, PlacementSpec::SetAssociative { ways: 1 }) };
         let mut os = Os::new(&spec, 1);
         for (page, store) in refs {
-            let t = os.translate(0, page << 12).map_err(|oom| os.describe(oom).to_string())?;
+            let t = os.miss(0, page << 12).map_err(|oom| os.describe(oom).to_string())?;
             os.access(t.pfn, store).map_err(|oom| os.describe(oom).to_string())?;
             os.take_shootdowns();
         }
@@ -446,7 +446,7 @@ fn readahead_stops_when_swap_is_full_rather_than_fail_the_fault() {
 /// among them, with no promotion.
 #[test]
 fn one_look_does_not_count_a_readahead_hit_as_a_use() {
-    let linux = EvictionSpec::Linux { reserve: 0.0, inactive_ratio: InactiveRatio::Kernel, workingset: false, look_twice: false };
+    let linux = EvictionSpec::Linux(crate::os::eviction::LinuxSpec { reserve: 0.0, inactive_ratio: InactiveRatio::Kernel, workingset: false, look_twice: false });
     let spec = OsSpec { eviction: linux, swap_cache: true, page_cluster: 1, ..OsSpec::simple(8 << 12, PlacementSpec::Random) };
     let mut os = Os::new(&spec, 1);
     for page in (0..12).chain([1, 2]).chain(12..30) {

@@ -59,14 +59,23 @@ pub(super) struct Shootdown {
 }
 
 /// What the rest of the machine did in one batch, as the part replayed apart needs it.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(super) struct Log {
     /// For a whole hierarchy replayed apart: the pages translated...
     pub steps: Vec<Step>,
     /// ...and the pages shot down, in the order the OS asked for them.
     pub shootdowns: Vec<Shootdown>,
-    /// For the levels below the first replayed apart: the first level's misses.
+    /// For the levels below the first replayed apart: the first level's misses...
     pub descents: Vec<Descent>,
+    /// ...and the size of every page they translated (the express path runs over an OS that
+    /// maps one size).
+    pub descent_size: PageSize,
+}
+
+impl Default for Log {
+    fn default() -> Log {
+        Log { steps: Vec::new(), shootdowns: Vec::new(), descents: Vec::new(), descent_size: PageSize::Size4K }
+    }
 }
 
 impl Log {
@@ -87,14 +96,14 @@ impl Log {
     }
 }
 
-/// Replays `log` in `tlb`, a hierarchy over an OS of pages of `size`, as the sequential loop
-/// would have simulated it: its steps in the whole hierarchy, its descents in the levels
-/// below the first. Returns the walks its misses made.
-pub(super) fn replay(tlb: &mut TlbHierarchy, log: &Log, size: PageSize) -> u64 {
+/// Replays `log` in `tlb` as the sequential loop would have simulated it: its steps in the
+/// whole hierarchy, its descents in the levels below the first. Returns the walks its misses
+/// made.
+pub(super) fn replay(tlb: &mut TlbHierarchy, log: &Log) -> u64 {
     let mut walks = replay_steps(tlb, log);
     if !log.descents.is_empty() {
         let mut lower = tlb.take_lower();
-        walks += lower.replay(size, &log.descents);
+        walks += lower.replay(log.descent_size, &log.descents);
         tlb.put_lower(lower);
     }
     walks

@@ -44,7 +44,7 @@ fn straddle_touches_both_pages() {
 fn a_reference_larger_than_a_page_touches_every_page_on_every_path() {
     // 16 KiB from 0x1ffc covers pages 1 to 5; 8 KiB at 0x3000 then hits pages 3 and 4. The
     // 4-entry TLB takes the express path; with an eviction policy, the general one.
-    for eviction in [EvictionSpec::None, EvictionSpec::Lru] {
+    for eviction in [EvictionSpec::default(), EvictionSpec::Lru(Default::default())] {
         let os = OsSpec { eviction, ..OsSpec::simple(1 << 30, PlacementSpec::Random) };
         let mut m = Machine::new(&MachineSpec { os, tlb: vec![level(8, 8)], ..spec() });
         let batch = Batch { refs: vec![MemRef::load(0x1ffc, 16384), MemRef::store(0x3000, 8192)], instructions: 2 };
@@ -65,7 +65,7 @@ fn sweep() -> Batch {
 #[test]
 fn mosaic_tlb_fills_whole_mosaic_pages_and_decodes_every_hit() {
     // Debug builds also check every decoded CPFN against the page table here.
-    let mut m = Machine::new(&mosaic_spec(64 << 20, EvictionSpec::None, 4));
+    let mut m = Machine::new(&mosaic_spec(64 << 20, EvictionSpec::default(), 4));
     m.process(&sweep()).unwrap();
     let s = m.stats();
     let vanilla = &s.levels[0].counters;
@@ -81,7 +81,7 @@ fn mosaic_tlb_fills_whole_mosaic_pages_and_decodes_every_hit() {
 
 #[test]
 fn mosaic_beats_vanilla_on_a_prefaulted_stream_with_spatial_locality() {
-    let mut m = Machine::new(&mosaic_spec(64 << 20, EvictionSpec::None, 8));
+    let mut m = Machine::new(&mosaic_spec(64 << 20, EvictionSpec::default(), 8));
     // Sweep 256 pages (more than the 64-entry vanilla TLB holds, fewer than the 64 Mosaic-8
     // entries cover) four times: vanilla misses on every page every time; Mosaic-8 misses
     // only in the first sweep, where each page faults after its entry was filled.
@@ -100,7 +100,7 @@ fn mosaic_beats_vanilla_on_a_prefaulted_stream_with_spatial_locality() {
 fn evicted_pages_are_shot_down_in_every_tlb() {
     // 2 buckets = 128 frames for 512 pages: Horizon LRU evicts constantly, and every hit
     // of both TLBs must still decode to the OS's current mapping (checked in debug builds).
-    let mut m = Machine::new(&mosaic_spec(2 * 64 * 4096 * 3, EvictionSpec::HorizonLru, 4));
+    let mut m = Machine::new(&mosaic_spec(2 * 64 * 4096 * 3, EvictionSpec::HorizonLru(Default::default()), 4));
     let refs: Vec<MemRef> = (0..20_000u64).map(|i| MemRef::load((((i * 7919) % 512) << 12) | ((i % 64) * 64), 8)).collect();
     m.process(&Batch { refs, instructions: 0 }).unwrap();
     let s = m.stats();
@@ -114,7 +114,7 @@ fn a_refaulted_page_decodes_its_new_cpfn() {
     // place), so the same page hits again and again with a new CPFN. Each hit must decode the
     // current CPFN (debug builds check every decoded frame against the page table), not
     // reuse a frame the memo of decoded frames kept for the page.
-    let mut spec = mosaic_spec(2 * 64 * 4096 * 3, EvictionSpec::HorizonLru, 4);
+    let mut spec = mosaic_spec(2 * 64 * 4096 * 3, EvictionSpec::HorizonLru(Default::default()), 4);
     spec.mosaic[0].geometry.entries = 256;
     let mut m = Machine::new(&spec);
     // Half the references go to 200 hot pages, half to all 512 (384 frames): hot pages stay
@@ -170,7 +170,7 @@ fn use_is_tracked_through_every_tlb_level() {
         .collect();
     let l2 = LevelGeometry { name: "L2".into(), ..level(32, 4) };
     for tlb in [vec![level(16, 4)], vec![level(8, 2), l2]] {
-        let os = OsSpec { eviction: EvictionSpec::Lru, ..OsSpec::simple(64 << 12, PlacementSpec::Random) };
+        let os = OsSpec { eviction: EvictionSpec::Lru(Default::default()), ..OsSpec::simple(64 << 12, PlacementSpec::Random) };
         let mut m = Machine::new(&MachineSpec { name: "lru".into(), seed: 2, os, tlb, mosaic: vec![] });
         m.process(&Batch { refs: refs.clone(), instructions: 0 }).unwrap();
         let s = m.stats();
@@ -189,7 +189,7 @@ fn an_evicted_huge_page_leaves_no_splinter() {
     let refs: Vec<MemRef> = (0..20_000).map(|_| MemRef::load(rng.random_range(0..12u64) << 21 | rng.random_range(0..4u64) << 12, 8)).collect();
     let l2 = LevelGeometry { name: "L2".into(), ..level(64, 4) };
     for tlb in [vec![level(16, 4)], vec![level(8, 2), l2]] {
-        let os = OsSpec { eviction: EvictionSpec::Lru, page_size: PageSize::Size2M, ..OsSpec::simple(8 << 21, PlacementSpec::Random) };
+        let os = OsSpec { eviction: EvictionSpec::Lru(Default::default()), page_size: PageSize::Size2M, ..OsSpec::simple(8 << 21, PlacementSpec::Random) };
         let mut m = Machine::new(&MachineSpec { name: "huge".into(), seed: 2, os, tlb, mosaic: vec![] });
         m.process(&Batch { refs: refs.clone(), instructions: 0 }).unwrap();
         let s = m.stats();
@@ -229,7 +229,7 @@ fn fill_recency_follows_the_first_tlb_only() {
     // it: adding a second Mosaic TLB (tiny, so it walks on pages the first one hits) changes
     // nothing the OS does, with or without a conventional TLB in front.
     for conventional in [true, false] {
-        let mut spec = mosaic_spec(2 * 64 * 4096 * 3, EvictionSpec::HorizonLru, 4);
+        let mut spec = mosaic_spec(2 * 64 * 4096 * 3, EvictionSpec::HorizonLru(Default::default()), 4);
         spec.os.recency = crate::os::Recency::Fill;
         if !conventional {
             spec.tlb.clear();
@@ -257,17 +257,17 @@ fn every_tlb_miss_counts_one_walk() {
     // walked for the same reference reuses that walk, but still counts its own: walks are
     // the misses and sub-page misses of every TLB, with and without eviction, with and
     // without a conventional TLB.
-    for eviction in [EvictionSpec::None, EvictionSpec::HorizonLru] {
+    for eviction in [EvictionSpec::default(), EvictionSpec::HorizonLru(Default::default())] {
         for conventional in [true, false] {
             // Memory for 384 pages of the 900 or so touched; all of them without eviction.
-            let memory = if eviction == EvictionSpec::None { 64 << 20 } else { 384 << 12 };
+            let memory = if eviction == EvictionSpec::default() { 64 << 20 } else { 384 << 12 };
             let mut spec = mosaic_spec(memory, eviction, 4);
             let geometry = MosaicGeometry { entries: 16, ways: 2, policy: Policy::Lru, arity: 8 };
             spec.mosaic.push(MosaicSpec { name: "mosaic-8".into(), geometry });
             if !conventional {
                 spec.tlb.clear();
             }
-            if eviction == EvictionSpec::None {
+            if eviction == EvictionSpec::default() {
                 spec.os.memory = 64 << 20;
             }
             let mut m = Machine::new(&spec);
@@ -288,7 +288,7 @@ fn a_scan_shoots_down_the_pages_whose_accessed_bit_it_clears() {
     // page misses once more. Pages used in all of the last `history` scans turn hot and, with
     // no sampling, are not read (nor shot down) again.
     let misses = |recency| {
-        let os = OsSpec { eviction: EvictionSpec::Lru, recency, ..OsSpec::simple(16 << 12, PlacementSpec::Random) };
+        let os = OsSpec { eviction: EvictionSpec::Lru(Default::default()), recency, ..OsSpec::simple(16 << 12, PlacementSpec::Random) };
         let mut m = Machine::new(&MachineSpec { os, tlb: vec![level(64, 4)], ..spec() });
         let refs = (0..2000u64).map(|i| MemRef::load((i % 4) << 12, 8)).collect();
         m.process(&Batch { refs, instructions: 0 }).unwrap();
@@ -328,7 +328,7 @@ fn split_single_level_without_eviction_runs() {
 #[test]
 fn scan_period_counts_page_accesses() {
     let recency = crate::os::Recency::Scan { period: 4, hot_sample: 1.0, history: 8 };
-    let os = OsSpec { eviction: EvictionSpec::Lru, recency, ..OsSpec::simple(16 << 12, PlacementSpec::Random) };
+    let os = OsSpec { eviction: EvictionSpec::Lru(Default::default()), recency, ..OsSpec::simple(16 << 12, PlacementSpec::Random) };
     let mut m = Machine::new(&MachineSpec { os, tlb: vec![level(64, 4)], ..spec() });
     let refs = (0..4).map(|_| MemRef::load(0xffc, 8)).collect();
     m.process(&Batch { refs, instructions: 0 }).unwrap();
@@ -357,7 +357,7 @@ fn mosaic_tlbs_change_nothing_the_os_does_over_two_asids() {
         crate::os::Recency::Scan { period: 1000, hot_sample: 0.2, history: 8 },
     ];
     for recency in recencies {
-        let mut with = mosaic_spec(2 * 64 * 4096 * 3, EvictionSpec::HorizonLru, 4);
+        let mut with = mosaic_spec(2 * 64 * 4096 * 3, EvictionSpec::HorizonLru(Default::default()), 4);
         with.os.recency = recency;
         with.os.age_window = Some(100);
         let mut without = with.clone();
@@ -431,23 +431,23 @@ fn replaying_the_hierarchy_on_a_second_core_changes_no_statistic() {
     let hierarchies = [vec![level(64, 4)], vec![level(60, 3)], vec![split_l1, level(128, 8)], vec![plru], vec![random_l1, inclusive_fifo, l3]];
     let scan = Recency::Scan { period: 700, hot_sample: 0.2, history: 8 };
     let policies = [
-        (EvictionSpec::None, Recency::Access),
-        (EvictionSpec::HorizonLru, Recency::Access),
-        (EvictionSpec::HorizonLru, scan),
-        (EvictionSpec::HorizonLru, Recency::Fill),
-        (EvictionSpec::Lru, Recency::Access),
-        (EvictionSpec::IcebergLru { delta: 0.05 }, Recency::Access),
-        (EvictionSpec::LazyIcebergLru { delta: 0.05 }, scan),
+        (EvictionSpec::default(), Recency::Access),
+        (EvictionSpec::HorizonLru(Default::default()), Recency::Access),
+        (EvictionSpec::HorizonLru(Default::default()), scan),
+        (EvictionSpec::HorizonLru(Default::default()), Recency::Fill),
+        (EvictionSpec::Lru(Default::default()), Recency::Access),
+        (EvictionSpec::IcebergLru(crate::os::eviction::IcebergLruSpec { delta: 0.05 }), Recency::Access),
+        (EvictionSpec::LazyIcebergLru(crate::os::eviction::LazyIcebergLruSpec { delta: 0.05 }), scan),
     ];
     let mut cases = 0;
     for (h, tlb) in hierarchies.iter().enumerate() {
         for (p, &(eviction, recency)) in policies.iter().enumerate() {
             // Memory for 384 pages of the 900 or so touched; all of them without eviction.
-            let memory = if eviction == EvictionSpec::None { 64 << 20 } else { 384 << 12 };
+            let memory = if eviction == EvictionSpec::default() { 64 << 20 } else { 384 << 12 };
             let mut spec = mosaic_spec(memory, eviction, 4);
             spec.tlb = tlb.clone();
             spec.os.recency = recency;
-            if eviction != EvictionSpec::None {
+            if eviction != EvictionSpec::default() {
                 // Swap readahead, the swap cache's copies at stores and a bounded swap area
                 // on every other case.
                 (spec.os.swap_cache, spec.os.swap_cache_cow, spec.os.page_cluster) = (true, true, 3);
@@ -459,7 +459,7 @@ fn replaying_the_hierarchy_on_a_second_core_changes_no_statistic() {
             }
             let s = same_on_two_cores(&spec, &refs, &format!("hierarchy {h}, policy {p}"));
             assert!(s.os.page_faults > 900 && s.levels[0].counters.misses > 5000, "{s:?}");
-            if eviction != EvictionSpec::None {
+            if eviction != EvictionSpec::default() {
                 assert!(s.os.swap_outs > 1000 && s.os.shootdowns > 1000, "hierarchy {h}, policy {p}: {:?}", s.os);
             }
             cases += 1;
