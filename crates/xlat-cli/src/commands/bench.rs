@@ -14,7 +14,6 @@ use xlat::os::EvictionSpec;
 use xlat::os::Placement;
 use xlat::config::validate;
 use xlat::sim::experiment::feed;
-use xlat::sim::Machine;
 use xlat::source::synthetic::{Pattern, Synthetic, SyntheticSpec};
 use xlat::memref::Batch;
 use xlat::sim::experiment::Progress;
@@ -302,7 +301,7 @@ fn measure(case: &Case, refs: u64) -> Result<Measurement> {
 /// Times `source` fed to one `machine`, end to end and from the first batch on.
 fn simulate(source: Box<dyn RefSource>, machine: RawMachine, name: &'static str, description: &'static str) -> Result<Measurement> {
     let machine = validate::machine(&machine, "bench", 1)?;
-    let mut machines = vec![Machine::new(&machine)];
+    let mut machines = vec![machine.build()];
     let started = Instant::now();
     let mut first: Option<(f64, u64)> = None;
     let mut progress = |p: Progress| {

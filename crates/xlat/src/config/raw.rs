@@ -5,6 +5,7 @@ use super::size::ByteSize;
 use crate::hash::HashSpec;
 use crate::os::eviction::RecencyKind;
 use crate::os::EvictionSpec;
+use crate::sim::MachineKind;
 use crate::os::iceberg::{BackyardRanges, TieBreak};
 use crate::mmu::PageTableKind;
 use crate::os::Placement;
@@ -211,6 +212,8 @@ impl Serialize for RawWays {
 pub struct RawMachine {
     /// Name in results.
     pub name: String,
+    /// The kind of machine (`cpu`, the default: one core's TLBs over one OS model).
+    pub kind: Option<MachineKind>,
     /// A built-in machine to start from (`skylake-like`, `mosaic-paper`, `single-tlb`).
     pub preset: Option<String>,
     /// Preset parameter: TLB entries (`mosaic-paper`, `single-tlb`).

@@ -6,7 +6,7 @@ use super::os;
 use super::plot::{self, PlotSpec};
 use super::presets::{self, PresetParams};
 use super::raw::{ExperimentFile, RawArray, RawLevel, RawMachine, RawWays, RawWorkload, WorkloadType};
-use crate::sim::MachineSpec;
+use crate::sim::{CpuSpec, MachineSpec};
 use crate::source::synthetic::{Pattern, SyntheticSpec};
 use crate::source::mix::MixPart;
 use crate::source::{SourceSpec, WorkloadSpec};
@@ -81,21 +81,21 @@ pub fn experiment(file: &ExperimentFile, base_dir: &Path) -> Result<ExperimentSp
         .enumerate()
         .map(|(i, m)| machine(m, &format!("machine[{i}]"), seed))
         .collect::<Result<Vec<_>>>()?;
-    unique_names(machines.iter().map(|m| m.name.as_str()), "machine", "machine")?;
+    unique_names(machines.iter().map(MachineSpec::name), "machine", "machine")?;
     for (i, w) in workloads.iter().enumerate() {
         if w.machines.as_ref().is_some_and(Vec::is_empty) {
             return err(format!("workload[{i}].machines"), "an empty list runs the workload on no machine (leave `machines` out to run it on all)");
         }
         for (j, pattern) in w.machines.iter().flatten().enumerate() {
             let only = WorkloadSpec { machines: Some(vec![pattern.clone()]), ..w.clone() };
-            if !machines.iter().any(|m| only.runs_on(&m.name)) {
+            if !machines.iter().any(|m| only.runs_on(m.name())) {
                 return err(format!("workload[{i}].machines[{j}]"), format!("`{pattern}` names no machine"));
             }
         }
     }
     let host = crate::host::memory();
     for (i, w) in workloads.iter().enumerate() {
-        let oses = machines.iter().filter(|m| w.runs_on(&m.name)).map(|m| &m.os);
+        let oses = machines.iter().filter(|m| w.runs_on(m.name())).map(MachineSpec::os);
         os::fit_together(oses, host, &format!("workload[{i}]"))?;
     }
     let plots = file.plots.iter().enumerate().map(|(i, p)| plot::validate(p, &format!("plot[{i}]"))).collect::<Result<Vec<_>>>()?;
@@ -104,7 +104,7 @@ pub fn experiment(file: &ExperimentFile, base_dir: &Path) -> Result<ExperimentSp
         if plots[..i].iter().any(|q| q.file == p.file) {
             return err(format!("plot[{i}].file"), format!("another plot is already drawn to `{}`", p.file));
         }
-        if p.data == plot::PlotData::EvictionAge && machines.iter().all(|m| m.os.age_window.is_none()) {
+        if p.data == plot::PlotData::EvictionAge && machines.iter().all(|m| m.os().age_window.is_none()) {
             return err(format!("plot[{i}].data"), "no machine sets `os.age_window`, so there is no eviction-age data to plot");
         }
     }
@@ -294,8 +294,13 @@ fn synthetic(w: &RawWorkload, path: &str, seed: u64) -> Result<SyntheticSpec> {
     Ok(spec)
 }
 
-/// Validates one machine, starting from its preset when it names one.
+/// Validates one machine of the kind it names (a CPU machine when it names none).
 pub fn machine(m: &RawMachine, path: &str, seed: u64) -> Result<MachineSpec> {
+    MachineSpec::from_raw(m.kind.unwrap_or(crate::sim::machine::DEFAULT_KIND), m, path, seed)
+}
+
+/// Validates a CPU machine, starting from its preset when it names one.
+pub fn cpu_machine(m: &RawMachine, path: &str, seed: u64) -> Result<CpuSpec> {
     let params = PresetParams { entries: m.entries, ways: m.ways, replacement: m.replacement };
     let param_fields = [("entries", m.entries.is_some()), ("ways", m.ways.is_some()), ("replacement", m.replacement.is_some())];
     if let Some((field, _)) = param_fields.iter().find(|(_, given)| *given) {
@@ -335,7 +340,7 @@ pub fn machine(m: &RawMachine, path: &str, seed: u64) -> Result<MachineSpec> {
     if !mosaic.is_empty() && !matches!(os.placement, crate::os::PlacementSpec::Iceberg(_)) {
         return err(format!("{path}.mosaic"), "Mosaic TLBs store CPFNs, which need `os.placement = \"iceberg\"`");
     }
-    Ok(MachineSpec { name: m.name.clone(), seed: m.seed.unwrap_or(seed), os, tlb, mosaic })
+    Ok(CpuSpec { name: m.name.clone(), seed: m.seed.unwrap_or(seed), os, tlb, mosaic })
 }
 
 /// An error in the levels a preset built from the machine's `entries`, `ways` or

@@ -105,7 +105,7 @@ pub fn run_workload(
     progress: &mut dyn FnMut(Progress),
 ) -> Result<WorkloadResult> {
     let opened = open_interruptibly(workload, interrupt)?;
-    let mut sims: Vec<Machine> = machines.iter().filter(|m| workload.runs_on(&m.name)).map(Machine::new).collect();
+    let mut sims: Vec<Box<dyn Machine>> = machines.iter().filter(|m| workload.runs_on(m.name())).map(MachineSpec::build).collect();
     let started = Instant::now();
     let Some(source) = opened else {
         // Interrupted before the input opened: its spec is all that is known of it.
@@ -128,7 +128,7 @@ fn workload_result(
     input: serde_json::Value,
     (refs, partial): (u64, bool),
     started: Instant,
-    sims: &[Machine],
+    sims: &[Box<dyn Machine>],
 ) -> WorkloadResult {
     WorkloadResult {
         workload: workload.name.clone(),
@@ -136,7 +136,7 @@ fn workload_result(
         partial,
         refs,
         seconds: started.elapsed().as_secs_f64(),
-        machines: sims.iter().map(Machine::stats).collect(),
+        machines: sims.iter().map(|m| m.stats()).collect(),
     }
 }
 
@@ -157,7 +157,7 @@ const PARALLEL_MIN_BATCH: usize = 4096;
 /// thread per batch (tens of microseconds against milliseconds of simulation) keeps this
 /// simpler than a pool. One machine given two cores may use the second itself
 /// ([`Machine::process_on_two_cores`]).
-fn process_all(machines: &mut [Machine], batch: &Batch, parallel: bool) -> Result<()> {
+fn process_all(machines: &mut [Box<dyn Machine>], batch: &Batch, parallel: bool) -> Result<()> {
     if let ([machine], true) = (&mut *machines, parallel && batch.len() >= PARALLEL_MIN_BATCH) {
         return machine.process_on_two_cores(batch);
     }
@@ -181,7 +181,7 @@ fn process_all(machines: &mut [Machine], batch: &Batch, parallel: bool) -> Resul
 /// ends by itself once its source yields and finds no one listening.
 pub fn feed(
     source: Box<dyn RefSource>,
-    machines: &mut [Machine],
+    machines: &mut [Box<dyn Machine>],
     batch: usize,
     interrupt: &AtomicBool,
     progress: &mut dyn FnMut(Progress),

@@ -1,5 +1,4 @@
-//! Simulation: machines (TLB hierarchy + OS), their statistics, experiment runs and result
-//! files.
+//! Simulation: machines of every kind, their statistics, experiment runs and result files.
 
 pub mod experiment;
 pub mod machine;
@@ -7,6 +6,7 @@ pub mod results;
 pub mod stats;
 
 pub use experiment::{run_experiment, ExperimentResult, Progress, WorkloadResult};
-pub use machine::{Machine, MachineSpec, MosaicSpec};
+pub use machine::cpu::{CpuMachine, CpuSpec, MosaicSpec};
+pub use machine::{Machine, MachineKind, MachineSpec};
 pub use results::{check_outputs, write_results};
 pub use stats::{MachineStats, ResultRow};

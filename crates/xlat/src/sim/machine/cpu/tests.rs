@@ -16,19 +16,19 @@ fn level(entries: usize, ways: usize) -> LevelGeometry {
     }
 }
 
-fn spec() -> MachineSpec {
-    MachineSpec { name: "m".into(), seed: 1, os: OsSpec::simple(1 << 30, PlacementSpec::Random), tlb: vec![level(4, 4)], mosaic: vec![] }
+fn spec() -> CpuSpec {
+    CpuSpec { name: "m".into(), seed: 1, os: OsSpec::simple(1 << 30, PlacementSpec::Random), tlb: vec![level(4, 4)], mosaic: vec![] }
 }
 
-fn mosaic_spec(memory: u64, eviction: EvictionSpec, arity: u32) -> MachineSpec {
+fn mosaic_spec(memory: u64, eviction: EvictionSpec, arity: u32) -> CpuSpec {
     let os = OsSpec { eviction, ..OsSpec::simple(memory, PlacementSpec::Iceberg(IcebergSpec::default())) };
     let geometry = MosaicGeometry { entries: 64, ways: 4, policy: Policy::Lru, arity };
-    MachineSpec { name: "mosaic".into(), seed: 3, os, tlb: vec![level(64, 4)], mosaic: vec![MosaicSpec { name: format!("mosaic-{arity}"), geometry }] }
+    CpuSpec { name: "mosaic".into(), seed: 3, os, tlb: vec![level(64, 4)], mosaic: vec![MosaicSpec { name: format!("mosaic-{arity}"), geometry }] }
 }
 
 #[test]
 fn straddle_touches_both_pages() {
-    let mut m = Machine::new(&spec());
+    let mut m = CpuMachine::new(&spec());
     let batch = Batch { refs: vec![MemRef::load(0x1ffc, 8), MemRef::load(0x2000, 4)], instructions: 2 };
     m.process(&batch).unwrap();
     let s = m.stats();
@@ -46,7 +46,7 @@ fn a_reference_larger_than_a_page_touches_every_page_on_every_path() {
     // 4-entry TLB takes the express path; with an eviction policy, the general one.
     for eviction in [EvictionSpec::default(), EvictionSpec::Lru(Default::default())] {
         let os = OsSpec { eviction, ..OsSpec::simple(1 << 30, PlacementSpec::Random) };
-        let mut m = Machine::new(&MachineSpec { os, tlb: vec![level(8, 8)], ..spec() });
+        let mut m = CpuMachine::new(&CpuSpec { os, tlb: vec![level(8, 8)], ..spec() });
         let batch = Batch { refs: vec![MemRef::load(0x1ffc, 16384), MemRef::store(0x3000, 8192)], instructions: 2 };
         m.process(&batch).unwrap();
         let s = m.stats();
@@ -65,7 +65,7 @@ fn sweep() -> Batch {
 #[test]
 fn mosaic_tlb_fills_whole_mosaic_pages_and_decodes_every_hit() {
     // Debug builds also check every decoded CPFN against the page table here.
-    let mut m = Machine::new(&mosaic_spec(64 << 20, EvictionSpec::default(), 4));
+    let mut m = CpuMachine::new(&mosaic_spec(64 << 20, EvictionSpec::default(), 4));
     m.process(&sweep()).unwrap();
     let s = m.stats();
     let vanilla = &s.levels[0].counters;
@@ -81,7 +81,7 @@ fn mosaic_tlb_fills_whole_mosaic_pages_and_decodes_every_hit() {
 
 #[test]
 fn mosaic_beats_vanilla_on_a_prefaulted_stream_with_spatial_locality() {
-    let mut m = Machine::new(&mosaic_spec(64 << 20, EvictionSpec::default(), 8));
+    let mut m = CpuMachine::new(&mosaic_spec(64 << 20, EvictionSpec::default(), 8));
     // Sweep 256 pages (more than the 64-entry vanilla TLB holds, fewer than the 64 Mosaic-8
     // entries cover) four times: vanilla misses on every page every time; Mosaic-8 misses
     // only in the first sweep, where each page faults after its entry was filled.
@@ -100,7 +100,7 @@ fn mosaic_beats_vanilla_on_a_prefaulted_stream_with_spatial_locality() {
 fn evicted_pages_are_shot_down_in_every_tlb() {
     // 2 buckets = 128 frames for 512 pages: Horizon LRU evicts constantly, and every hit
     // of both TLBs must still decode to the OS's current mapping (checked in debug builds).
-    let mut m = Machine::new(&mosaic_spec(2 * 64 * 4096 * 3, EvictionSpec::HorizonLru(Default::default()), 4));
+    let mut m = CpuMachine::new(&mosaic_spec(2 * 64 * 4096 * 3, EvictionSpec::HorizonLru(Default::default()), 4));
     let refs: Vec<MemRef> = (0..20_000u64).map(|i| MemRef::load((((i * 7919) % 512) << 12) | ((i % 64) * 64), 8)).collect();
     m.process(&Batch { refs, instructions: 0 }).unwrap();
     let s = m.stats();
@@ -116,7 +116,7 @@ fn a_refaulted_page_decodes_its_new_cpfn() {
     // reuse a frame the memo of decoded frames kept for the page.
     let mut spec = mosaic_spec(2 * 64 * 4096 * 3, EvictionSpec::HorizonLru(Default::default()), 4);
     spec.mosaic[0].geometry.entries = 256;
-    let mut m = Machine::new(&spec);
+    let mut m = CpuMachine::new(&spec);
     // Half the references go to 200 hot pages, half to all 512 (384 frames): hot pages stay
     // mostly resident and hit, and are now and then evicted and refaulted.
     let mut draw = xorshift(0x9e37_79b9_7f4a_7c15);
@@ -171,7 +171,7 @@ fn use_is_tracked_through_every_tlb_level() {
     let l2 = LevelGeometry { name: "L2".into(), ..level(32, 4) };
     for tlb in [vec![level(16, 4)], vec![level(8, 2), l2]] {
         let os = OsSpec { eviction: EvictionSpec::Lru(Default::default()), ..OsSpec::simple(64 << 12, PlacementSpec::Random) };
-        let mut m = Machine::new(&MachineSpec { name: "lru".into(), seed: 2, os, tlb, mosaic: vec![] });
+        let mut m = CpuMachine::new(&CpuSpec { name: "lru".into(), seed: 2, os, tlb, mosaic: vec![] });
         m.process(&Batch { refs: refs.clone(), instructions: 0 }).unwrap();
         let s = m.stats();
         assert!(s.levels.iter().all(|l| l.counters.hits > 0), "every level hits");
@@ -190,7 +190,7 @@ fn an_evicted_huge_page_leaves_no_splinter() {
     let l2 = LevelGeometry { name: "L2".into(), ..level(64, 4) };
     for tlb in [vec![level(16, 4)], vec![level(8, 2), l2]] {
         let os = OsSpec { eviction: EvictionSpec::Lru(Default::default()), page_size: PageSize::Size2M, ..OsSpec::simple(8 << 21, PlacementSpec::Random) };
-        let mut m = Machine::new(&MachineSpec { name: "huge".into(), seed: 2, os, tlb, mosaic: vec![] });
+        let mut m = CpuMachine::new(&CpuSpec { name: "huge".into(), seed: 2, os, tlb, mosaic: vec![] });
         m.process(&Batch { refs: refs.clone(), instructions: 0 }).unwrap();
         let s = m.stats();
         assert!(s.levels[0].counters.hits > 0);
@@ -239,7 +239,7 @@ fn fill_recency_follows_the_first_tlb_only() {
         extra.mosaic.push(MosaicSpec { name: "tiny".into(), geometry });
         let batch = skewed_refs(30_000);
         let [one, two] = [spec, extra].map(|spec| {
-            let mut m = Machine::new(&spec);
+            let mut m = CpuMachine::new(&spec);
             m.process(&batch).unwrap();
             m.stats()
         });
@@ -270,7 +270,7 @@ fn every_tlb_miss_counts_one_walk() {
             if eviction == EvictionSpec::default() {
                 spec.os.memory = 64 << 20;
             }
-            let mut m = Machine::new(&spec);
+            let mut m = CpuMachine::new(&spec);
             m.process(&skewed_refs(30_000)).unwrap();
             let s = m.stats();
             let conventional_misses: u64 = s.levels.iter().map(|l| l.counters.misses).sum();
@@ -289,7 +289,7 @@ fn a_scan_shoots_down_the_pages_whose_accessed_bit_it_clears() {
     // no sampling, are not read (nor shot down) again.
     let misses = |recency| {
         let os = OsSpec { eviction: EvictionSpec::Lru(Default::default()), recency, ..OsSpec::simple(16 << 12, PlacementSpec::Random) };
-        let mut m = Machine::new(&MachineSpec { os, tlb: vec![level(64, 4)], ..spec() });
+        let mut m = CpuMachine::new(&CpuSpec { os, tlb: vec![level(64, 4)], ..spec() });
         let refs = (0..2000u64).map(|i| MemRef::load((i % 4) << 12, 8)).collect();
         m.process(&Batch { refs, instructions: 0 }).unwrap();
         let s = m.stats();
@@ -315,7 +315,7 @@ fn split_single_level_without_eviction_runs() {
         instr_arrays: vec![ArrayGeometry { entries: 16, ways: 4, policy: Policy::Fifo, page_sizes: vec![PageSize::Size4K] }],
         inclusive: false,
     };
-    let mut m = Machine::new(&MachineSpec { tlb: vec![l1], ..spec() });
+    let mut m = CpuMachine::new(&CpuSpec { tlb: vec![l1], ..spec() });
     let refs = (0..100u64).map(|i| if i % 3 == 0 { MemRef::ifetch((i % 5) << 12, 4) } else { MemRef::load((i % 7) << 12, 8) }).collect();
     let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| m.process(&Batch { refs, instructions: 100 })));
     assert!(matches!(result, Ok(Ok(()))), "processing panicked or failed");
@@ -329,7 +329,7 @@ fn split_single_level_without_eviction_runs() {
 fn scan_period_counts_page_accesses() {
     let recency = crate::os::Recency::Scan { period: 4, hot_sample: 1.0, history: 8 };
     let os = OsSpec { eviction: EvictionSpec::Lru(Default::default()), recency, ..OsSpec::simple(16 << 12, PlacementSpec::Random) };
-    let mut m = Machine::new(&MachineSpec { os, tlb: vec![level(64, 4)], ..spec() });
+    let mut m = CpuMachine::new(&CpuSpec { os, tlb: vec![level(64, 4)], ..spec() });
     let refs = (0..4).map(|_| MemRef::load(0xffc, 8)).collect();
     m.process(&Batch { refs, instructions: 0 }).unwrap();
     let s = m.stats();
@@ -363,7 +363,7 @@ fn mosaic_tlbs_change_nothing_the_os_does_over_two_asids() {
         let mut without = with.clone();
         without.mosaic.clear();
         let [a, b] = [with, without].map(|spec| {
-            let mut m = Machine::new(&spec);
+            let mut m = CpuMachine::new(&spec);
             m.process(&batch).unwrap();
             m.stats().os
         });
@@ -395,8 +395,8 @@ fn mixed_refs(n: u64, pages: f64, seed: u64) -> Vec<MemRef> {
 /// Feeds `refs` in batches of varied sizes to two machines of `spec`, one in sequence, the
 /// other on two cores (now and then a batch in sequence, which replays what is left first),
 /// and checks after every batch that their statistics agree; returns the last.
-fn same_on_two_cores(spec: &MachineSpec, refs: &[MemRef], case: &str) -> MachineStats {
-    let (mut sequential, mut replayed) = (Machine::new(spec), Machine::new(spec));
+fn same_on_two_cores(spec: &CpuSpec, refs: &[MemRef], case: &str) -> MachineStats {
+    let (mut sequential, mut replayed) = (CpuMachine::new(spec), CpuMachine::new(spec));
     let mut sizes = [5000, 7000, 300, 6000, 9000, 4000, 8700].into_iter().cycle();
     let mut rest = refs;
     for b in 0.. {
@@ -491,8 +491,8 @@ fn replaying_the_lower_levels_on_a_second_core_changes_no_statistic() {
             // For 2 MiB pages, large enough that their base frames need more than 32 bits.
             let memory = if size == PageSize::Size4K { 64 << 30 } else { 32 << 40 };
             let os = OsSpec { page_size: size, ..OsSpec::simple(memory, PlacementSpec::Random) };
-            let spec = MachineSpec { os, tlb, ..spec() };
-            assert!(Machine::new(&spec).descends_apart().is_some(), "{size:?}, hierarchy {h}: the express path");
+            let spec = CpuSpec { os, tlb, ..spec() };
+            assert!(CpuMachine::new(&spec).descends_apart().is_some(), "{size:?}, hierarchy {h}: the express path");
             let s = same_on_two_cores(&spec, &refs, &format!("{size:?}, hierarchy {h}"));
             assert!(s.levels.iter().all(|l| l.counters.misses > 100), "{size:?}, hierarchy {h}: {:?}", s.levels);
             cases += 1;

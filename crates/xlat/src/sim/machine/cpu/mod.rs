@@ -1,4 +1,4 @@
-//! A simulated machine: one OS model and the TLBs that observe its mappings, consuming
+//! The CPU machine: one core's TLBs and the OS model whose mappings they observe, consuming
 //! reference batches.
 //!
 //! A machine has a conventional TLB hierarchy, any number of Mosaic TLBs, or both; every
@@ -9,7 +9,9 @@
 //! in its experiment may replay part of its conventional hierarchy on a second core, one
 //! batch behind, with the same results (module `replay`).
 
-use super::stats::{MachineStats, MosaicStats, RefCounters};
+use super::{KindSpec, Machine};
+use crate::config::raw::RawMachine;
+use crate::sim::stats::{MachineStats, MosaicStats, RefCounters};
 use decoded::DecodedFrames;
 use replay::{replay, replay_steps, Log, Step};
 use crate::hash::page_key;
@@ -31,9 +33,9 @@ pub struct MosaicSpec {
     pub geometry: MosaicGeometry,
 }
 
-/// A validated machine configuration.
+/// A validated CPU machine configuration.
 #[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct MachineSpec {
+pub struct CpuSpec {
     /// Name in results.
     pub name: String,
     /// Seed of the machine's random choices (placement, random replacement).
@@ -89,8 +91,22 @@ impl Walker for Descending<'_> {
     }
 }
 
-/// A machine being simulated.
-pub struct Machine {
+impl KindSpec for CpuSpec {
+    fn from_raw(raw: &RawMachine, path: &str, seed: u64) -> Result<CpuSpec> {
+        crate::config::validate::cpu_machine(raw, path, seed)
+    }
+
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn os(&self) -> &OsSpec {
+        &self.os
+    }
+}
+
+/// A CPU machine being simulated.
+pub struct CpuMachine {
     name: String,
     tlb: Option<TlbHierarchy>,
     mosaic: Vec<MosaicVariant>,
@@ -142,9 +158,9 @@ const PREFETCH_ABOVE_TABLE_BYTES: usize = 512 << 10;
 /// lost 5%, and a sequential stream (0.24) 8%.
 const REPLAY_WALK_RATIO: u64 = 20;
 
-impl Machine {
+impl CpuMachine {
     /// A machine in its initial state: empty TLBs, nothing mapped.
-    pub fn new(spec: &MachineSpec) -> Machine {
+    pub fn new(spec: &CpuSpec) -> CpuMachine {
         let os = Os::new(&spec.os, spec.seed ^ 0x6f73);
         let unmapped = os.unmapped_code();
         let mosaic = spec
@@ -156,7 +172,7 @@ impl Machine {
                 tlb: MosaicTlb::new(&m.geometry, unmapped, spec.seed ^ (i as u64 + 1).wrapping_mul(0x9e37_79b9_7f4a_7c15)),
             })
             .collect();
-        Machine {
+        CpuMachine {
             name: spec.name.clone(),
             tlb: (!spec.tlb.is_empty()).then(|| TlbHierarchy::new(&spec.tlb, spec.seed)),
             mosaic,
@@ -172,53 +188,9 @@ impl Machine {
         }
     }
 
-    /// Simulates every reference of `batch` in order. A reference that straddles a page
-    /// boundary translates every page it covers (one TLB access each).
-    pub fn process(&mut self, batch: &Batch) -> Result<()> {
-        self.catch_up();
-        let walks = self.os.walks();
-        self.simulate(&batch.refs)?;
-        self.finish_batch(batch, walks);
-        Ok(())
-    }
-
-    /// [`Machine::process`] for a machine that may use a second core, while the last batch
-    /// walked often enough (`REPLAY_WALK_RATIO`): a part of its conventional hierarchy
-    /// replays the previous batch on a scoped thread while the rest of the machine simulates
-    /// this one (see module `replay`). With Mosaic TLBs the part is the whole hierarchy; on the
-    /// express path, the levels below the first ([`crate::tlb::LowerLevels`]). Results are
-    /// those of [`Machine::process`] ([`Machine::stats`] and the next [`Machine::process`]
-    /// replay what is left first), except after an error, which ends a run.
-    pub fn process_on_two_cores(&mut self, batch: &Batch) -> Result<()> {
-        if !self.replay_pays {
-            return self.process(batch);
-        }
-        if self.replays_hierarchy() {
-            let mut tlb = self.tlb.take().expect("replays_hierarchy checked");
-            let led = self.overlap(batch, |log| replay_steps(&mut tlb, log), |m, log| {
-                m.log = Some(std::mem::take(log));
-                let led = m.simulate(&batch.refs);
-                *log = m.log.take().expect("set above");
-                led
-            });
-            self.tlb = Some(tlb);
-            return led;
-        }
-        if let Some((ways, size)) = self.descends_apart() {
-            let mut lower = self.tlb.as_mut().expect("descends_apart checked").take_lower();
-            let led = self.overlap(batch, |log| lower.replay(log.descent_size, &log.descents), |m, log| {
-                log.descent_size = size;
-                m.express(ways, &batch.refs, Some(&mut log.descents))
-            });
-            self.tlb.as_mut().expect("descends_apart checked").put_lower(lower);
-            return led;
-        }
-        self.process(batch)
-    }
-
     /// Simulates `batch` with `lead`, which logs what the part of the hierarchy replayed
     /// apart needs, while `replay` replays the log of the last batch on a scoped thread.
-    fn overlap<R>(&mut self, batch: &Batch, replay: R, lead: impl FnOnce(&mut Machine, &mut Log) -> Result<()>) -> Result<()>
+    fn overlap<R>(&mut self, batch: &Batch, replay: R, lead: impl FnOnce(&mut CpuMachine, &mut Log) -> Result<()>) -> Result<()>
     where
         R: FnOnce(&Log) -> u64 + Send,
     {
@@ -266,7 +238,7 @@ impl Machine {
             && self.os.uniform_page_size() == Some(PageSize::Size4K)
     }
 
-    /// Replays in the conventional hierarchy what [`Machine::process_on_two_cores`] left.
+    /// Replays in the conventional hierarchy what [`CpuMachine::process_on_two_cores`] left.
     fn catch_up(&mut self) {
         if let Some(tlb) = self.tlb.as_mut().filter(|_| !self.unreplayed.is_empty()) {
             let walks = replay(tlb, &self.unreplayed);
@@ -311,7 +283,7 @@ impl Machine {
         }
     }
 
-    /// [`Machine::process`] for a machine whose TLB is one level with a data array of a
+    /// [`CpuMachine::process`] for a machine whose TLB is one level with a data array of a
     /// specialized shape (see [`TlbHierarchy::express_single_level`]) that the express path
     /// cannot take (Mosaic TLBs ride its OS, or the OS tracks use): the loop compiled for the
     /// data array's ways.
@@ -335,7 +307,7 @@ impl Machine {
         self.run_shaped::<ONE_LEVEL, TRACK, MOSAIC, W>(refs, single).map_err(|oom| self.out_of_memory(oom))
     }
 
-    /// [`Machine::process_shaped`] with the error of a fault that found no frame as the OS
+    /// [`CpuMachine::process_shaped`] with the error of a fault that found no frame as the OS
     /// gives it: one word or two through the loop, named after the machine once it stops.
     #[inline(always)]
     fn run_shaped<const ONE_LEVEL: bool, const TRACK: bool, const MOSAIC: bool, const W: usize>(&mut self, refs: &[MemRef], single: Option<SingleLevel>) -> std::result::Result<(), OutOfMemory> {
@@ -374,7 +346,7 @@ impl Machine {
         self.replay_pays = walked * REPLAY_WALK_RATIO > refs;
     }
 
-    /// [`Machine::process`] for a machine on the express path, whose first level's data array
+    /// [`CpuMachine::process`] for a machine on the express path, whose first level's data array
     /// has `ways` ways (see [`TlbHierarchy::express_ways`]), with prefetching chosen by the
     /// last batch. With `descents`, the levels below the first are out of the hierarchy
     /// ([`TlbHierarchy::take_lower`]): the first level's misses map pages without counting a
@@ -387,7 +359,7 @@ impl Machine {
         }
     }
 
-    /// [`Machine::express`] with prefetching chosen: the loop for `ways` ways.
+    /// [`CpuMachine::express`] with prefetching chosen: the loop for `ways` ways.
     fn express_ways<const PREFETCH: bool>(&mut self, ways: usize, refs: &[MemRef], descents: Option<&mut Vec<Descent>>) -> Result<()> {
         match ways {
             1 => self.express_shaped::<1, PREFETCH>(refs, descents),
@@ -401,7 +373,7 @@ impl Machine {
     }
 
     fn express_shaped<const W: usize, const PREFETCH: bool>(&mut self, refs: &[MemRef], descents: Option<&mut Vec<Descent>>) -> Result<()> {
-        let Machine { tlb, os, .. } = self;
+        let CpuMachine { tlb, os, .. } = self;
         let tlb = tlb.as_mut().expect("express_ways found a TLB");
         let size = os.uniform_page_size().expect("express_ways found the size of every page");
         let run = match descents {
@@ -522,7 +494,7 @@ impl Machine {
     /// Fills Mosaic TLB `i` with the ToC of the Mosaic page holding `vpn`: the CPFN of every
     /// sub-page mapped now.
     fn fill_toc(&mut self, i: usize, asid: Asid, vpn: Vpn) {
-        let Machine { mosaic, os, unmapped_toc, .. } = self;
+        let CpuMachine { mosaic, os, unmapped_toc, .. } = self;
         let tlb = &mut mosaic[i].tlb;
         let arity = tlb.geometry().arity as usize;
         let base = vpn.0 & !(arity as u64 - 1);
@@ -557,7 +529,7 @@ impl Machine {
         }
     }
 
-    /// [`Machine::shoot_down`] once the OS has pages for it.
+    /// [`CpuMachine::shoot_down`] once the OS has pages for it.
     #[inline(never)]
     fn shoot_down_pending(&mut self) {
         let Some(pages) = self.os.take_shootdowns() else { return };
@@ -580,14 +552,65 @@ impl Machine {
         crate::Error::Simulation(format!("machine `{}`: {}", self.name, self.os.describe(oom)))
     }
 
+}
+
+impl Machine for CpuMachine {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Simulates every reference of `batch` in order. A reference that straddles a page
+    /// boundary translates every page it covers (one TLB access each).
+    fn process(&mut self, batch: &Batch) -> Result<()> {
+        self.catch_up();
+        let walks = self.os.walks();
+        self.simulate(&batch.refs)?;
+        self.finish_batch(batch, walks);
+        Ok(())
+    }
+
+    /// [`CpuMachine::process`] for a machine that may use a second core, while the last batch
+    /// walked often enough (`REPLAY_WALK_RATIO`): a part of its conventional hierarchy
+    /// replays the previous batch on a scoped thread while the rest of the machine simulates
+    /// this one (see module `replay`). With Mosaic TLBs the part is the whole hierarchy; on the
+    /// express path, the levels below the first ([`crate::tlb::LowerLevels`]). Results are
+    /// those of [`CpuMachine::process`] ([`CpuMachine::stats`] and the next [`CpuMachine::process`]
+    /// replay what is left first), except after an error, which ends a run.
+    fn process_on_two_cores(&mut self, batch: &Batch) -> Result<()> {
+        if !self.replay_pays {
+            return self.process(batch);
+        }
+        if self.replays_hierarchy() {
+            let mut tlb = self.tlb.take().expect("replays_hierarchy checked");
+            let led = self.overlap(batch, |log| replay_steps(&mut tlb, log), |m, log| {
+                m.log = Some(std::mem::take(log));
+                let led = m.simulate(&batch.refs);
+                *log = m.log.take().expect("set above");
+                led
+            });
+            self.tlb = Some(tlb);
+            return led;
+        }
+        if let Some((ways, size)) = self.descends_apart() {
+            let mut lower = self.tlb.as_mut().expect("descends_apart checked").take_lower();
+            let led = self.overlap(batch, |log| lower.replay(log.descent_size, &log.descents), |m, log| {
+                log.descent_size = size;
+                m.express(ways, &batch.refs, Some(&mut log.descents))
+            });
+            self.tlb.as_mut().expect("descends_apart checked").put_lower(lower);
+            return led;
+        }
+        self.process(batch)
+    }
+
     /// Statistics so far.
-    pub fn stats(&self) -> MachineStats {
+    fn stats(&self) -> MachineStats {
         let mut os = self.os.stats();
         let levels = match &self.tlb {
             None => Vec::new(),
             Some(tlb) if self.unreplayed.is_empty() => tlb.stats(),
             // What the hierarchy's statistics will be once it replays the last batch (see
-            // `Machine::process_on_two_cores`): a copy replays it.
+            // `CpuMachine::process_on_two_cores`): a copy replays it.
             Some(tlb) => {
                 let mut tlb = tlb.clone();
                 os.walks += replay(&mut tlb, &self.unreplayed);

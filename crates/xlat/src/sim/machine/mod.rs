@@ -1,0 +1,111 @@
+//! Machines: the kinds of simulated machine an experiment feeds references to, behind one
+//! trait ([`Machine`]: process a batch, report statistics).
+//!
+//! A kind is one module here implementing [`Machine`] and [`KindSpec`] (its validated
+//! configuration, read from a `[[machine]]` table), and one line in the `machine_kinds!`
+//! list below, which generates the configuration's names ([`MachineKind`], the `kind` field
+//! of `[[machine]]`), the tagged [`MachineSpec`] and the construction of each kind.
+//!
+//! The one kind so far is [`cpu`]: one core's TLBs (a conventional hierarchy, Mosaic TLBs or
+//! both) over one OS model.
+
+pub mod cpu;
+
+use super::stats::MachineStats;
+use crate::config::raw::RawMachine;
+use crate::memref::Batch;
+use crate::os::OsSpec;
+use crate::Result;
+use serde::{Deserialize, Serialize};
+
+/// A simulated machine consuming reference batches.
+pub trait Machine: Send {
+    /// The machine's name in results.
+    fn name(&self) -> &str;
+
+    /// Simulates every reference of `batch` in order.
+    fn process(&mut self, batch: &Batch) -> Result<()>;
+
+    /// [`Machine::process`] for a machine alone in its experiment on a host of two cores or
+    /// more, which may use the second core itself; the results are those of
+    /// [`Machine::process`].
+    fn process_on_two_cores(&mut self, batch: &Batch) -> Result<()> {
+        self.process(batch)
+    }
+
+    /// Statistics so far.
+    fn stats(&self) -> MachineStats;
+}
+
+/// The validated configuration of a kind of machine.
+pub trait KindSpec: Sized {
+    /// Validates the `[[machine]]` table `raw` at `path` (`machine[2]`), whose random
+    /// choices take `seed` unless it gives its own; errors name the field.
+    fn from_raw(raw: &RawMachine, path: &str, seed: u64) -> Result<Self>;
+
+    /// The machine's name in results.
+    fn name(&self) -> &str;
+
+    /// The OS model the machine runs.
+    fn os(&self) -> &OsSpec;
+}
+
+/// Declares the kinds of machine: each line gives a kind's variant, its name in
+/// configurations, its machine type and its spec type (in a module of this folder).
+/// Generates [`MachineKind`] and [`MachineSpec`].
+macro_rules! machine_kinds {
+    ($($(#[$doc:meta])* $variant:ident = $name:literal => $module:ident::$machine:ident($spec:ident),)+) => {
+        /// The kinds of machine by name, as written in configurations (`kind` of
+        /// `[[machine]]`).
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+        pub enum MachineKind {
+            $($(#[$doc])* #[serde(rename = $name)] $variant,)+
+        }
+
+        /// A validated machine configuration of any kind.
+        #[derive(Clone, Debug, PartialEq, Serialize)]
+        #[serde(tag = "kind")]
+        pub enum MachineSpec {
+            $($(#[$doc])* #[serde(rename = $name)] $variant($module::$spec),)+
+        }
+
+        impl MachineSpec {
+            /// Validates the `[[machine]]` table `raw` as a machine of `kind` (see
+            /// [`KindSpec::from_raw`]).
+            pub fn from_raw(kind: MachineKind, raw: &RawMachine, path: &str, seed: u64) -> Result<MachineSpec> {
+                match kind {
+                    $(MachineKind::$variant => <$module::$spec as KindSpec>::from_raw(raw, path, seed).map(MachineSpec::$variant),)+
+                }
+            }
+
+            /// The machine's name in results.
+            pub fn name(&self) -> &str {
+                match self {
+                    $(MachineSpec::$variant(spec) => spec.name(),)+
+                }
+            }
+
+            /// The OS model the machine runs.
+            pub fn os(&self) -> &OsSpec {
+                match self {
+                    $(MachineSpec::$variant(spec) => spec.os(),)+
+                }
+            }
+
+            /// The machine in its initial state.
+            pub fn build(&self) -> Box<dyn Machine> {
+                match self {
+                    $(MachineSpec::$variant(spec) => Box::new($module::$machine::new(spec)),)+
+                }
+            }
+        }
+    };
+}
+
+machine_kinds! {
+    /// One core's TLBs (a conventional hierarchy, Mosaic TLBs or both) over one OS model.
+    Cpu = "cpu" => cpu::CpuMachine(CpuSpec),
+}
+
+/// The kind of a `[[machine]]` that names none.
+pub const DEFAULT_KIND: MachineKind = MachineKind::Cpu;
