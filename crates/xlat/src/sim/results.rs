@@ -5,6 +5,7 @@
 //! into place, so an interrupted or failed write never leaves a half-written result.
 
 use super::experiment::ExperimentResult;
+use super::stats::ResultRow;
 use crate::config::ExperimentSpec;
 use crate::source::SourceSpec;
 use crate::trace::TraceFormat;
@@ -34,13 +35,7 @@ pub fn check_outputs(dir: &Path, spec: &ExperimentSpec) -> Result<()> {
 /// Writes the result files into `dir` (created if missing).
 pub fn write_results(dir: &Path, spec: &ExperimentSpec, result: &ExperimentResult) -> Result<()> {
     std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
-    write_atomically(&dir.join(RESULTS_CSV), |out| {
-        let mut w = csv::Writer::from_writer(out);
-        for row in result.rows() {
-            w.serialize(row).map_err(std::io::Error::other)?;
-        }
-        w.flush()
-    })?;
+    write_atomically(&dir.join(RESULTS_CSV), |out| write_rows(out, result.rows()))?;
     write_eviction_ages(dir, result)?;
     let json = serde_json::json!({
         "xlat_version": crate::VERSION,
@@ -53,6 +48,21 @@ pub fn write_results(dir: &Path, spec: &ExperimentSpec, result: &ExperimentResul
         serde_json::to_writer_pretty(&mut *out, &json)?;
         out.write_all(b"\n")
     })
+}
+
+/// Writes `rows` as CSV to `out`, with a `unit` column when some row names its unit (the
+/// others then get an empty one), and without one otherwise.
+fn write_rows(out: &mut dyn Write, mut rows: Vec<ResultRow>) -> std::io::Result<()> {
+    if rows.iter().any(|row| row.unit.is_some()) {
+        rows.iter_mut().for_each(|row| {
+            row.unit.get_or_insert_default();
+        });
+    }
+    let mut w = csv::Writer::from_writer(out);
+    for row in rows {
+        w.serialize(row).map_err(std::io::Error::other)?;
+    }
+    w.flush()
 }
 
 /// `spec` as it ran: a trace whose format was left to detection gets the format its input
@@ -115,4 +125,42 @@ fn write_eviction_ages(dir: &Path, result: &ExperimentResult) -> Result<()> {
         }
         w.flush()
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A row of `config` counting `unit`, if any.
+    fn row(config: &str, unit: Option<&str>) -> ResultRow {
+        let stats = crate::sim::MachineStats {
+            machine: config.into(),
+            counters: Default::default(),
+            levels: vec![crate::tlb::LevelStats { level: "L1".into(), side: crate::tlb::Side::Unified, entries: 4, ways: 4, counters: Default::default() }],
+            mosaic: vec![],
+            os: Default::default(),
+            loops: vec![],
+        };
+        ResultRow { unit: unit.map(str::to_string), ..stats.rows("w", false).remove(0) }
+    }
+
+    fn csv(rows: Vec<ResultRow>) -> String {
+        let mut out = Vec::new();
+        write_rows(&mut out, rows).unwrap();
+        String::from_utf8(out).unwrap()
+    }
+
+    #[test]
+    fn a_unit_column_appears_only_when_some_row_has_a_unit() {
+        let without = csv(vec![row("cpu", None), row("cpu2", None)]);
+        assert!(without.lines().next().unwrap().ends_with(",partial"), "{without}");
+        assert!(without.lines().all(|line| !line.ends_with(',')), "{without}");
+        let with = csv(vec![row("cpu", None), row("gpu", Some("app1"))]);
+        let lines: Vec<&str> = with.lines().collect();
+        assert!(lines[0].ends_with(",partial,unit"), "{with}");
+        assert!(lines[1].ends_with(",false,"), "a row without a unit has an empty one: {with}");
+        assert!(lines[2].ends_with(",false,app1"), "{with}");
+        // The columns before it are the same either way.
+        assert_eq!(without.lines().nth(1).unwrap(), lines[1].strip_suffix(',').unwrap());
+    }
 }

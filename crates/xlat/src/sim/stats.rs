@@ -2,6 +2,7 @@
 //! result rows.
 
 use crate::os::OsStats;
+use crate::sim::machine::cpu::loop_path::LoopUse;
 use crate::tlb::mosaic::{MosaicCounters, MosaicGeometry};
 use crate::tlb::LevelStats;
 use serde::Serialize;
@@ -31,6 +32,10 @@ pub struct MachineStats {
     pub mosaic: Vec<MosaicStats>,
     /// OS model counters.
     pub os: OsStats,
+    /// The batches each simulation loop ran (see
+    /// [`crate::sim::machine::cpu::loop_path`]): which compiled form of the machine's loop
+    /// simulated them, and what a second core replayed.
+    pub loops: Vec<LoopUse>,
 }
 
 /// Counters of one Mosaic TLB, with its name.
@@ -107,6 +112,12 @@ pub struct ResultRow {
     pub steady_state_utilization: Option<f64>,
     /// True when the run was interrupted before the workload ended.
     pub partial: bool,
+    /// The part of the machine the row counts, for kinds of machine with several alike
+    /// (cores, or a GPU's applications); `None` for a CPU machine. The column is written
+    /// only when some row has one (see [`crate::sim::results`]), so results of CPU machines
+    /// keep their columns.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub unit: Option<String>,
 }
 
 impl MachineStats {
@@ -159,6 +170,7 @@ impl MachineStats {
             first_conflict_utilization: os.first_conflict_utilization,
             steady_state_utilization: os.steady_state_utilization,
             partial,
+            unit: None,
         }
     }
 }

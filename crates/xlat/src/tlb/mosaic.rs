@@ -443,6 +443,18 @@ impl MosaicTlb {
         }
     }
 
+    /// Every valid sub-entry: the ASID and 4 KiB page it translates and its CPFN code, for
+    /// checks against the OS's mappings. Changes nothing.
+    pub fn valid_pages(&self) -> impl Iterator<Item = (Asid, Vpn, u8)> + '_ {
+        let arity = 1usize << self.shift;
+        (0..self.tags.len()).filter(|&slot| self.metas[slot] & VALID != 0).flat_map(move |slot| {
+            let asid = (self.metas[slot] & !VALID) as Asid;
+            let first = self.tags[slot] << self.shift;
+            let codes = &self.toc[slot * arity..(slot + 1) * arity];
+            codes.iter().enumerate().filter(|&(_, &code)| code != self.unmapped).map(move |(i, &code)| (asid, Vpn(first + i as u64), code))
+        })
+    }
+
     /// Number of entries held (including entries whose sub-pages are all invalid).
     pub fn occupancy(&self) -> usize {
         self.filled.iter().map(|&f| f as usize).sum()

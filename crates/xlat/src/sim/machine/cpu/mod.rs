@@ -13,6 +13,7 @@ use super::{KindSpec, Machine};
 use crate::config::raw::RawMachine;
 use crate::sim::stats::{MachineStats, MosaicStats, RefCounters};
 use decoded::DecodedFrames;
+use loop_path::{LoopPath, LoopUses, SecondCore};
 use replay::{replay, replay_steps, Log, Step};
 use crate::hash::page_key;
 use crate::memref::{AccessKind, Batch, MemRef};
@@ -119,6 +120,8 @@ pub struct CpuMachine {
     /// many as the largest arity filled so far.
     unmapped_toc: Vec<u8>,
     counters: RefCounters,
+    /// The batches each loop ran.
+    loops: LoopUses,
     /// Whether the next batch prefetches page-table entries: only when the last batch walked
     /// often enough for the hints to pay for themselves.
     prefetch: bool,
@@ -180,6 +183,7 @@ impl CpuMachine {
             os,
             unmapped_toc: Vec::new(),
             counters: RefCounters::default(),
+            loops: LoopUses::default(),
             prefetch: false,
             replay_pays: true,
             log: None,
@@ -247,39 +251,49 @@ impl CpuMachine {
         }
     }
 
-    /// Simulates every reference of `refs` in order, without counting them as a batch.
-    fn simulate(&mut self, refs: &[MemRef]) -> Result<()> {
-        // The machine's shape is fixed, so choosing a specialized loop once per batch costs
-        // nothing per reference, and the common case (one conventional TLB, no eviction)
-        // keeps a loop with nothing else in it.
-        let one_level = self.tlb.as_ref().is_some_and(TlbHierarchy::is_one_level);
+    /// The loop this machine's next batch runs on: decided from its shape alone, so the same
+    /// for every batch, and chosen once per batch rather than per reference.
+    pub fn loop_path(&self) -> LoopPath {
         let track = self.os.tracks_use();
         let mosaic = !self.mosaic.is_empty();
         let size = self.os.uniform_page_size();
+        let tlb = self.tlb.as_ref();
         if !track && !mosaic && self.os.stateless_walks() {
-            if let Some(ways) = self.tlb.as_ref().zip(size).and_then(|(tlb, size)| tlb.express_ways(size)) {
-                return self.express(ways, refs, None);
+            if let Some(ways) = tlb.zip(size).and_then(|(tlb, size)| tlb.express_ways(size)) {
+                return LoopPath::Express { ways };
             }
         }
-        if let Some(single) = self.tlb.as_ref().zip(size).and_then(|(tlb, size)| tlb.express_single_level(size)) {
-            // Neither tracking nor Mosaic TLBs reach here too, when the express path declined
-            // the level for its instruction side.
-            return match (track, mosaic) {
-                (false, false) => self.process_single_level::<false, false>(single, refs),
-                (true, false) => self.process_single_level::<true, false>(single, refs),
-                (false, true) => self.process_single_level::<false, true>(single, refs),
-                (true, true) => self.process_single_level::<true, true>(single, refs),
-            };
+        // Neither tracking nor Mosaic TLBs reach here too, when the express path declined a
+        // level for its instruction side.
+        if let Some(level) = tlb.zip(size).and_then(|(tlb, size)| tlb.express_single_level(size)) {
+            return LoopPath::SingleLevel { level, track, mosaic };
         }
-        match (one_level, track, mosaic) {
-            (true, false, false) => self.process_shaped::<true, false, false, 0>(refs, None),
-            (false, false, false) => self.process_shaped::<false, false, false, 0>(refs, None),
-            (true, true, false) => self.process_shaped::<true, true, false, 0>(refs, None),
-            (false, true, false) => self.process_shaped::<false, true, false, 0>(refs, None),
-            (true, false, true) => self.process_shaped::<true, false, true, 0>(refs, None),
-            (false, false, true) => self.process_shaped::<false, false, true, 0>(refs, None),
-            (true, true, true) => self.process_shaped::<true, true, true, 0>(refs, None),
-            (false, true, true) => self.process_shaped::<false, true, true, 0>(refs, None),
+        LoopPath::General { one_level: tlb.is_some_and(TlbHierarchy::is_one_level), track, mosaic }
+    }
+
+    /// Simulates every reference of `refs` in order, without counting them as a batch, on
+    /// the loop of [`CpuMachine::loop_path`], a second core replaying `second_core`.
+    fn simulate(&mut self, refs: &[MemRef], second_core: SecondCore) -> Result<()> {
+        let path = self.loop_path();
+        self.loops.count(path, second_core);
+        match path {
+            LoopPath::Express { ways } => self.express(ways, refs, None),
+            LoopPath::SingleLevel { level, track, mosaic } => match (track, mosaic) {
+                (false, false) => self.process_single_level::<false, false>(level, refs),
+                (true, false) => self.process_single_level::<true, false>(level, refs),
+                (false, true) => self.process_single_level::<false, true>(level, refs),
+                (true, true) => self.process_single_level::<true, true>(level, refs),
+            },
+            LoopPath::General { one_level, track, mosaic } => match (one_level, track, mosaic) {
+                (true, false, false) => self.process_shaped::<true, false, false, 0>(refs, None),
+                (false, false, false) => self.process_shaped::<false, false, false, 0>(refs, None),
+                (true, true, false) => self.process_shaped::<true, true, false, 0>(refs, None),
+                (false, true, false) => self.process_shaped::<false, true, false, 0>(refs, None),
+                (true, false, true) => self.process_shaped::<true, false, true, 0>(refs, None),
+                (false, false, true) => self.process_shaped::<false, false, true, 0>(refs, None),
+                (true, true, true) => self.process_shaped::<true, true, true, 0>(refs, None),
+                (false, true, true) => self.process_shaped::<false, true, true, 0>(refs, None),
+            },
         }
     }
 
@@ -460,6 +474,30 @@ impl CpuMachine {
         Ok(frame)
     }
 
+    /// Checks every valid sub-entry of every Mosaic TLB against the OS: its CPFN must decode
+    /// to the frame the OS maps the page at now (a shootdown invalidates the sub-entry of
+    /// every page that leaves its frame), and so must the frame a hit on it would take from
+    /// the memo of decoded frames. For tests, in any build; changes nothing the simulation
+    /// reads.
+    pub fn check_mosaic_entries(&mut self) -> std::result::Result<(), String> {
+        let CpuMachine { mosaic, os, decoded: memo, .. } = self;
+        for m in mosaic.iter() {
+            let Some(layout) = os.iceberg() else { return Err("Mosaic TLBs over a memory that is not iceberg".into()) };
+            let decoded: Vec<_> = m.tlb.valid_pages().map(|(asid, vpn, cpfn)| (asid, vpn, cpfn, layout.decode_frame(page_key(asid, vpn), cpfn))).collect();
+            for (asid, vpn, cpfn, frame) in decoded {
+                let mapped = os.mapping(asid, vpn.addr().0).map(|t| t.pfn.0);
+                let remembered = memo.get(asid, vpn, cpfn).map(|pfn| pfn.0);
+                if frame != mapped || remembered.is_some_and(|pfn| Some(pfn) != mapped) {
+                    return Err(format!(
+                        "{}: CPFN {cpfn:#x} of asid {asid} page {:#x} decodes to {frame:?} (remembered {remembered:?}), the OS maps it at {mapped:?}",
+                        m.name, vpn.0
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
+
     /// Decodes a Mosaic hit's CPFN through the iceberg hash and keeps the frame in the memo.
     #[inline(never)]
     fn decode(&mut self, asid: Asid, vpn: Vpn, cpfn: u8) -> Pfn {
@@ -564,7 +602,7 @@ impl Machine for CpuMachine {
     fn process(&mut self, batch: &Batch) -> Result<()> {
         self.catch_up();
         let walks = self.os.walks();
-        self.simulate(&batch.refs)?;
+        self.simulate(&batch.refs, SecondCore::None)?;
         self.finish_batch(batch, walks);
         Ok(())
     }
@@ -584,7 +622,7 @@ impl Machine for CpuMachine {
             let mut tlb = self.tlb.take().expect("replays_hierarchy checked");
             let led = self.overlap(batch, |log| replay_steps(&mut tlb, log), |m, log| {
                 m.log = Some(std::mem::take(log));
-                let led = m.simulate(&batch.refs);
+                let led = m.simulate(&batch.refs, SecondCore::Hierarchy);
                 *log = m.log.take().expect("set above");
                 led
             });
@@ -595,6 +633,7 @@ impl Machine for CpuMachine {
             let mut lower = self.tlb.as_mut().expect("descends_apart checked").take_lower();
             let led = self.overlap(batch, |log| lower.replay(log.descent_size, &log.descents), |m, log| {
                 log.descent_size = size;
+                m.loops.count(LoopPath::Express { ways }, SecondCore::LowerLevels);
                 m.express(ways, &batch.refs, Some(&mut log.descents))
             });
             self.tlb.as_mut().expect("descends_apart checked").put_lower(lower);
@@ -623,11 +662,13 @@ impl Machine for CpuMachine {
             levels,
             mosaic: self.mosaic.iter().map(|m| MosaicStats { name: m.name.clone(), geometry: m.tlb.geometry().clone(), counters: m.tlb.counters() }).collect(),
             os,
+            loops: self.loops.uses().to_vec(),
         }
     }
 }
 
 mod decoded;
+pub mod loop_path;
 mod replay;
 #[cfg(test)]
 mod tests;

@@ -62,11 +62,22 @@ fn sweep() -> Batch {
     Batch { refs, instructions: 0 }
 }
 
+/// Simulates `refs` one reference per batch, checking after each that every valid sub-entry
+/// of every Mosaic TLB decodes to the frame the OS maps its page at (so that a hit on any of
+/// them gives the right frame).
+fn process_checking_mosaic(m: &mut CpuMachine, refs: Vec<MemRef>) {
+    for (i, r) in refs.into_iter().enumerate() {
+        m.process(&Batch { refs: vec![r], instructions: 0 }).unwrap();
+        if let Err(e) = m.check_mosaic_entries() {
+            panic!("after reference {i} ({r:?}): {e}");
+        }
+    }
+}
+
 #[test]
 fn mosaic_tlb_fills_whole_mosaic_pages_and_decodes_every_hit() {
-    // Debug builds also check every decoded CPFN against the page table here.
     let mut m = CpuMachine::new(&mosaic_spec(64 << 20, EvictionSpec::default(), 4));
-    m.process(&sweep()).unwrap();
+    process_checking_mosaic(&mut m, sweep().refs);
     let s = m.stats();
     let vanilla = &s.levels[0].counters;
     let mosaic = &s.mosaic[0].counters;
@@ -98,11 +109,11 @@ fn mosaic_beats_vanilla_on_a_prefaulted_stream_with_spatial_locality() {
 
 #[test]
 fn evicted_pages_are_shot_down_in_every_tlb() {
-    // 2 buckets = 128 frames for 512 pages: Horizon LRU evicts constantly, and every hit
-    // of both TLBs must still decode to the OS's current mapping (checked in debug builds).
+    // 2 buckets = 128 frames for 512 pages: Horizon LRU evicts constantly, and every entry
+    // of the Mosaic TLB must still decode to the OS's current mapping.
     let mut m = CpuMachine::new(&mosaic_spec(2 * 64 * 4096 * 3, EvictionSpec::HorizonLru(Default::default()), 4));
     let refs: Vec<MemRef> = (0..20_000u64).map(|i| MemRef::load((((i * 7919) % 512) << 12) | ((i % 64) * 64), 8)).collect();
-    m.process(&Batch { refs, instructions: 0 }).unwrap();
+    process_checking_mosaic(&mut m, refs);
     let s = m.stats();
     assert!(s.os.swap_outs > 1000 && s.os.swap_ins > 1000, "{:?}", s.os);
 }
@@ -112,8 +123,8 @@ fn a_refaulted_page_decodes_its_new_cpfn() {
     // 128 Mosaic-4 pages in 64 sets of 4 ways: every Mosaic page keeps its entry while
     // Horizon LRU evicts its pages and faults place them elsewhere (the entry is refilled in
     // place), so the same page hits again and again with a new CPFN. Each hit must decode the
-    // current CPFN (debug builds check every decoded frame against the page table), not
-    // reuse a frame the memo of decoded frames kept for the page.
+    // current CPFN (every entry is checked against the page table after each reference),
+    // not reuse a frame the memo of decoded frames kept for the page.
     let mut spec = mosaic_spec(2 * 64 * 4096 * 3, EvictionSpec::HorizonLru(Default::default()), 4);
     spec.mosaic[0].geometry.entries = 256;
     let mut m = CpuMachine::new(&spec);
@@ -121,7 +132,7 @@ fn a_refaulted_page_decodes_its_new_cpfn() {
     // mostly resident and hit, and are now and then evicted and refaulted.
     let mut draw = xorshift(0x9e37_79b9_7f4a_7c15);
     let refs: Vec<MemRef> = (0..40_000u64).map(|i| MemRef::load((draw() % if i % 2 == 0 { 200 } else { 512 }) << 12, 8)).collect();
-    m.process(&Batch { refs, instructions: 0 }).unwrap();
+    process_checking_mosaic(&mut m, refs);
     let s = m.stats();
     assert!(s.os.swap_ins > 1000, "{:?}", s.os);
     assert!(s.mosaic[0].counters.hits > 1000, "{:?}", s.mosaic[0].counters);
@@ -316,9 +327,40 @@ fn split_single_level_without_eviction_runs() {
         inclusive: false,
     };
     let mut m = CpuMachine::new(&CpuSpec { tlb: vec![l1], ..spec() });
+    assert!(matches!(m.loop_path(), LoopPath::SingleLevel { track: false, mosaic: false, .. }), "{:?}", m.loop_path());
     let refs = (0..100u64).map(|i| if i % 3 == 0 { MemRef::ifetch((i % 5) << 12, 4) } else { MemRef::load((i % 7) << 12, 8) }).collect();
     let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| m.process(&Batch { refs, instructions: 100 })));
     assert!(matches!(result, Ok(Ok(()))), "processing panicked or failed");
+    assert_eq!(m.stats().loops.len(), 1, "one loop for every batch");
+}
+
+/// Each shape of machine takes the loop its shape calls for, and reports it.
+#[test]
+fn every_shape_takes_its_loop() {
+    let fifo = ArrayGeometry { entries: 16, ways: 4, policy: Policy::Fifo, page_sizes: vec![PageSize::Size4K] };
+    let l2 = LevelGeometry { name: "L2".into(), ..level(256, 8) };
+    let lru = EvictionSpec::Lru(Default::default());
+    let tracking = |tlb: Vec<LevelGeometry>| CpuSpec { os: OsSpec { eviction: lru, ..OsSpec::simple(1 << 30, PlacementSpec::Random) }, tlb, ..spec() };
+    let shaped = |one_level, track, mosaic| LoopPath::General { one_level, track, mosaic };
+    let mut mosaic_only = mosaic_spec(64 << 20, EvictionSpec::default(), 4);
+    mosaic_only.tlb = vec![];
+    let cases = [
+        (CpuSpec { tlb: vec![level(64, 4)], ..spec() }, "express 4", LoopPath::Express { ways: 4 }),
+        (CpuSpec { tlb: vec![level(48, 12), l2.clone()], ..spec() }, "express 12 over an L2", LoopPath::Express { ways: 12 }),
+        (CpuSpec { tlb: vec![LevelGeometry { arrays: vec![fifo.clone()], ..level(16, 4) }], ..spec() }, "FIFO", shaped(true, false, false)),
+        (CpuSpec { tlb: vec![level(60, 3)], ..spec() }, "3 ways", shaped(true, false, false)),
+        (CpuSpec { tlb: vec![level(60, 3), l2.clone()], ..spec() }, "3 ways over an L2", shaped(false, false, false)),
+        (tracking(vec![level(60, 3)]), "3 ways, tracked", shaped(true, true, false)),
+        (tracking(vec![level(64, 4), l2]), "two levels, tracked", shaped(false, true, false)),
+        (mosaic_only, "Mosaic only", shaped(false, false, true)),
+    ];
+    for (spec, case, path) in cases {
+        assert_eq!(CpuMachine::new(&spec).loop_path(), path, "{case}");
+    }
+    for (spec, track, mosaic) in [(tracking(vec![level(64, 8)]), true, false), (mosaic_spec(64 << 20, EvictionSpec::default(), 4), false, true)] {
+        let path = CpuMachine::new(&spec).loop_path();
+        assert!(matches!(path, LoopPath::SingleLevel { level, track: t, mosaic: m } if level.ways == 8 * usize::from(track) + 4 * usize::from(mosaic) && t == track && m == mosaic), "{path:?}");
+    }
 }
 
 /// The OS's clock, and with it `scan_period`, counts page accesses (docs/configuration.md):
@@ -394,8 +436,9 @@ fn mixed_refs(n: u64, pages: f64, seed: u64) -> Vec<MemRef> {
 
 /// Feeds `refs` in batches of varied sizes to two machines of `spec`, one in sequence, the
 /// other on two cores (now and then a batch in sequence, which replays what is left first),
-/// and checks after every batch that their statistics agree; returns the last.
-fn same_on_two_cores(spec: &CpuSpec, refs: &[MemRef], case: &str) -> MachineStats {
+/// and checks after every batch that their statistics agree, and that the second machine
+/// used the second core (`second_core`) or never did; returns the last.
+fn same_on_two_cores(spec: &CpuSpec, refs: &[MemRef], second_core: bool, case: &str) -> MachineStats {
     let (mut sequential, mut replayed) = (CpuMachine::new(spec), CpuMachine::new(spec));
     let mut sizes = [5000, 7000, 300, 6000, 9000, 4000, 8700].into_iter().cycle();
     let mut rest = refs;
@@ -408,9 +451,17 @@ fn same_on_two_cores(spec: &CpuSpec, refs: &[MemRef], case: &str) -> MachineStat
         let batch = Batch { refs: chunk.to_vec(), instructions: chunk.len() as u64 };
         sequential.process(&batch).unwrap();
         if b % 4 == 3 { replayed.process(&batch) } else { replayed.process_on_two_cores(&batch) }.unwrap();
-        assert_eq!(replayed.stats(), sequential.stats(), "{case}, batch {b}");
+        assert_eq!(simulated(replayed.stats()), simulated(sequential.stats()), "{case}, batch {b}");
     }
+    let used = replayed.stats().loops;
+    assert_eq!(used.iter().any(|u| u.second_core != SecondCore::None), second_core, "{case}: loops used: {used:?}");
     sequential.stats()
+}
+
+/// `stats` without the loops that simulated them: what a machine simulated, the same on
+/// every loop.
+fn simulated(stats: MachineStats) -> MachineStats {
+    MachineStats { loops: Vec::new(), ..stats }
 }
 
 /// A machine replaying its conventional hierarchy on a second core
@@ -457,7 +508,8 @@ fn replaying_the_hierarchy_on_a_second_core_changes_no_statistic() {
                 let geometry = MosaicGeometry { entries: 32, ways: 2, policy: Policy::Lru, arity: 16 };
                 spec.mosaic.push(MosaicSpec { name: "mosaic-16".into(), geometry });
             }
-            let s = same_on_two_cores(&spec, &refs, &format!("hierarchy {h}, policy {p}"));
+            // Under recency on fill nothing is replayed (the fallback).
+            let s = same_on_two_cores(&spec, &refs, recency != Recency::Fill, &format!("hierarchy {h}, policy {p}"));
             assert!(s.os.page_faults > 900 && s.levels[0].counters.misses > 5000, "{s:?}");
             if eviction != EvictionSpec::default() {
                 assert!(s.os.swap_outs > 1000 && s.os.shootdowns > 1000, "hierarchy {h}, policy {p}: {:?}", s.os);
@@ -493,7 +545,7 @@ fn replaying_the_lower_levels_on_a_second_core_changes_no_statistic() {
             let os = OsSpec { page_size: size, ..OsSpec::simple(memory, PlacementSpec::Random) };
             let spec = CpuSpec { os, tlb, ..spec() };
             assert!(CpuMachine::new(&spec).descends_apart().is_some(), "{size:?}, hierarchy {h}: the express path");
-            let s = same_on_two_cores(&spec, &refs, &format!("{size:?}, hierarchy {h}"));
+            let s = same_on_two_cores(&spec, &refs, true, &format!("{size:?}, hierarchy {h}"));
             assert!(s.levels.iter().all(|l| l.counters.misses > 100), "{size:?}, hierarchy {h}: {:?}", s.levels);
             cases += 1;
         }
