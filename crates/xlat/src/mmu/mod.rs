@@ -13,8 +13,6 @@
 //! in the `page_table_drivers!` list below, which generates the configuration's names
 //! ([`PageTableKind`], `os.page_table`) and the dispatch ([`Driver`]).
 
-pub mod map;
-
 use crate::os::OsSpec;
 use crate::types::{Asid, PageSize, PhysAddr, Translation, Vpn};
 use serde::{Deserialize, Serialize};
@@ -70,10 +68,12 @@ pub trait PageTableDriver {
 }
 
 /// Declares the page-table drivers: each line gives a driver's variant, its name in
-/// configurations and its type (in a module of this folder). Generates [`PageTableKind`] and
-/// [`Driver`].
+/// configurations and its type in its module (a file of this folder, declared here).
+/// Generates [`PageTableKind`] and [`Driver`].
 macro_rules! page_table_drivers {
     ($($(#[$doc:meta])* $variant:ident = $name:literal => $module:ident::$driver:ident,)+) => {
+        $(pub mod $module;)+
+
         /// The page-table drivers by name, as written in configurations (`os.page_table`).
         #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
         pub enum PageTableKind {

@@ -22,13 +22,7 @@
 
 pub mod age;
 pub mod evictable;
-pub mod horizon_lru;
-pub mod iceberg_lru;
-pub mod lazy_iceberg_lru;
-pub mod linux;
-pub mod lru;
 pub mod lru_heap;
-pub mod never;
 pub mod recency;
 pub mod scan;
 
@@ -134,11 +128,13 @@ fn resident_limit(frames: u64, kept_free: f64) -> u64 {
 }
 
 /// Declares the eviction policies: each line gives a policy's variant, its name in
-/// configurations, its type and its parameters' type (in a module of this folder). Generates
-/// [`EvictionSpec`] (with its reading from files: a name, or a table with `kind` and the
-/// parameters) and [`Evictor`].
+/// configurations, its type and its parameters' type in its module (a file of this folder,
+/// declared here). Generates [`EvictionSpec`] (with its reading from files: a name, or a
+/// table with `kind` and the parameters) and [`Evictor`].
 macro_rules! eviction_policies {
     ($($(#[$doc:meta])* $variant:ident = $name:literal => $module:ident::$policy:ident($spec:ident),)+) => {
+        $(pub mod $module;)+
+
         /// The eviction policy and its parameters, validated. Written in files as the
         /// policy's name (`eviction = "horizon-lru"`, every parameter at its default) or as a
         /// table with its `kind` (`eviction = { kind = "linux", reserve = 0.01 }`).

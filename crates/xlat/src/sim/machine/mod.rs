@@ -9,8 +9,6 @@
 //! The one kind so far is [`cpu`]: one core's TLBs (a conventional hierarchy, Mosaic TLBs or
 //! both) over one OS model.
 
-pub mod cpu;
-
 use super::stats::MachineStats;
 use crate::config::raw::RawMachine;
 use crate::memref::Batch;
@@ -51,10 +49,12 @@ pub trait KindSpec: Sized {
 }
 
 /// Declares the kinds of machine: each line gives a kind's variant, its name in
-/// configurations, its machine type and its spec type (in a module of this folder).
-/// Generates [`MachineKind`] and [`MachineSpec`].
+/// configurations, and its machine and spec types in its module (of this folder, declared
+/// here). Generates [`MachineKind`] and [`MachineSpec`].
 macro_rules! machine_kinds {
     ($($(#[$doc:meta])* $variant:ident = $name:literal => $module:ident::$machine:ident($spec:ident),)+) => {
+        $(pub mod $module;)+
+
         /// The kinds of machine by name, as written in configurations (`kind` of
         /// `[[machine]]`).
         #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
