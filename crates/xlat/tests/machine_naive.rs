@@ -3,6 +3,9 @@
 //! `common/machine_ref.rs`, on random reference streams of several address spaces under
 //! heavy memory pressure (footprints 1.5 to 3 times the memory).
 //!
+//! The OS is also compared alone (`xlat::os::Os` against `common/os_ref.rs`), frame by
+//! frame: the machine's statistics do not show which frame or iceberg slot a page takes.
+//!
 //! Each stream is fed to the machine in batches of random sizes, each through
 //! `Machine::process` or `Machine::process_on_two_cores` at random, and to the model one
 //! reference at a time; every statistic of `Machine::stats` (per level and side, per Mosaic
@@ -27,7 +30,7 @@
 mod common;
 
 use common::machine_ref::RefMachine;
-use common::os_ref::{RefNoFrame, RefOom};
+use common::os_ref::{RefNoFrame, RefOom, RefOs};
 use proptest::prelude::*;
 use proptest::sample::select;
 use rand::{Rng, SeedableRng};
@@ -35,12 +38,16 @@ use rand_xoshiro::Xoshiro256PlusPlus;
 use xlat::hash::HashSpec;
 use xlat::os::eviction::{EvictionSpec, IcebergLruSpec, LazyIcebergLruSpec};
 use xlat::os::iceberg::{BackyardRanges, IcebergSpec};
-use xlat::os::{OsSpec, PlacementSpec, Recency};
+use xlat::mmu::NoReads;
+use xlat::os::{Os, OsSpec, OsStats, PlacementSpec, Recency, WalkBy};
 use xlat::sim::{Machine, MachineSpec, MachineStats, MosaicSpec};
 use xlat::tlb::{ArrayGeometry, LevelGeometry, MosaicGeometry, Policy};
-use xlat::{AccessKind, Batch, MemRef, PageSize};
+use xlat::{AccessKind, Asid, Batch, MemRef, PageSize, Pfn};
 
 const K4: PageSize = PageSize::Size4K;
+
+/// Cases of each property: the six tests take about 7 s of one core in the test profile.
+const CASES: u32 = 500;
 
 /// Bytes of a page.
 const PAGE: u64 = 4096;
@@ -60,38 +67,58 @@ struct Stream {
     shared: bool,
 }
 
-/// The next page of a stream after `last`: half the time one of the first eighth of the
-/// pages (a hot region), a fifth of the time the next page (a sweep), else any page.
-fn next_page(rng: &mut Xoshiro256PlusPlus, pages: u64, last: u64) -> u64 {
-    match rng.random_range(0..10) {
-        0..=4 => rng.random_range(0..(pages / 8).max(1)),
-        5 | 6 => (last + 1) % pages,
-        _ => rng.random_range(0..pages),
+/// Where a stream is: the address space running, the last page and the next page of the
+/// cold sweep over every page of every address space.
+struct Cursor {
+    running: u16,
+    last: u64,
+    cold: u64,
+}
+
+impl Cursor {
+    /// The next page of `s` and its address space: the running one (or, a tenth of the time,
+    /// any), half the time one of the first eighth of its pages (a hot region), a tenth of
+    /// the time the page after the last, a tenth of the time any; and 30% of the time the
+    /// cold sweep's next page (so that 0.3 × `s.len` references touch that many pages, or
+    /// all of them).
+    fn next(&mut self, rng: &mut Xoshiro256PlusPlus, s: &Stream) -> (u16, u64) {
+        if rng.random_ratio(1, 50) {
+            self.running = rng.random_range(0..s.asids);
+        }
+        let asid = if rng.random_ratio(1, 10) { rng.random_range(0..s.asids) } else { self.running };
+        self.last = match rng.random_range(0..10) {
+            0..=4 => rng.random_range(0..(s.pages / 8).max(1)),
+            5 => (self.last + 1) % s.pages,
+            6 => rng.random_range(0..s.pages),
+            _ => {
+                self.cold += 1;
+                let (asid, page) = ((self.cold / s.pages % u64::from(s.asids)) as u16, self.cold % s.pages);
+                return (asid, page);
+            }
+        };
+        (asid, self.last)
     }
 }
 
 /// The offset and size of a reference: mostly 8 bytes within a page, 4% straddling a page
-/// boundary, 1% covering two to four pages.
+/// boundary, 1% covering two to four pages, 1% of size 0 (read as 1) at a page's last byte.
 fn extent(rng: &mut Xoshiro256PlusPlus) -> (u64, u16) {
     match rng.random_range(0..100) {
         0..=3 => (PAGE - rng.random_range(1..8), 8),
         4 => (rng.random_range(0..PAGE), rng.random_range(4097..=12_000)),
+        5 => (PAGE - 1, 0),
         _ => (rng.random_range(0..512) * 8, 8),
     }
 }
 
-/// The references of `s`: an address space runs for a while (a scheduler's turn), with a
-/// tenth of the references from any address space.
+/// The references of `s`: an address space runs for a while (a scheduler's turn), and
+/// pages are drawn as [`Cursor::next`] says.
 fn references(s: &Stream) -> Vec<MemRef> {
     let mut rng = Xoshiro256PlusPlus::seed_from_u64(s.seed);
-    let (mut running, mut last) = (0, 0);
+    let mut cursor = Cursor { running: 0, last: 0, cold: 0 };
     (0..s.len)
         .map(|_| {
-            if rng.random_ratio(1, 50) {
-                running = rng.random_range(0..s.asids);
-            }
-            let asid = if rng.random_ratio(1, 10) { rng.random_range(0..s.asids) } else { running };
-            last = next_page(&mut rng, s.pages, last);
+            let (asid, page) = cursor.next(&mut rng, s);
             let base = if s.shared { 0x40_0000 } else { 0x40_0000 + u64::from(asid) * 0x10_0000 };
             let (offset, size) = extent(&mut rng);
             let kind = match rng.random_range(0..20) {
@@ -99,18 +126,19 @@ fn references(s: &Stream) -> Vec<MemRef> {
                 11..=16 => AccessKind::Store,
                 _ => AccessKind::IFetch,
             };
-            MemRef { vaddr: ((base + last) << 12) + offset, asid, size, kind }
+            MemRef { vaddr: ((base + page) << 12) + offset, asid, size, kind }
         })
         .collect()
 }
 
 /// Streams of 2 to 4 address spaces whose pages together are `low` to `high` tenths of
-/// `frames`, of `len` references.
-fn streams(frames: u64, low: u64, high: u64, len: std::ops::Range<usize>) -> impl Strategy<Value = Stream> {
-    (2u16..=4, low..=high, len, any::<u64>(), any::<bool>()).prop_map(move |(asids, tenths, len, seed, shared)| Stream {
+/// `frames`, of `per_frame` references per frame (so that a stream whose pages outnumber
+/// the frames touches more pages than there are frames).
+fn streams(frames: u64, low: u64, high: u64, per_frame: std::ops::Range<usize>) -> impl Strategy<Value = Stream> {
+    (2u16..=4, low..=high, per_frame, any::<u64>(), any::<bool>()).prop_map(move |(asids, tenths, per_frame, seed, shared)| Stream {
         asids,
         pages: (frames * tenths / 10 / u64::from(asids)).max(1),
-        len,
+        len: frames as usize * per_frame,
         seed,
         shared,
     })
@@ -125,9 +153,10 @@ fn policy() -> impl Strategy<Value = Policy> {
 }
 
 /// An array of 4 KiB pages (sometimes also holding 2 MiB pages, which the OS never maps) of
-/// any policy, associativity and set count.
+/// any policy, associativity (above 32 ways, the TLB model's hashed index) and set count.
 fn array() -> impl Strategy<Value = ArrayGeometry> {
-    (select(vec![1usize, 2, 3, 4, 6, 8, 12, 16]), select(vec![1usize, 2, 3, 4, 8, 16]), policy(), any::<bool>()).prop_map(|(ways, sets, policy, huge)| {
+    let ways = select(vec![1usize, 2, 3, 4, 6, 8, 12, 16, 48]);
+    (ways, select(vec![1usize, 2, 3, 4, 8, 16]), policy(), any::<bool>()).prop_map(|(ways, sets, policy, huge)| {
         let page_sizes = if huge { vec![K4, PageSize::Size2M] } else { vec![K4] };
         ArrayGeometry { entries: ways * sets, ways, policy, page_sizes }
     })
@@ -171,7 +200,7 @@ fn mosaic_tlbs() -> impl Strategy<Value = Vec<MosaicSpec>> {
     })
 }
 
-/// An iceberg geometry of `buckets` buckets and its frames: the paper's (6 to 8 buckets of
+/// An iceberg geometry of `buckets` buckets and its frames: the paper's (6 to 10 buckets of
 /// 64 frames), or a small one of 8 frames a bucket (6 front, 3 choices of 2 back, backyard
 /// ranges disjoint or not, either hash) or of 16 (12 front, 2 choices of 4 back).
 fn iceberg() -> impl Strategy<Value = (IcebergSpec, u64)> {
@@ -183,7 +212,7 @@ fn iceberg() -> impl Strategy<Value = (IcebergSpec, u64)> {
         spec
     };
     prop_oneof![
-        (6u64..=8).prop_map(|buckets| (IcebergSpec::default(), buckets * 64)),
+        (6u64..=10).prop_map(|buckets| (IcebergSpec::default(), buckets * 64)),
         (12u64..=40, any::<bool>(), any::<bool>()).prop_map(move |(buckets, all, xxhash)| (small(6, 2, 3, all, xxhash), buckets * 8)),
         (4u64..=16, any::<bool>()).prop_map(move |(buckets, all)| (small(12, 4, 2, all, false), buckets * 16)),
     ]
@@ -248,8 +277,23 @@ fn machine(os: OsSpec, tlb: Option<Vec<LevelGeometry>>, mosaic: Vec<MosaicSpec>,
     MachineSpec { name: "m".into(), seed, os, tlb, mosaic }
 }
 
-fn frames(spec: &MachineSpec) -> u64 {
-    spec.os.memory / PAGE
+/// Machines of any TLBs (Mosaic TLBs over iceberg memory) over the OSes of `oses`.
+fn machines(oses: impl Strategy<Value = OsSpec>) -> impl Strategy<Value = MachineSpec> {
+    (oses, prop::option::weighted(0.8, hierarchy()), mosaic_tlbs(), any::<u64>()).prop_map(|(os, tlb, mosaic, seed)| machine(os, tlb, mosaic, seed))
+}
+
+/// Machines of any TLBs over an OS that never evicts, of about `frames` frames.
+fn lasting_machines(frames: std::ops::RangeInclusive<u64>) -> impl Strategy<Value = MachineSpec> {
+    machines(frames.prop_flat_map(lasting_os))
+}
+
+/// Each machine of `machines` with a stream of `low` to `high` tenths of its frames and
+/// `per_frame` references per frame (see [`streams`]), and the seed of its batches.
+fn with_streams(machines: impl Strategy<Value = MachineSpec>, low: u64, high: u64, per_frame: std::ops::Range<usize>) -> impl Strategy<Value = (MachineSpec, Stream, u64)> {
+    machines.prop_flat_map(move |spec| {
+        let frames = spec.os.memory / PAGE;
+        (Just(spec), streams(frames, low, high, per_frame.clone()), any::<u64>())
+    })
 }
 
 // ------------------------------------------------------------------------------------------
@@ -299,15 +343,52 @@ fn check(spec: &MachineSpec, refs: &[MemRef], seed: u64) -> Result<(MachineStats
     Ok((model.stats(), None))
 }
 
+/// Drives the OS of `spec` alone and the model's, as a machine whose TLBs hit at random
+/// (only on mapped pages) and whose walks are its first TLB's three times in four: the frame
+/// and CPFN of every walk, the pages left for a shootdown after every reference and, at the
+/// end, every counter must be the model's. This sees what a machine's statistics cannot:
+/// which frame (and iceberg slot) each page takes.
+fn check_os(spec: &OsSpec, refs: &[MemRef], seed: u64) -> Result<OsStats, TestCaseError> {
+    let mut os = Os::new(spec, seed);
+    let mut model = RefOs::new(spec);
+    let mut rng = Xoshiro256PlusPlus::seed_from_u64(seed);
+    for (i, r) in refs.iter().enumerate() {
+        let (asid, vaddr, vpn) = (r.asid, r.vaddr, r.vaddr >> 12);
+        if model.frame(asid, vpn).is_none() || rng.random_bool(0.5) {
+            let first = rng.random_ratio(3, 4);
+            let by = if first { WalkBy::FirstTlb } else { WalkBy::OtherTlb };
+            let frame = os.walk(asid, vaddr, by, &mut NoReads).map(|w| w.translation.pfn.0).ok();
+            prop_assert_eq!(frame, model.walk(asid, vaddr, first).ok(), "reference {}: frame", i);
+            prop_assert_eq!(os.cpfn(asid, vaddr), model.cpfn(asid, vpn), "reference {}: CPFN", i);
+        }
+        if os.tracks_use() {
+            let frame = model.frame(asid, vpn).expect("walked or hit: mapped");
+            os.access(Pfn(frame), r.kind == AccessKind::Store).expect("no copy without the swap cache");
+            model.access(asid, vpn);
+        }
+        let shot: Vec<(Asid, u64)> = os.take_shootdowns().map(|pages| pages.map(|p| (p.asid, p.vpn.0)).collect()).unwrap_or_default();
+        prop_assert_eq!(shot, model.take_shootdowns(), "reference {}: pages evicted", i);
+    }
+    prop_assert_eq!(os.stats(), model.stats());
+    Ok(model.stats())
+}
+
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(48))]
+    #![proptest_config(ProptestConfig::with_cases(CASES))]
+
+    /// The OS alone under memory pressure: every frame, CPFN and eviction.
+    #[test]
+    fn prop_os_places_and_evicts_every_page_as_the_naive_model_does(
+        (spec, stream, seed) in evicting_os().prop_flat_map(|os| { let f = os.memory / PAGE; (Just(os), streams(f, 15, 30, 6..10), any::<u64>()) })
+    ) {
+        let stats = check_os(&spec, &references(&stream), seed)?;
+        prop_assert!(stats.evictions > 0, "no pressure: {:?}", stats);
+    }
 
     /// Under memory pressure, every OS that evicts, with conventional and Mosaic TLBs.
     #[test]
     fn prop_machine_under_pressure_matches_the_naive_model(
-        (spec, stream, seed) in (evicting_os(), prop::option::weighted(0.8, hierarchy()), mosaic_tlbs(), any::<u64>())
-            .prop_map(|(os, tlb, mosaic, seed)| machine(os, tlb, mosaic, seed))
-            .prop_flat_map(|spec| { let f = frames(&spec); (Just(spec), streams(f, 15, 30, 1500..4000), any::<u64>()) })
+        (spec, stream, seed) in with_streams(machines(evicting_os()), 15, 30, 6..10)
     ) {
         let (stats, oom) = check(&spec, &references(&stream), seed)?;
         prop_assert_eq!(oom, None);
@@ -318,10 +399,7 @@ proptest! {
     /// every TLB's counters.
     #[test]
     fn prop_machine_without_eviction_matches_the_naive_model(
-        (spec, stream, seed) in (256u64..=1024)
-            .prop_flat_map(|frames| (lasting_os(frames), prop::option::weighted(0.8, hierarchy()), mosaic_tlbs(), any::<u64>()))
-            .prop_map(|(os, tlb, mosaic, seed)| machine(os, tlb, mosaic, seed))
-            .prop_flat_map(|spec| { let f = frames(&spec); (Just(spec), streams(f, 2, 5, 1000..3000), any::<u64>()) })
+        (spec, stream, seed) in with_streams(lasting_machines(256..=1024), 2, 5, 2..5)
     ) {
         check(&spec, &references(&stream), seed)?;
     }
@@ -330,10 +408,10 @@ proptest! {
     /// takes (and the levels below the first replayed on a second core).
     #[test]
     fn prop_express_path_matches_the_naive_model(
-        (spec, stream, seed) in (256u64..=1024)
-            .prop_flat_map(|frames| (lasting_os(frames), express_hierarchy(), any::<u64>()))
-            .prop_map(|(os, tlb, seed)| machine(os, Some(tlb), Vec::new(), seed))
-            .prop_flat_map(|spec| { let f = frames(&spec); (Just(spec), streams(f, 2, 5, 2000..5000), any::<u64>()) })
+        (spec, stream, seed) in with_streams(
+            ((256u64..=1024).prop_flat_map(lasting_os), express_hierarchy(), any::<u64>()).prop_map(|(os, tlb, seed)| machine(os, Some(tlb), Vec::new(), seed)),
+            2, 5, 3..8,
+        )
     ) {
         check(&spec, &references(&stream), seed)?;
     }
@@ -342,10 +420,7 @@ proptest! {
     /// frame is the same, in the same batch, for the same reason.
     #[test]
     fn prop_a_fault_without_a_frame_fails_where_the_naive_model_does(
-        (spec, stream, seed) in (64u64..=256)
-            .prop_flat_map(|frames| (lasting_os(frames), prop::option::weighted(0.8, hierarchy()), mosaic_tlbs(), any::<u64>()))
-            .prop_map(|(os, tlb, mosaic, seed)| machine(os, tlb, mosaic, seed))
-            .prop_flat_map(|spec| { let f = frames(&spec); (Just(spec), streams(f, 20, 40, 1500..3000), any::<u64>()) })
+        (spec, stream, seed) in with_streams(lasting_machines(64..=256), 20, 40, 8..16)
     ) {
         let (_, oom) = check(&spec, &references(&stream), seed)?;
         prop_assert!(oom.is_some(), "the footprint fitted");
