@@ -46,7 +46,8 @@ use xlat::{AccessKind, Asid, Batch, MemRef, PageSize, Pfn};
 
 const K4: PageSize = PageSize::Size4K;
 
-/// Cases of each property: the six tests take about 7 s of one core in the test profile.
+/// Cases of each property: the six tests take about 9 s of one core in the test profile
+/// (5 to 8 s on two).
 const CASES: u32 = 500;
 
 /// Bytes of a page.

@@ -24,8 +24,10 @@
 //!   oldest of the page's candidates when all of them hold pages, for the others);
 //!   `horizon-lru` (ghosts are the pages last used before the horizon, the highest last use
 //!   of any page evicted); `iceberg-lru` (before placing, the oldest pages of the memory go
-//!   while `frames - floor(delta * frames)` pages or more are resident, "delta of memory left
-//!   unused" in whole frames); `lazy-iceberg-lru` (before placing, the oldest unmarked pages
+//!   while `frames - floor(delta * frames)` pages or more are resident: "delta of memory left
+//!   unused" rounded down to whole frames, as the engine rounds it; the documentation's "at
+//!   most 1 - delta of memory resident" read strictly would keep one page fewer whenever
+//!   `delta * frames` is not whole); `lazy-iceberg-lru` (before placing, the oldest unmarked pages
 //!   are marked while that many pages or more are unmarked; marked pages are the ghosts, and
 //!   a recorded use unmarks its page). A placement that finds every candidate live is a
 //!   conflict, and the oldest candidate goes (the first in candidate order among equals).
