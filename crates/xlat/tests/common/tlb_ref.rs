@@ -430,6 +430,18 @@ impl RefHierarchy {
         kind: AccessKind,
         walk: impl FnOnce() -> Translation,
     ) -> Option<usize> {
+        self.access_translation(asid, vaddr, kind, walk).0
+    }
+
+    /// [`RefHierarchy::access`], also returning the translation that served it: the entry
+    /// that hit (possibly a splinter), or the walk's.
+    pub fn access_translation(
+        &mut self,
+        asid: Asid,
+        vaddr: u64,
+        kind: AccessKind,
+        walk: impl FnOnce() -> Translation,
+    ) -> (Option<usize>, Translation) {
         let mut found = None;
         for i in 0..self.levels.len() {
             if let Some(t) = self.levels[i].side(kind).lookup(asid, vaddr) {
@@ -455,7 +467,7 @@ impl RefHierarchy {
                 }
             }
         }
-        result
+        (result, t)
     }
 
     pub fn invalidate(&mut self, asid: Asid, vaddr: u64) -> usize {
