@@ -40,7 +40,8 @@ use xlat::os::eviction::{EvictionSpec, IcebergLruSpec, LazyIcebergLruSpec};
 use xlat::os::iceberg::{BackyardRanges, IcebergSpec};
 use xlat::mmu::NoReads;
 use xlat::os::{Os, OsSpec, OsStats, PlacementSpec, Recency, WalkBy};
-use xlat::sim::{Machine, MachineSpec, MachineStats, MosaicSpec};
+use xlat::sim::machine::cpu::loop_path::{LoopPath, LoopUse, SecondCore};
+use xlat::sim::{CpuMachine, CpuSpec, Machine, MachineStats, MosaicSpec};
 use xlat::tlb::{ArrayGeometry, LevelGeometry, MosaicGeometry, Policy};
 use xlat::{AccessKind, Asid, Batch, MemRef, PageSize, Pfn};
 
@@ -268,29 +269,29 @@ fn lasting_os(frames: u64) -> impl Strategy<Value = OsSpec> {
 
 /// The machine of `os` with the hierarchy `tlb` (if any) and the Mosaic TLBs `mosaic` (if
 /// the placement is iceberg); a machine left without a TLB gets one level.
-fn machine(os: OsSpec, tlb: Option<Vec<LevelGeometry>>, mosaic: Vec<MosaicSpec>, seed: u64) -> MachineSpec {
+fn machine(os: OsSpec, tlb: Option<Vec<LevelGeometry>>, mosaic: Vec<MosaicSpec>, seed: u64) -> CpuSpec {
     let mosaic = if matches!(os.placement, PlacementSpec::Iceberg(_)) { mosaic } else { Vec::new() };
     let tlb = match tlb {
         Some(levels) => levels,
         None if !mosaic.is_empty() => Vec::new(),
         None => vec![level(0, ArrayGeometry { entries: 16, ways: 4, policy: Policy::Lru, page_sizes: vec![K4] }, None, false)],
     };
-    MachineSpec { name: "m".into(), seed, os, tlb, mosaic }
+    CpuSpec { name: "m".into(), seed, os, tlb, mosaic }
 }
 
 /// Machines of any TLBs (Mosaic TLBs over iceberg memory) over the OSes of `oses`.
-fn machines(oses: impl Strategy<Value = OsSpec>) -> impl Strategy<Value = MachineSpec> {
+fn machines(oses: impl Strategy<Value = OsSpec>) -> impl Strategy<Value = CpuSpec> {
     (oses, prop::option::weighted(0.8, hierarchy()), mosaic_tlbs(), any::<u64>()).prop_map(|(os, tlb, mosaic, seed)| machine(os, tlb, mosaic, seed))
 }
 
 /// Machines of any TLBs over an OS that never evicts, of about `frames` frames.
-fn lasting_machines(frames: std::ops::RangeInclusive<u64>) -> impl Strategy<Value = MachineSpec> {
+fn lasting_machines(frames: std::ops::RangeInclusive<u64>) -> impl Strategy<Value = CpuSpec> {
     machines(frames.prop_flat_map(lasting_os))
 }
 
 /// Each machine of `machines` with a stream of `low` to `high` tenths of its frames and
 /// `per_frame` references per frame (see [`streams`]), and the seed of its batches.
-fn with_streams(machines: impl Strategy<Value = MachineSpec>, low: u64, high: u64, per_frame: std::ops::Range<usize>) -> impl Strategy<Value = (MachineSpec, Stream, u64)> {
+fn with_streams(machines: impl Strategy<Value = CpuSpec>, low: u64, high: u64, per_frame: std::ops::Range<usize>) -> impl Strategy<Value = (CpuSpec, Stream, u64)> {
     machines.prop_flat_map(move |spec| {
         let frames = spec.os.memory / PAGE;
         (Just(spec), streams(frames, low, high, per_frame.clone()), any::<u64>())
@@ -318,9 +319,9 @@ fn names(err: &xlat::Error, oom: &RefOom) -> bool {
 /// references (sizes, instruction counts and whether a batch goes through
 /// `process_on_two_cores` drawn from `seed`), comparing every statistic after each batch.
 /// A fault without a frame must stop both in the same batch, naming the same reference.
-/// Returns the model's last statistics and its error, if any.
-fn check(spec: &MachineSpec, refs: &[MemRef], seed: u64) -> Result<(MachineStats, Option<RefOom>), TestCaseError> {
-    let mut real = Machine::new(spec);
+/// Returns the model's last statistics and its error, if any, and the loops the machine ran.
+fn check(spec: &CpuSpec, refs: &[MemRef], seed: u64) -> Result<(MachineStats, Option<RefOom>, Vec<LoopUse>), TestCaseError> {
+    let mut real = CpuMachine::new(spec);
     let mut model = RefMachine::new(spec);
     let mut rng = Xoshiro256PlusPlus::seed_from_u64(seed);
     let mut rest = refs;
@@ -335,13 +336,13 @@ fn check(spec: &MachineSpec, refs: &[MemRef], seed: u64) -> Result<(MachineStats
         if let Err(oom) = model.process(&batch.refs, batch.instructions) {
             let err = result.err();
             prop_assert!(err.as_ref().is_some_and(|e| names(e, &oom)), "{}: the model found no frame ({:?}), the machine: {:?}", at, oom, err);
-            return Ok((model.stats(), Some(oom)));
+            return Ok((model.stats(), Some(oom), real.stats().loops));
         }
         prop_assert!(result.is_ok(), "{}: the machine failed where the model did not: {:?}", at, result);
-        prop_assert_eq!(real.stats(), model.stats(), "{}", at);
+        prop_assert_eq!(MachineStats { loops: Vec::new(), ..real.stats() }, model.stats(), "{}", at);
         done += refs.len();
     }
-    Ok((model.stats(), None))
+    Ok((model.stats(), None, real.stats().loops))
 }
 
 /// Drives the OS of `spec` alone and the model's, as a machine whose TLBs hit at random
@@ -391,7 +392,7 @@ proptest! {
     fn prop_machine_under_pressure_matches_the_naive_model(
         (spec, stream, seed) in with_streams(machines(evicting_os()), 15, 30, 6..10)
     ) {
-        let (stats, oom) = check(&spec, &references(&stream), seed)?;
+        let (stats, oom, _) = check(&spec, &references(&stream), seed)?;
         prop_assert_eq!(oom, None);
         prop_assert!(stats.os.evictions > 0, "no pressure: {:?}", stats.os);
     }
@@ -423,7 +424,7 @@ proptest! {
     fn prop_a_fault_without_a_frame_fails_where_the_naive_model_does(
         (spec, stream, seed) in with_streams(lasting_machines(64..=256), 20, 40, 8..16)
     ) {
-        let (_, oom) = check(&spec, &references(&stream), seed)?;
+        let (_, oom, _) = check(&spec, &references(&stream), seed)?;
         prop_assert!(oom.is_some(), "the footprint fitted");
     }
 }
@@ -457,9 +458,91 @@ fn every_policy_and_recency_matches_the_naive_model() {
                 }
                 let spec = machine(os(frames, placement, eviction, recency), levels, mosaic, 7);
                 let stream = Stream { asids: 3, pages: frames * 2 / 3, len: 4000, seed: 11, shared: true };
-                let (stats, _) = check(&spec, &references(&stream), 5).unwrap_or_else(|e| panic!("{spec:?}: {e}"));
+                let (stats, _, _) = check(&spec, &references(&stream), 5).unwrap_or_else(|e| panic!("{spec:?}: {e}"));
                 assert!(stats.os.evictions > 100, "{spec:?}: {:?}", stats.os);
             }
         }
+    }
+}
+
+/// The ways of the arrays the loops are compiled for.
+const SPECIALIZED_WAYS: [usize; 6] = [1, 2, 4, 8, 12, 16];
+
+/// A machine for each of the CPU machine's loops, and the loop it must take: the express
+/// path for each specialized associativity (alone and over a second level, which a second
+/// core may replay); one level of each specialized associativity with use tracked or not and
+/// Mosaic TLBs or not; the general path for each combination of one level or several, use
+/// tracked or not, Mosaic TLBs or not.
+fn one_machine_per_loop() -> Vec<(CpuSpec, LoopPath)> {
+    let lru = |entries, ways| ArrayGeometry { entries, ways, policy: Policy::Lru, page_sizes: vec![K4] };
+    let fifo = ArrayGeometry { policy: Policy::Fifo, ..lru(16, 4) };
+    let second = level(1, lru(256, 8), None, false);
+    let mosaic = vec![MosaicSpec { name: "mosaic-4".into(), geometry: MosaicGeometry { entries: 32, ways: 4, policy: Policy::Lru, arity: 4 } }];
+    let iceberg = PlacementSpec::Iceberg(IcebergSpec::default());
+    // Use is tracked under eviction; Mosaic TLBs need iceberg memory.
+    let os_of = |track: bool, mosaic: bool| {
+        let placement = if mosaic { iceberg } else { PlacementSpec::Sequential };
+        let eviction = match (track, mosaic) {
+            (false, _) => EvictionSpec::default(),
+            (true, false) => EvictionSpec::Lru(Default::default()),
+            (true, true) => EvictionSpec::HorizonLru(Default::default()),
+        };
+        os(if track { 384 } else { 4096 }, placement, eviction, Recency::Access)
+    };
+    let with = |track, mosaic_tlbs: bool, tlb| machine(os_of(track, mosaic_tlbs), tlb, if mosaic_tlbs { mosaic.clone() } else { Vec::new() }, 3);
+    let mut machines = Vec::new();
+    for ways in SPECIALIZED_WAYS {
+        let first = level(0, lru(16 * ways, ways), None, false);
+        machines.push((with(false, false, Some(vec![first.clone()])), LoopPath::Express { ways }));
+        machines.push((with(false, false, Some(vec![first.clone(), second.clone()])), LoopPath::Express { ways }));
+        for (track, mosaic) in [(false, false), (true, false), (false, true), (true, true)] {
+            // Without tracking or Mosaic TLBs, an instruction side the express path declines.
+            let instr = (!track && !mosaic).then(|| fifo.clone());
+            let spec = with(track, mosaic, Some(vec![level(0, lru(16 * ways, ways), instr, false)]));
+            let level = CpuMachine::new(&spec).loop_path();
+            assert!(matches!(level, LoopPath::SingleLevel { level, .. } if level.ways == ways), "{ways} ways: {level:?}");
+            machines.push((spec, LoopPath::SingleLevel { level: single_level(level), track, mosaic }));
+        }
+    }
+    for (track, mosaic) in [(false, false), (true, false), (false, true), (true, true)] {
+        let general = level(0, lru(48, 3), None, false);
+        machines.push((with(track, mosaic, Some(vec![general.clone()])), LoopPath::General { one_level: true, track, mosaic }));
+        machines.push((with(track, mosaic, Some(vec![general, second.clone()])), LoopPath::General { one_level: false, track, mosaic }));
+    }
+    machines
+}
+
+/// The single level of `path`, a [`LoopPath::SingleLevel`].
+fn single_level(path: LoopPath) -> xlat::tlb::SingleLevel {
+    match path {
+        LoopPath::SingleLevel { level, .. } => level,
+        other => panic!("not a single level: {other:?}"),
+    }
+}
+
+/// Every loop of the CPU machine (each of the 38 compiled forms, with and without a second
+/// core where it may use one) gives the naive model's statistics on streams of several
+/// address spaces, with eviction where use is tracked and Mosaic TLBs where the loop has
+/// them.
+#[test]
+fn every_loop_matches_the_naive_model() {
+    let mut second_cores = Vec::new();
+    let machines = one_machine_per_loop();
+    assert_eq!(machines.len(), 2 * 6 + 4 * 6 + 8);
+    for (spec, path) in machines {
+        assert_eq!(CpuMachine::new(&spec).loop_path(), path, "{spec:?}");
+        let frames = spec.os.memory / PAGE;
+        let pages = if spec.os.eviction.evicts() { frames * 2 } else { frames / 8 };
+        let stream = Stream { asids: 3, pages: pages / 3, len: 6000, seed: 17, shared: false };
+        let (stats, oom, loops) = check(&spec, &references(&stream), 9).unwrap_or_else(|e| panic!("{path:?}: {e}"));
+        assert_eq!(oom, None, "{path:?}");
+        assert_eq!(stats.os.evictions > 0, spec.os.eviction.evicts(), "{path:?}: {:?}", stats.os);
+        // The machine ran on its path, in sequence and, where it may, with a second core.
+        let lead = |u: &&LoopUse| u.path == path || (u.second_core == SecondCore::Hierarchy && matches!(u.path, LoopPath::General { one_level: false, .. }));
+        assert!(loops.iter().filter(lead).count() == loops.len(), "{path:?}: ran {loops:?}");
+        second_cores.extend(loops.iter().map(|u| u.second_core));
+    }
+    for mode in [SecondCore::None, SecondCore::Hierarchy, SecondCore::LowerLevels] {
+        assert!(second_cores.contains(&mode), "no machine used {mode:?}");
     }
 }

@@ -14,7 +14,7 @@
 //! The machine's first TLB, whose walks are the uses under `recency = "fill"`, is the
 //! conventional hierarchy, else the first Mosaic TLB. A shootdown invalidates the page at
 //! every level and side of the hierarchy and its sub-entry in every Mosaic TLB. Seeds follow
-//! `Machine::new`: the hierarchy takes the machine's seed, Mosaic TLB `i` the seed
+//! `CpuMachine::new`: the hierarchy takes the machine's seed, Mosaic TLB `i` the seed
 //! `seed ^ (i + 1) * 0x9e37_79b9_7f4a_7c15` (wrapping); only random replacement reads them.
 //!
 //! The model also checks itself: every conventional hit gives, and every Mosaic hit names,
@@ -30,7 +30,7 @@ use super::mosaic_ref::RefMosaic;
 use super::os_ref::{RefOom, RefOs};
 use super::tlb_ref::RefHierarchy;
 use xlat::sim::stats::{MosaicStats, RefCounters};
-use xlat::sim::{MachineSpec, MachineStats};
+use xlat::sim::{CpuSpec, MachineStats};
 use xlat::tlb::{MosaicGeometry, MosaicLookup};
 use xlat::{AccessKind, Asid, MemRef, PageSize, Pfn, Translation, Vpn};
 
@@ -52,7 +52,7 @@ pub struct RefMachine {
 
 impl RefMachine {
     /// The machine of `spec`: empty TLBs, nothing mapped.
-    pub fn new(spec: &MachineSpec) -> RefMachine {
+    pub fn new(spec: &CpuSpec) -> RefMachine {
         let os = RefOs::new(&spec.os);
         let mosaic = spec
             .mosaic
@@ -169,7 +169,7 @@ impl RefMachine {
         }
     }
 
-    /// Statistics so far, as `Machine::stats` gives them.
+    /// Statistics so far, as `Machine::stats` gives them (with no loops: the model has one).
     pub fn stats(&self) -> MachineStats {
         MachineStats {
             machine: self.name.clone(),
@@ -177,6 +177,7 @@ impl RefMachine {
             levels: self.tlb.as_ref().map(RefHierarchy::stats).unwrap_or_default(),
             mosaic: self.mosaic.iter().map(|m| MosaicStats { name: m.name.clone(), geometry: m.geometry.clone(), counters: m.tlb.counters() }).collect(),
             os: self.os.stats(),
+            loops: Vec::new(),
         }
     }
 }
