@@ -206,14 +206,16 @@ impl Os {
     /// a message.
     #[inline(always)]
     pub fn walk<S: WalkSink>(&mut self, asid: Asid, vaddr: u64, by: WalkBy, sink: &mut S) -> std::result::Result<Walk, OutOfMemory> {
-        let translation = match by {
-            WalkBy::Repeat(t) => t,
-            _ => match self.table.lookup(asid, vaddr) {
-                Some(t) => {
-                    if by == WalkBy::FirstTlb && self.retime_fills {
-                        self.record_use(self.frame_of(t.pfn));
+        let walk = match by {
+            WalkBy::Repeat(walk) => walk,
+            _ => match self.table.entry(asid, vaddr) {
+                Some((pfn, leaf)) => {
+                    if self.retime_fills && by == WalkBy::FirstTlb {
+                        self.record_fill(pfn);
                     }
-                    t
+                    let size = self.spec.page_size;
+                    let vpn = Vpn((vaddr >> size.shift()) << (size.shift() - BASE_PAGE_SHIFT));
+                    Walk { translation: Translation { asid, vpn, pfn, size }, leaf }
                 }
                 None => self.fault(asid, vaddr)?,
             },
@@ -221,8 +223,8 @@ impl Os {
         if by != WalkBy::Ahead {
             self.stats.walks += 1;
         }
-        self.driver.walk(&translation, sink);
-        Ok(Walk { translation })
+        self.driver.walk(&walk.translation, sink);
+        Ok(walk)
     }
 
     /// Counts `n` walks that a part of the machine replayed apart made ([`WalkBy::Ahead`]):
@@ -332,6 +334,14 @@ impl Os {
         pfn.0 >> (self.spec.page_size.shift() - BASE_PAGE_SHIFT)
     }
 
+    /// The use a walk of the machine's first TLB makes of the page at base frame `pfn` under
+    /// `recency = "fill"`: out of line, so that the walks of machines that do not record them
+    /// (the express path's above all) carry none of the policies' code.
+    #[inline(never)]
+    fn record_fill(&mut self, pfn: Pfn) {
+        self.record_use(self.frame_of(pfn));
+    }
+
     /// A use of the page in `frame` that recency counts (every use under recency on access,
     /// a walk of the first TLB under recency on fill): its new timestamp, and what the
     /// policy records of a use.
@@ -380,7 +390,7 @@ impl Os {
     }
 
     #[cold]
-    fn fault(&mut self, asid: Asid, vaddr: u64) -> std::result::Result<Translation, OutOfMemory> {
+    fn fault(&mut self, asid: Asid, vaddr: u64) -> std::result::Result<Walk, OutOfMemory> {
         let size = self.spec.page_size;
         let page = vaddr >> size.shift();
         let vpn = Vpn(page << (size.shift() - BASE_PAGE_SHIFT));
@@ -408,14 +418,14 @@ impl Os {
     }
 
     /// Maps page `vpn` of `asid` at `frame` with placement tag `tag` (in place of any
-    /// mapping it had): its translation.
-    fn map(&mut self, asid: Asid, vpn: Vpn, frame: u64, tag: u8) -> Translation {
+    /// mapping it had): its translation and leaf.
+    fn map(&mut self, asid: Asid, vpn: Vpn, frame: u64, tag: u8) -> Walk {
         let size = self.spec.page_size;
-        let t = Translation { asid, vpn, pfn: Pfn(frame * size.base_pages()), size };
-        self.table.insert_tagged(t, tag);
-        self.driver.mapped(&t);
+        let translation = Translation { asid, vpn, pfn: Pfn(frame * size.base_pages()), size };
+        let leaf = self.table.insert_tagged(translation, tag);
+        self.driver.mapped(&translation);
         self.stats.mapped_pages = self.table.len() as u64;
-        t
+        Walk { translation, leaf }
     }
 
     /// Places page `vpn` of `asid` in `frame` and tells the policy's records: read back from
@@ -481,7 +491,7 @@ impl Os {
     /// access, when the machine reports it), and counts for the Linux lists as a fault's
     /// does (young under the look-twice rule, not a reference under one look).
     #[cold]
-    fn map_read_ahead(&mut self, asid: Asid, vpn: Vpn, (frame, tag): (u64, u8)) -> Translation {
+    fn map_read_ahead(&mut self, asid: Asid, vpn: Vpn, (frame, tag): (u64, u8)) -> Walk {
         let t = self.map(asid, vpn, frame, tag);
         self.stats.page_faults += 1;
         self.stats.readahead_hits += 1;
@@ -649,7 +659,7 @@ impl Os {
 
     /// The mapping of `vaddr`, if any, without counting a walk or faulting (for checks).
     pub fn mapping(&mut self, asid: Asid, vaddr: u64) -> Option<Translation> {
-        self.table.lookup(asid, vaddr)
+        self.table.lookup(asid, vaddr).map(|(t, _)| t)
     }
 
     /// The CPFN of the page holding `vaddr` if it is mapped, else `None`. Only meaningful
@@ -659,12 +669,12 @@ impl Os {
         self.table.tags(asid, vaddr, 1).map(|tag| tag[0]).filter(|&tag| tag != no_tag)
     }
 
-    /// The ToC of the `count` pages from `vaddr` (an aligned run of at most 512 base pages):
-    /// each mapped page's CPFN, the iceberg layout's unmapped code for the others; `None`
-    /// when none of them was ever mapped. Only meaningful for iceberg placement.
+    /// The ToC of the `count` pages from `vaddr` (an aligned run of at most 512 base pages,
+    /// holding the page `walk` just found): each mapped page's CPFN, the iceberg layout's
+    /// unmapped code for the others. Only meaningful for iceberg placement.
     #[inline(always)]
-    pub fn toc(&mut self, asid: Asid, vaddr: u64, count: usize) -> Option<&[u8]> {
-        self.table.tags(asid, vaddr, count)
+    pub fn toc(&self, walk: &Walk, vaddr: u64, count: usize) -> &[u8] {
+        self.table.tags_in(walk.leaf, vaddr, count)
     }
 
     /// The code the page table's tags hold for an unmapped page: the iceberg layout's

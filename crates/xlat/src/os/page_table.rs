@@ -38,13 +38,6 @@ fn mid_key(asid: Asid, page: u64) -> u64 {
     u64::from(asid) << 48 | page >> (LEAF_BITS + MID_BITS)
 }
 
-/// The key of `page`'s leaf: its ASID and the page number above the leaf's bits (as
-/// [`mid_key`], pages are below 2^52).
-#[inline]
-fn leaf_key(asid: Asid, page: u64) -> u64 {
-    u64::from(asid) << 48 | page >> LEAF_BITS
-}
-
 /// The slot of `page`'s leaf in its middle node.
 #[inline]
 fn mid_slot(page: u64) -> usize {
@@ -64,6 +57,10 @@ fn leaf_slot(page: u64) -> usize {
     page as usize & ((1 << LEAF_BITS) - 1)
 }
 
+/// Where a page's entry is: its leaf, which never moves once made.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Leaf(u32);
+
 /// Mappings of every address space, in pages of one size.
 #[derive(Clone, Debug)]
 pub struct PageTable {
@@ -72,9 +69,6 @@ pub struct PageTable {
     /// A direct-mapped cache of directory entries (like a page-walk cache), checked before the
     /// hash map: one compare instead of hashing and probing on most walks.
     recent: [(u64, u32); RECENT],
-    /// The last leaf a lookup found: (ASID and page number above the leaf's bits, leaf).
-    /// A Mosaic miss reads the ToC of the page its walk just found, from the same leaf.
-    last_leaf: (u64, u32),
     mids: Vec<Node>,
     leaves: Vec<Node>,
     /// A byte per leaf entry for the OS's own use (the CPFN of a hashed placement), so that a
@@ -94,7 +88,6 @@ impl PageTable {
             size,
             directory: FxHashMap::default(),
             recent: [(NO_KEY, 0); RECENT],
-            last_leaf: (NO_KEY, 0),
             mids: Vec::new(),
             leaves: Vec::new(),
             tags: Vec::new(),
@@ -106,16 +99,20 @@ impl PageTable {
     /// Largest frame number (in units of the page size) a table can hold.
     pub const MAX_FRAMES: u64 = SWAPPED as u64;
 
-    /// The mapping covering `vaddr`, if any.
+    /// The mapping covering `vaddr`, if any, and the leaf holding it.
     #[inline(always)]
-    pub fn lookup(&mut self, asid: Asid, vaddr: u64) -> Option<Translation> {
+    pub fn lookup(&mut self, asid: Asid, vaddr: u64) -> Option<(Translation, Leaf)> {
+        let (pfn, leaf) = self.entry(asid, vaddr)?;
         let shift = self.size.shift();
-        let page = vaddr >> shift;
+        Some((Translation { asid, vpn: Vpn((vaddr >> shift) << (shift - BASE_PAGE_SHIFT)), pfn, size: self.size }, leaf))
+    }
+
+    /// The first base frame of the page holding `vaddr`, if mapped, and its leaf.
+    #[inline(always)]
+    pub fn entry(&mut self, asid: Asid, vaddr: u64) -> Option<(Pfn, Leaf)> {
+        let page = vaddr >> self.size.shift();
         let leaf = self.leaf_of(asid, page)?;
-        // Remembered for the ToC read of a Mosaic miss that follows the walk.
-        self.last_leaf = (leaf_key(asid, page), leaf as u32);
-        let pfn = self.base_frame(self.leaves[leaf][leaf_slot(page)])?;
-        Some(Translation { asid, vpn: Vpn(page << (shift - BASE_PAGE_SHIFT)), pfn, size: self.size })
+        Some((self.base_frame(self.leaves[leaf][leaf_slot(page)])?, Leaf(leaf as u32)))
     }
 
     /// The first base frame of the page holding `vaddr`, if mapped: [`PageTable::lookup`]
@@ -198,12 +195,19 @@ impl PageTable {
     /// The tags of `count` consecutive pages from the one holding `vaddr`, which must lie in
     /// one leaf (an aligned run of at most 512 pages), the unmapped ones [`PageTable::no_tag`];
     /// `None` when no page of the leaf was ever mapped.
-    #[inline(always)]
     pub fn tags(&mut self, asid: Asid, vaddr: u64, count: usize) -> Option<&[u8]> {
         let page = vaddr >> self.size.shift();
-        debug_assert!(leaf_slot(page) + count <= 1 << LEAF_BITS);
-        let leaf = if self.last_leaf.0 == leaf_key(asid, page) { self.last_leaf.1 as usize } else { self.leaf_of(asid, page)? };
-        Some(&self.tags[leaf][leaf_slot(page)..leaf_slot(page) + count])
+        let leaf = self.leaf_of(asid, page)?;
+        Some(self.tags_in(Leaf(leaf as u32), vaddr, count))
+    }
+
+    /// [`PageTable::tags`] in `leaf`, the leaf of the pages (as a lookup or an insertion of
+    /// one of them gave it): a Mosaic miss reads the ToC of the page its walk just found.
+    #[inline(always)]
+    pub fn tags_in(&self, leaf: Leaf, vaddr: u64, count: usize) -> &[u8] {
+        let slot = leaf_slot(vaddr >> self.size.shift());
+        debug_assert!(slot + count <= 1 << LEAF_BITS);
+        &self.tags[leaf.0 as usize][slot..slot + count]
     }
 
     /// The tag of an unmapped page.
@@ -216,9 +220,10 @@ impl PageTable {
         self.insert_tagged(t, 0);
     }
 
-    /// Adds (or replaces) the mapping `t` with `tag`. `t` must be of this table's page size
-    /// and its frame, in units of the page size, below [`PageTable::MAX_FRAMES`].
-    pub fn insert_tagged(&mut self, t: Translation, tag: u8) {
+    /// Adds (or replaces) the mapping `t` with `tag`, returning its leaf. `t` must be of this
+    /// table's page size and its frame, in units of the page size, below
+    /// [`PageTable::MAX_FRAMES`].
+    pub fn insert_tagged(&mut self, t: Translation, tag: u8) -> Leaf {
         debug_assert_eq!(t.size, self.size);
         let page = t.vpn.0 >> (self.size.shift() - BASE_PAGE_SHIFT);
         let frame = u32::try_from(t.pfn.0 / self.size.base_pages()).expect("frame number fits the page table");
@@ -240,6 +245,7 @@ impl PageTable {
             self.mapped += 1;
         }
         *slot = frame;
+        Leaf(leaf)
     }
 
     /// Bytes of leaves and tags: what walks read, spread over the host's memory.
@@ -285,10 +291,9 @@ mod tests {
             }
             prop_assert_eq!(table.len(), model.len());
             for &(asid, page) in probes.iter().chain(inserts.iter().map(|(a, p, _)| (a, p)).map(|(a, p)| (*a, *p)).collect::<Vec<_>>().iter()) {
-                let got = table.lookup(asid, (page << 12) + 0x123).map(|t| t.pfn.0);
+                let got = table.lookup(asid, (page << 12) + 0x123).map(|(t, _)| t.pfn.0);
                 prop_assert_eq!(got, model.get(&(asid, page)).map(|&f| u64::from(f)));
-                // A ToC read after the walk (through the leaf the lookup remembered), and of
-                // a neighbour that may lie in another leaf.
+                // A ToC read after the walk, and of a neighbour that may lie in another leaf.
                 for page in [page, page ^ 0x200] {
                     let tags = table.tags(asid, page << 12, 1).map(|t| t[0]);
                     match model.get(&(asid, page)) {
@@ -325,7 +330,7 @@ mod tests {
     fn huge_page_frames_are_in_base_units() {
         let mut table = PageTable::new(PageSize::Size2M, NO_TAG);
         table.insert(Translation { asid: 0, vpn: Vpn(1024), pfn: Pfn(3 * 512), size: PageSize::Size2M });
-        let t = table.lookup(0, 0x40_0000 + 0x1f_ffff).unwrap();
+        let (t, _) = table.lookup(0, 0x40_0000 + 0x1f_ffff).unwrap();
         assert_eq!((t.vpn, t.pfn), (Vpn(1024), Pfn(1536)));
         assert!(table.lookup(0, 0x60_0000).is_none());
     }

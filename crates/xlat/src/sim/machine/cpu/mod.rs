@@ -18,10 +18,10 @@ use replay::{replay, replay_steps, Log, Step};
 use crate::hash::page_key;
 use crate::memref::{AccessKind, Batch, MemRef};
 use crate::mmu::NoReads;
-use crate::os::{Os, OsSpec, OutOfMemory, WalkBy};
+use crate::os::{Os, OsSpec, OutOfMemory, Walk, WalkBy};
 use crate::tlb::mosaic::{MosaicGeometry, MosaicLookup, MosaicTlb};
 use crate::tlb::{Descent, LevelGeometry, TlbHierarchy, SingleLevel, Walker};
-use crate::types::{Asid, PageSize, Pfn, Translation, Vpn, BASE_PAGE_SHIFT};
+use crate::types::{Asid, PageSize, Pfn, Vpn, BASE_PAGE_SHIFT};
 use crate::Result;
 use serde::Serialize;
 
@@ -116,9 +116,6 @@ pub struct CpuMachine {
     /// of them, and the first TLB's decode serves the others.
     decoded: DecodedFrames,
     os: Os,
-    /// The ToC of a Mosaic page none of whose pages was ever mapped: all unmapped codes, as
-    /// many as the largest arity filled so far.
-    unmapped_toc: Vec<u8>,
     counters: RefCounters,
     /// The batches each loop ran.
     loops: LoopUses,
@@ -181,7 +178,6 @@ impl CpuMachine {
             mosaic,
             decoded: DecodedFrames::new(),
             os,
-            unmapped_toc: Vec::new(),
             counters: RefCounters::default(),
             loops: LoopUses::default(),
             prefetch: false,
@@ -424,8 +420,9 @@ impl CpuMachine {
                 pfn = found;
             }
             if found.is_none() {
-                let t = self.walk(asid, vaddr, true)?;
-                walked = Some(t);
+                let walk = self.walk(asid, vaddr, true)?;
+                walked = Some(walk);
+                let t = walk.translation;
                 let tlb = self.tlb.as_mut().expect("checked above");
                 match single {
                     Some(single) if W != 0 => tlb.fill_single::<W>(single, &t, vaddr, kind),
@@ -455,7 +452,7 @@ impl CpuMachine {
     /// Translates `vaddr` in Mosaic TLB `i`, returning its frame; `walked` is the walk of
     /// `vaddr` another TLB made for this reference, if any.
     #[inline(always)]
-    fn translate_mosaic<const TRACK: bool>(&mut self, i: usize, asid: Asid, vaddr: u64, walked: &mut Option<Translation>) -> std::result::Result<Pfn, OutOfMemory> {
+    fn translate_mosaic<const TRACK: bool>(&mut self, i: usize, asid: Asid, vaddr: u64, walked: &mut Option<Walk>) -> std::result::Result<Pfn, OutOfMemory> {
         let vpn = Vpn(vaddr >> BASE_PAGE_SHIFT);
         let MosaicLookup::Hit(cpfn) = self.mosaic[i].tlb.lookup(asid, vpn) else {
             return self.mosaic_miss::<TRACK>(i, asid, vaddr, walked);
@@ -512,48 +509,38 @@ impl CpuMachine {
     /// machine's first TLB records its fills as uses (see [`WalkBy`]), and only the first
     /// walk of a reference can be the first TLB's.
     #[inline(never)]
-    fn mosaic_miss<const TRACK: bool>(&mut self, i: usize, asid: Asid, vaddr: u64, walked: &mut Option<Translation>) -> std::result::Result<Pfn, OutOfMemory> {
-        let t = match *walked {
-            Some(t) => self.os.walk(asid, vaddr, WalkBy::Repeat(t), &mut NoReads)?.translation,
+    fn mosaic_miss<const TRACK: bool>(&mut self, i: usize, asid: Asid, vaddr: u64, walked: &mut Option<Walk>) -> std::result::Result<Pfn, OutOfMemory> {
+        let walk = match *walked {
+            Some(walk) => self.os.walk(asid, vaddr, WalkBy::Repeat(walk), &mut NoReads)?,
             None => {
                 let first = self.tlb.is_none() && i == 0;
-                let t = self.walk(asid, vaddr, first)?;
-                *walked = Some(t);
-                t
+                let walk = self.walk(asid, vaddr, first)?;
+                *walked = Some(walk);
+                walk
             }
         };
-        self.fill_toc(i, asid, Vpn(vaddr >> BASE_PAGE_SHIFT));
+        self.fill_toc(i, &walk, asid, Vpn(vaddr >> BASE_PAGE_SHIFT));
         if TRACK {
             self.shoot_down();
         }
-        Ok(t.pfn_of(vaddr))
+        Ok(walk.translation.pfn_of(vaddr))
     }
 
-    /// Fills Mosaic TLB `i` with the ToC of the Mosaic page holding `vpn`: the CPFN of every
-    /// sub-page mapped now.
-    fn fill_toc(&mut self, i: usize, asid: Asid, vpn: Vpn) {
-        let CpuMachine { mosaic, os, unmapped_toc, .. } = self;
-        let tlb = &mut mosaic[i].tlb;
+    /// Fills Mosaic TLB `i` with the ToC of the Mosaic page holding `vpn`, which `walk` just
+    /// found: the CPFN of every sub-page mapped now.
+    fn fill_toc(&mut self, i: usize, walk: &Walk, asid: Asid, vpn: Vpn) {
+        let tlb = &mut self.mosaic[i].tlb;
         let arity = tlb.geometry().arity as usize;
         let base = vpn.0 & !(arity as u64 - 1);
-        let toc = match os.toc(asid, base << BASE_PAGE_SHIFT, arity) {
-            Some(toc) => toc,
-            None => {
-                if unmapped_toc.len() < arity {
-                    unmapped_toc.resize(arity, tlb.unmapped());
-                }
-                &unmapped_toc[..arity]
-            }
-        };
-        tlb.fill(asid, vpn, toc);
+        tlb.fill(asid, vpn, self.os.toc(walk, base << BASE_PAGE_SHIFT, arity));
     }
 
     /// A page-table walk; `first` when it is the walk of the machine's first TLB. Inlined
     /// into the simulation loop: as a call, its translation came back through memory.
     #[inline(always)]
-    fn walk(&mut self, asid: Asid, vaddr: u64, first: bool) -> std::result::Result<Translation, OutOfMemory> {
+    fn walk(&mut self, asid: Asid, vaddr: u64, first: bool) -> std::result::Result<Walk, OutOfMemory> {
         let by = if first { WalkBy::FirstTlb } else { WalkBy::OtherTlb };
-        Ok(self.os.walk(asid, vaddr, by, &mut NoReads)?.translation)
+        self.os.walk(asid, vaddr, by, &mut NoReads)
     }
 
     /// Invalidates in every TLB the pages the OS just evicted (or, after an accessed-bit
