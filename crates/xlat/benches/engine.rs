@@ -8,7 +8,6 @@ use std::hint::black_box;
 use xlat::config::raw::{RawMachine, RawWays};
 use xlat::config::validate;
 use xlat::memref::Batch;
-use xlat::sim::Machine;
 use xlat::source::synthetic::{Pattern, Synthetic, SyntheticSpec};
 use xlat::source::RefSource;
 use xlat::tlb::{ArrayGeometry, MosaicGeometry, MosaicLookup, MosaicTlb, Policy, TlbArray};
@@ -91,7 +90,7 @@ fn machine(c: &mut Criterion) {
         let batch = uniform(footprint);
         for (name, preset, ways) in &presets {
             let raw = RawMachine { name: name.to_string(), preset: Some(preset.to_string()), ways: *ways, ..RawMachine::default() };
-            let mut m = Machine::new(&validate::machine(&raw, "bench", 1).unwrap());
+            let mut m = validate::machine(&raw, "bench", 1).unwrap().build();
             m.process(&batch).unwrap();
             group.bench_function(format!("{name}/uniform-{footprint_name}"), |b| b.iter(|| m.process(black_box(&batch)).unwrap()));
         }
