@@ -148,6 +148,7 @@ fn the_configuration_reference_documents_every_field_and_value() {
         ("RawIceberg", "### `[machine.os]`"),
         ("HashSpec", "### `[machine.os]`"),
         ("EvictionTable", "### `[machine.os]`"),
+        ("PageTableTable", "### `[machine.os]`"),
         ("RawMosaic", "### `[[machine.mosaic]]`"),
         ("RawLevel", "### `[[machine.tlb]]` (one table per level)"),
         ("RawArray", "### `[[machine.tlb]]` (one table per level)"),

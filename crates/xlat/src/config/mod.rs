@@ -5,6 +5,7 @@
 //! checks it once and produces specs, models take only specs.
 
 mod mosaic;
+pub mod named;
 mod os;
 pub mod plot;
 pub mod presets;

@@ -84,8 +84,10 @@ pub fn validate(raw: &RawOs, path: &str) -> Result<OsSpec> {
     if raw.age_window.is_some() && !eviction.evicts() {
         return err(format!("{path}.age_window"), "the eviction-age metric needs an `os.eviction` policy (nothing is evicted without one)");
     }
-    let page_table = raw.page_table.unwrap_or(crate::mmu::DEFAULT_PAGE_TABLE);
-    Ok(OsSpec { memory, page_size, page_table, placement, eviction, recency, age_window: raw.age_window, swap_cache, page_cluster, swap_slots, swap_cache_cow })
+    let page_table = raw.page_table.unwrap_or_default();
+    let spec = OsSpec { memory, page_size, page_table, placement, eviction, recency, age_window: raw.age_window, swap_cache, page_cluster, swap_slots, swap_cache_cow };
+    spec.page_table.check(&spec, &format!("{path}.page_table"))?;
+    Ok(spec)
 }
 
 /// `bytes` (of the field `field`) in pages of `page_size`: an error unless a positive multiple.

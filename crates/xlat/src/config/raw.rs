@@ -7,7 +7,7 @@ use crate::os::eviction::RecencyKind;
 use crate::os::EvictionSpec;
 use crate::sim::MachineKind;
 use crate::os::iceberg::{BackyardRanges, TieBreak};
-use crate::mmu::PageTableKind;
+use crate::mmu::PageTableSpec;
 use crate::os::Placement;
 use crate::tlb::Policy;
 use serde::{Deserialize, Serialize};
@@ -319,7 +319,7 @@ pub struct RawOs {
     pub page_size: Option<ByteSize>,
     /// The page-table driver: the format walks read (`map`, the OS's own map, walked at no
     /// cost).
-    pub page_table: Option<PageTableKind>,
+    pub page_table: Option<PageTableSpec>,
     /// Frame placement.
     pub placement: Option<Placement>,
     /// Frames per set (set-associative placement).

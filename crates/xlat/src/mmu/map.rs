@@ -2,16 +2,30 @@
 //! cost. A walk reads no memory the machine models and changes nothing, as in the Mosaic
 //! paper's TLB studies, which count misses rather than time walks.
 
-use super::{PageTableDriver, WalkSink};
+use super::{DriverSpec, PageTableDriver, WalkSink};
 use crate::os::OsSpec;
-use crate::types::{Asid, PageSize, Translation, Vpn};
+use crate::types::{Asid, PageSize, Pfn, Translation, Vpn};
+use serde::{Deserialize, Serialize};
+
+/// `map` takes no parameters.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct MapSpec {}
+
+impl DriverSpec for MapSpec {
+    fn check(&self, _: &OsSpec, _: &str) -> crate::Result<()> {
+        Ok(())
+    }
+}
 
 /// The driver of a page table that costs nothing to walk.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct MapDriver;
 
 impl PageTableDriver for MapDriver {
-    fn new(_: &OsSpec) -> MapDriver {
+    type Spec = MapSpec;
+
+    fn new(_: &MapSpec, _: &OsSpec) -> MapDriver {
         MapDriver
     }
 
@@ -21,7 +35,12 @@ impl PageTableDriver for MapDriver {
     }
 
     #[inline(always)]
-    fn mapped(&mut self, _: &Translation) {}
+    fn tables_needed(&self, _: Asid, _: Vpn, _: PageSize) -> usize {
+        0
+    }
+
+    #[inline(always)]
+    fn mapped(&mut self, _: &Translation, _: &[Pfn]) {}
 
     #[inline(always)]
     fn unmapped(&mut self, _: Asid, _: Vpn, _: PageSize) {}

@@ -9,12 +9,16 @@
 //! moment, which lets a machine make or count walks out of order (the express path, the
 //! replays on a second core). Other drivers keep the machine on its general path.
 //!
-//! Adding a driver is one file in this folder implementing [`PageTableDriver`] and one line
-//! in the `page_table_drivers!` list below, which generates the configuration's names
-//! ([`PageTableKind`], `os.page_table`) and the dispatch ([`Driver`]).
+//! Adding a driver is one file in this folder implementing [`PageTableDriver`] (with its
+//! parameters, a [`DriverSpec`]) and one line in the `page_table_drivers!` list below, which
+//! generates the configuration's [`PageTableSpec`] (`os.page_table`) and the dispatch
+//! ([`Driver`]).
 
+pub mod reads;
+
+use crate::config::named::{self, Named};
 use crate::os::OsSpec;
-use crate::types::{Asid, PageSize, PhysAddr, Translation, Vpn};
+use crate::types::{Asid, PageSize, Pfn, PhysAddr, Translation, Vpn};
 use serde::{Deserialize, Serialize};
 
 /// One read of a walk: the physical address of a page-table entry, and the level of the
@@ -49,18 +53,32 @@ impl WalkSink for Vec<WalkRead> {
     }
 }
 
+/// The parameters of a page-table driver: the table `os.page_table` is written as, with
+/// the driver's defaults for the fields left out.
+pub trait DriverSpec: Default {
+    /// Checks the parameters for the OS `os`; errors name the field under `path` (the path
+    /// of `os.page_table`).
+    fn check(&self, os: &OsSpec, path: &str) -> crate::Result<()>;
+}
+
 /// A page-table format and its walk.
 pub trait PageTableDriver {
+    /// The driver's parameters.
+    type Spec: DriverSpec;
     /// The driver of a machine whose OS is `os`, with nothing mapped.
-    fn new(os: &OsSpec) -> Self
-    where
-        Self: Sized;
+    fn new(spec: &Self::Spec, os: &OsSpec) -> Self;
     /// True when walks read nothing the machine models and change nothing in the driver (see
     /// the module documentation).
     fn stateless(&self) -> bool;
+    /// How many table pages the driver must add before a page of `size` at `vpn` of `asid`
+    /// can be mapped: the OS places that many pinned frames in the machine's memory, as a
+    /// fault allocates the missing page-table pages before the data page, and hands them to
+    /// [`PageTableDriver::mapped`]. 0 for a driver whose tables are not in that memory.
+    fn tables_needed(&self, asid: Asid, vpn: Vpn, size: PageSize) -> usize;
     /// The OS mapped `t`: a page mapped for the first time, again after a swap-out, or moved
-    /// to another frame.
-    fn mapped(&mut self, t: &Translation);
+    /// to another frame. `tables` are the frames of the table pages
+    /// [`PageTableDriver::tables_needed`] asked for, in the order the driver takes them.
+    fn mapped(&mut self, t: &Translation, tables: &[Pfn]);
     /// The OS unmapped the page of `size` at `vpn` in `asid`.
     fn unmapped(&mut self, asid: Asid, vpn: Vpn, size: PageSize);
     /// The walk that finds `t`, a mapping the OS holds: writes the reads it makes into `sink`.
@@ -68,26 +86,58 @@ pub trait PageTableDriver {
 }
 
 /// Declares the page-table drivers: each line gives a driver's variant, its name in
-/// configurations and its type in its module (a file of this folder, declared here).
-/// Generates [`PageTableKind`] and [`Driver`].
+/// configurations, and its type and its parameters' type in its module (a file of this
+/// folder, declared here). Generates [`PageTableSpec`] (read from files as a name or a table
+/// with `kind` and the parameters) and [`Driver`].
 macro_rules! page_table_drivers {
-    ($($(#[$doc:meta])* $variant:ident = $name:literal => $module:ident::$driver:ident,)+) => {
+    ($($(#[$doc:meta])* $variant:ident = $name:literal => $module:ident::$driver:ident($spec:ident),)+) => {
         $(pub mod $module;)+
 
-        /// The page-table drivers by name, as written in configurations (`os.page_table`).
-        #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
-        pub enum PageTableKind {
-            $($(#[$doc])* #[serde(rename = $name)] $variant,)+
+        /// The page-table driver and its parameters, validated (`os.page_table`).
+        #[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+        #[serde(tag = "kind")]
+        pub enum PageTableSpec {
+            $($(#[$doc])* #[serde(rename = $name)] $variant($module::$spec),)+
         }
 
-        impl PageTableKind {
-            /// Every driver, in the order registered.
-            pub const ALL: &[PageTableKind] = &[$(PageTableKind::$variant,)+];
+        /// A page-table driver as a table: its `kind` and the parameters to change.
+        #[derive(Deserialize, schemars::JsonSchema)]
+        #[serde(tag = "kind")]
+        pub enum PageTableTable {
+            $($(#[$doc])* #[serde(rename = $name)] $variant($module::$spec),)+
+        }
 
-            /// The name in configurations.
-            pub fn name(self) -> &'static str {
+        impl From<PageTableTable> for PageTableSpec {
+            fn from(table: PageTableTable) -> PageTableSpec {
+                match table {
+                    $(PageTableTable::$variant(spec) => PageTableSpec::$variant(spec),)+
+                }
+            }
+        }
+
+        impl PageTableSpec {
+            /// Every driver's name, in the order registered.
+            pub const NAMES: &[&str] = &[$($name,)+];
+
+            /// The driver called `name`, every parameter at its default.
+            pub fn named(name: &str) -> Option<PageTableSpec> {
+                match name {
+                    $($name => Some(PageTableSpec::$variant(Default::default())),)+
+                    _ => None,
+                }
+            }
+
+            /// The driver's name in configurations.
+            pub fn name(&self) -> &'static str {
                 match self {
-                    $(PageTableKind::$variant => $name,)+
+                    $(PageTableSpec::$variant(_) => $name,)+
+                }
+            }
+
+            /// See [`DriverSpec::check`].
+            pub fn check(&self, os: &OsSpec, path: &str) -> crate::Result<()> {
+                match self {
+                    $(PageTableSpec::$variant(spec) => spec.check(os, path),)+
                 }
             }
         }
@@ -104,8 +154,8 @@ macro_rules! page_table_drivers {
         impl Driver {
             /// The driver `os.page_table` names, with nothing mapped.
             pub fn new(os: &OsSpec) -> Driver {
-                match os.page_table {
-                    $(PageTableKind::$variant => Driver::$variant(<$module::$driver as PageTableDriver>::new(os)),)+
+                match &os.page_table {
+                    $(PageTableSpec::$variant(spec) => Driver::$variant(<$module::$driver as PageTableDriver>::new(spec, os)),)+
                 }
             }
 
@@ -117,11 +167,19 @@ macro_rules! page_table_drivers {
                 }
             }
 
+            /// See [`PageTableDriver::tables_needed`].
+            #[inline(always)]
+            pub fn tables_needed(&self, asid: Asid, vpn: Vpn, size: PageSize) -> usize {
+                match self {
+                    $(Driver::$variant(d) => d.tables_needed(asid, vpn, size),)+
+                }
+            }
+
             /// See [`PageTableDriver::mapped`].
             #[inline(always)]
-            pub fn mapped(&mut self, t: &Translation) {
+            pub fn mapped(&mut self, t: &Translation, tables: &[Pfn]) {
                 match self {
-                    $(Driver::$variant(d) => d.mapped(t),)+
+                    $(Driver::$variant(d) => d.mapped(t, tables),)+
                 }
             }
 
@@ -146,23 +204,57 @@ macro_rules! page_table_drivers {
 
 page_table_drivers! {
     /// The OS's own map, walked at no cost: a walk reads nothing.
-    Map = "map" => map::MapDriver,
+    Map = "map" => map::MapDriver(MapSpec),
+    /// x86-64 radix tables of 4 or 5 levels in the machine's memory.
+    Radix = "radix" => radix::Radix(RadixSpec),
 }
 
-/// The driver of a machine whose configuration names none.
-pub const DEFAULT_PAGE_TABLE: PageTableKind = PageTableKind::Map;
+impl Default for PageTableSpec {
+    /// The driver of a machine whose configuration names none: `map`.
+    fn default() -> PageTableSpec {
+        PageTableSpec::Map(map::MapSpec {})
+    }
+}
+
+impl Named for PageTableSpec {
+    type Table = PageTableTable;
+    const NAMES: &'static [&'static str] = PageTableSpec::NAMES;
+    const WHAT: &'static str = "a page-table driver";
+
+    fn named(name: &str) -> Option<PageTableSpec> {
+        PageTableSpec::named(name)
+    }
+}
+
+/// Read from the driver's name, or from a table with its `kind` and parameters.
+impl<'de> Deserialize<'de> for PageTableSpec {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<PageTableSpec, D::Error> {
+        named::deserialize(d)
+    }
+}
+
+impl schemars::JsonSchema for PageTableSpec {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "PageTable".into()
+    }
+
+    fn json_schema(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        named::schema::<PageTableSpec>(generator)
+    }
+}
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::os::PlacementSpec;
-    use crate::types::Pfn;
 
     #[test]
     fn every_driver_is_named_as_configurations_write_it() {
-        for &kind in PageTableKind::ALL {
-            let written: PageTableKind = serde_json::from_value(serde_json::json!(kind.name())).unwrap();
-            assert_eq!(written, kind);
+        for &name in PageTableSpec::NAMES {
+            let written: PageTableSpec = serde_json::from_value(serde_json::json!(name)).unwrap();
+            assert_eq!(written.name(), name);
+            let table: PageTableSpec = serde_json::from_value(serde_json::json!({ "kind": name })).unwrap();
+            assert_eq!(table, written);
         }
     }
 
@@ -172,7 +264,8 @@ mod tests {
         let mut driver = Driver::new(&os);
         assert!(driver.stateless());
         let t = Translation { asid: 1, vpn: Vpn(5), pfn: Pfn(9), size: PageSize::Size4K };
-        driver.mapped(&t);
+        assert_eq!(driver.tables_needed(1, Vpn(5), PageSize::Size4K), 0);
+        driver.mapped(&t, &[]);
         let mut reads = Vec::new();
         driver.walk(&t, &mut reads);
         driver.unmapped(1, Vpn(5), PageSize::Size4K);

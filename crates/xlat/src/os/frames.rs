@@ -43,6 +43,11 @@ pub struct Frames {
     occupants: bool,
 }
 
+/// The stamp of a pinned frame (a page-table page: kernel memory the OS never evicts), which
+/// no use reaches: such a frame is never the oldest of a placement's candidates, nor a
+/// ghost below Horizon LRU's horizon.
+pub const PINNED: u64 = u64::MAX;
+
 /// Frames per group of [`Frames::written`]: the owners of a group fill one 4 KiB host page.
 const GROUP_FRAMES: usize = 512;
 
@@ -217,6 +222,18 @@ impl Frames {
         self.asid[f] = asid;
         self.stamp[f] = now;
         self.generation[f] = self.generation[f].wrapping_add(1);
+    }
+
+    /// Puts page (`asid`, `vpn`) into free `frame` for good: a pinned frame (see [`PINNED`]).
+    pub fn pin(&mut self, frame: u64, asid: Asid, vpn: Vpn) {
+        self.occupy(frame, asid, vpn, PINNED);
+    }
+
+    /// True when `frame` is pinned (an OS that never evicts keeps no stamps, and needs to
+    /// know of none).
+    #[inline]
+    pub fn is_pinned(&self, frame: u64) -> bool {
+        self.occupants && !self.is_free(frame) && self.stamp[frame as usize] == PINNED
     }
 
     /// Empties `frame`, returning the page it held.

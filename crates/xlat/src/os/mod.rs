@@ -38,12 +38,17 @@ use stats::Utilization;
 use swap::SwapArea;
 
 use crate::hash::page_key;
-use crate::mmu::{Driver, PageTableKind, WalkSink};
+use crate::mmu::{Driver, PageTableSpec, WalkSink};
 use rustc_hash::FxHashSet;
 use crate::types::{Asid, Page, PageSize, Pfn, Translation, Vpn, BASE_PAGE_SHIFT};
 use crate::units::format_bytes;
 use crate::Error;
 use serde::Serialize;
+
+/// The first VPN of the page-table pages the OS places ([`Os::walk`]'s drivers that keep
+/// their tables in the machine's memory): the kernel's direct map of x86-64 Linux,
+/// `0xffff888000000000`, far from any user page.
+pub const TABLE_VPN_BASE: u64 = 0xffff_8880_0000_0000 >> BASE_PAGE_SHIFT;
 
 /// Validated parameters of the OS model.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -53,7 +58,7 @@ pub struct OsSpec {
     /// The page size every fault maps.
     pub page_size: PageSize,
     /// The page-table driver: the format walks read (see [`crate::mmu`]).
-    pub page_table: PageTableKind,
+    pub page_table: PageTableSpec,
     /// Where a new page's frame may go.
     pub placement: PlacementSpec,
     /// What is evicted when no allowed frame is free.
@@ -82,7 +87,7 @@ impl OsSpec {
     /// A memory of `memory` bytes of 4 KiB pages placed by `placement`, never evicting (and,
     /// given a policy, writing every page it evicts: no swap cache).
     pub fn simple(memory: u64, placement: PlacementSpec) -> OsSpec {
-        OsSpec { memory, page_size: PageSize::Size4K, page_table: crate::mmu::DEFAULT_PAGE_TABLE, placement, eviction: EvictionSpec::default(), recency: Recency::Access, age_window: None, swap_cache: false, page_cluster: 0, swap_slots: None, swap_cache_cow: false }
+        OsSpec { memory, page_size: PageSize::Size4K, page_table: PageTableSpec::default(), placement, eviction: EvictionSpec::default(), recency: Recency::Access, age_window: None, swap_cache: false, page_cluster: 0, swap_slots: None, swap_cache_cow: false }
     }
 }
 
@@ -322,7 +327,7 @@ impl Os {
         // A tick after the new page's stamp, so that the next reference's walk (a use under
         // recency on fill, stamped with the clock as it stands) comes after it.
         self.clock += 1;
-        self.map(asid, vpn, new, cpfn);
+        self.map(asid, vpn, new, cpfn, &[]);
         self.stats.store_copies += 1;
         self.stats.shootdowns += 1;
         self.shootdowns.push(Page { asid, vpn, size: self.spec.page_size });
@@ -375,6 +380,9 @@ impl Os {
         let mut next = self.frames.next_occupied(0);
         while let Some(frame) = next {
             next = self.frames.next_occupied(frame + 1);
+            if self.frames.is_pinned(frame) {
+                continue;
+            }
             let page = self.frames.owner(frame).expect("an occupied frame has an owner");
             let visit = scanner.visit(frame);
             if visit.used {
@@ -403,9 +411,10 @@ impl Os {
                 self.read_ahead(asid, page).map_err(|reason| OutOfMemory { asid, vaddr, reason })?;
             }
         }
-        let (frame, cpfn) = self.choose_frame(asid, vpn).map_err(|reason| OutOfMemory { asid, vaddr, reason })?;
+        let placed = self.place_tables(asid, vpn).and_then(|tables| Ok((tables, self.choose_frame(asid, vpn)?)));
+        let (tables, (frame, cpfn)) = placed.map_err(|reason| OutOfMemory { asid, vaddr, reason })?;
         self.install(asid, vpn, frame, swapped_in, true);
-        let t = self.map(asid, vpn, frame, cpfn);
+        let t = self.map(asid, vpn, frame, cpfn, &tables);
         self.stats.page_faults += 1;
         if swapped_in {
             self.stats.swap_ins += 1;
@@ -417,13 +426,35 @@ impl Os {
         Ok(t)
     }
 
+    /// Places the page-table pages the driver needs before page `vpn` of `asid` can be
+    /// mapped, as a fault allocates them before the data page: their frames, pinned.
+    fn place_tables(&mut self, asid: Asid, vpn: Vpn) -> std::result::Result<Vec<Pfn>, NoFrame> {
+        let needed = self.driver.tables_needed(asid, vpn, self.spec.page_size);
+        (0..needed).map(|_| self.place_table(asid)).collect()
+    }
+
+    /// Places one page-table page of `asid` in a frame its placement allows, evicting as for
+    /// a fault, and pins it there. Table pages are kernel memory: placed as pages of `asid`
+    /// from [`TABLE_VPN_BASE`] on (one VPN each, in the kernel's half of the address space,
+    /// where no user page is), never used, never evicted. While the OS maps one page size, a
+    /// table page takes a frame of that size.
+    fn place_table(&mut self, asid: Asid) -> std::result::Result<Pfn, NoFrame> {
+        let vpn = Vpn(TABLE_VPN_BASE + self.stats.page_table_frames);
+        let (frame, _) = self.choose_frame(asid, vpn)?;
+        self.utilization.change(self.clock, self.frames.used());
+        self.frames.pin(frame, asid, vpn);
+        self.stats.page_table_frames += 1;
+        Ok(Pfn(frame * self.spec.page_size.base_pages()))
+    }
+
     /// Maps page `vpn` of `asid` at `frame` with placement tag `tag` (in place of any
-    /// mapping it had): its translation and leaf.
-    fn map(&mut self, asid: Asid, vpn: Vpn, frame: u64, tag: u8) -> Walk {
+    /// mapping it had), with the new table pages `tables` the driver asked for: its
+    /// translation and leaf.
+    fn map(&mut self, asid: Asid, vpn: Vpn, frame: u64, tag: u8, tables: &[Pfn]) -> Walk {
         let size = self.spec.page_size;
         let translation = Translation { asid, vpn, pfn: Pfn(frame * size.base_pages()), size };
         let leaf = self.table.insert_tagged(translation, tag);
-        self.driver.mapped(&translation);
+        self.driver.mapped(&translation, tables);
         self.stats.mapped_pages = self.table.len() as u64;
         Walk { translation, leaf }
     }
@@ -492,7 +523,7 @@ impl Os {
     /// does (young under the look-twice rule, not a reference under one look).
     #[cold]
     fn map_read_ahead(&mut self, asid: Asid, vpn: Vpn, (frame, tag): (u64, u8)) -> Walk {
-        let t = self.map(asid, vpn, frame, tag);
+        let t = self.map(asid, vpn, frame, tag, &[]);
         self.stats.page_faults += 1;
         self.stats.readahead_hits += 1;
         self.mapped_from_swap(frame);
@@ -535,6 +566,9 @@ impl Os {
                 }
                 self.conflict()?;
                 let victim = sets.oldest(&self.frames, vpn);
+                if self.frames.is_pinned(victim) {
+                    return Err(NoFrame::Conflict);
+                }
                 self.evict(victim)?;
                 Ok((victim, 0))
             }
@@ -558,6 +592,10 @@ impl Os {
         };
         let Placer::Iceberg(layout) = &self.placer else { unreachable!("iceberg placement") };
         let cpfn = layout.encode(placed.slot);
+        if self.frames.is_pinned(placed.frame) {
+            // Every candidate holds a page-table page (never evicted, and so never a ghost).
+            return Err(NoFrame::Conflict);
+        }
         if !self.frames.is_free(placed.frame) {
             if placed.evicts_ghost {
                 self.stats.ghost_evictions += 1;

@@ -59,6 +59,9 @@ pub struct OsStats {
     pub mapped_pages: u64,
     /// Bytes of distinct pages touched (the footprint).
     pub footprint_bytes: u64,
+    /// Frames holding page-table pages (pinned: never evicted), placed in the machine's
+    /// memory beside the data by drivers whose tables live there (0 for `map`).
+    pub page_table_frames: u64,
     /// Relative age of evicted pages, when tracked.
     pub eviction_age: Option<AgeStats>,
     /// What Linux-like reclaim did (`eviction = "linux"` only).

@@ -38,6 +38,7 @@ use super::frames::Frames;
 use super::iceberg::placement::Ghosts;
 use super::{NoFrame, OsSpec, PlacementSpec};
 use crate::types::{Asid, Vpn};
+use crate::config::named::{self, Named};
 use linux::ReclaimStats;
 use serde::Serialize;
 
@@ -147,7 +148,7 @@ macro_rules! eviction_policies {
         /// An eviction policy as a table: its `kind` and the parameters to change.
         #[derive(serde::Deserialize, schemars::JsonSchema)]
         #[serde(tag = "kind")]
-        enum EvictionTable {
+        pub enum EvictionTable {
             $($(#[$doc])* #[serde(rename = $name)] $variant($module::$spec),)+
         }
 
@@ -302,25 +303,20 @@ impl EvictionSpec {
     }
 }
 
-/// Read from the policy's name, or from a table with its `kind` and parameters; a bad name
-/// lists the policies.
+impl Named for EvictionSpec {
+    type Table = EvictionTable;
+    const NAMES: &'static [&'static str] = EvictionSpec::NAMES;
+    const WHAT: &'static str = "an eviction policy";
+
+    fn named(name: &str) -> Option<EvictionSpec> {
+        EvictionSpec::named(name)
+    }
+}
+
+/// Read from the policy's name, or from a table with its `kind` and parameters.
 impl<'de> serde::Deserialize<'de> for EvictionSpec {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<EvictionSpec, D::Error> {
-        struct V;
-        impl<'de> serde::de::Visitor<'de> for V {
-            type Value = EvictionSpec;
-            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-                f.write_str("an eviction policy's name or a table with its `kind`")
-            }
-            fn visit_str<E: serde::de::Error>(self, name: &str) -> Result<EvictionSpec, E> {
-                EvictionSpec::named(name).ok_or_else(|| E::unknown_variant(name, EvictionSpec::NAMES))
-            }
-            fn visit_map<A: serde::de::MapAccess<'de>>(self, map: A) -> Result<EvictionSpec, A::Error> {
-                let table: EvictionTable = serde::Deserialize::deserialize(serde::de::value::MapAccessDeserializer::new(map))?;
-                Ok(table.into())
-            }
-        }
-        d.deserialize_any(V)
+        named::deserialize(d)
     }
 }
 
@@ -330,11 +326,7 @@ impl schemars::JsonSchema for EvictionSpec {
     }
 
     fn json_schema(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
-        let table = generator.subschema_for::<EvictionTable>();
-        schemars::json_schema!({
-            "description": "An eviction policy: its name, every parameter at its default, or a table with its `kind` and parameters",
-            "anyOf": [{ "enum": EvictionSpec::NAMES }, table]
-        })
+        named::schema::<EvictionSpec>(generator)
     }
 }
 

@@ -17,6 +17,7 @@ use loop_path::{LoopPath, LoopUses, SecondCore};
 use replay::{replay, replay_steps, Log, Step};
 use crate::hash::page_key;
 use crate::memref::{AccessKind, Batch, MemRef};
+use crate::mmu::reads::ReadCounts;
 use crate::mmu::NoReads;
 use crate::os::{Os, OsSpec, OutOfMemory, Walk, WalkBy};
 use crate::tlb::mosaic::{MosaicGeometry, MosaicLookup, MosaicTlb};
@@ -117,6 +118,9 @@ pub struct CpuMachine {
     decoded: DecodedFrames,
     os: Os,
     counters: RefCounters,
+    /// The page-table entries the walks read (none under a stateless driver, whose walks
+    /// read nothing: only those go through the express path and the replays, with no sink).
+    walk_reads: ReadCounts,
     /// The batches each loop ran.
     loops: LoopUses,
     /// Whether the next batch prefetches page-table entries: only when the last batch walked
@@ -179,6 +183,7 @@ impl CpuMachine {
             decoded: DecodedFrames::new(),
             os,
             counters: RefCounters::default(),
+            walk_reads: ReadCounts::default(),
             loops: LoopUses::default(),
             prefetch: false,
             replay_pays: true,
@@ -511,7 +516,7 @@ impl CpuMachine {
     #[inline(never)]
     fn mosaic_miss<const TRACK: bool>(&mut self, i: usize, asid: Asid, vaddr: u64, walked: &mut Option<Walk>) -> std::result::Result<Pfn, OutOfMemory> {
         let walk = match *walked {
-            Some(walk) => self.os.walk(asid, vaddr, WalkBy::Repeat(walk), &mut NoReads)?,
+            Some(walk) => self.os.walk(asid, vaddr, WalkBy::Repeat(walk), &mut self.walk_reads)?,
             None => {
                 let first = self.tlb.is_none() && i == 0;
                 let walk = self.walk(asid, vaddr, first)?;
@@ -540,7 +545,7 @@ impl CpuMachine {
     #[inline(always)]
     fn walk(&mut self, asid: Asid, vaddr: u64, first: bool) -> std::result::Result<Walk, OutOfMemory> {
         let by = if first { WalkBy::FirstTlb } else { WalkBy::OtherTlb };
-        self.os.walk(asid, vaddr, by, &mut NoReads)
+        self.os.walk(asid, vaddr, by, &mut self.walk_reads)
     }
 
     /// Invalidates in every TLB the pages the OS just evicted (or, after an accessed-bit
@@ -649,6 +654,7 @@ impl Machine for CpuMachine {
             levels,
             mosaic: self.mosaic.iter().map(|m| MosaicStats { name: m.name.clone(), geometry: m.tlb.geometry().clone(), counters: m.tlb.counters() }).collect(),
             os,
+            walk_reads: self.walk_reads.clone(),
             loops: self.loops.uses().to_vec(),
         }
     }

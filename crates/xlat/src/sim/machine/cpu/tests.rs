@@ -552,3 +552,70 @@ fn replaying_the_lower_levels_on_a_second_core_changes_no_statistic() {
     }
     assert_eq!(cases, 4);
 }
+
+/// `refs` spread over a sparse address space: each page moved to one of 64 regions 1 GiB
+/// apart, so that radix tables of every level are many.
+fn sparse(refs: &[MemRef]) -> Vec<MemRef> {
+    refs.iter().map(|r| MemRef { vaddr: r.vaddr + (((r.vaddr >> 12) % 64) << 30), ..*r }).collect()
+}
+
+/// The radix tables the pages of `refs` need (4 levels, 4 KiB pages): a root per address
+/// space, a PDPT per 512 GiB, a PD per 1 GiB, a PT per 2 MiB, counted from the pages.
+fn radix_tables(refs: &[MemRef]) -> u64 {
+    let pages: std::collections::HashSet<(Asid, u64)> = refs.iter().flat_map(|r| std::iter::once(r.vaddr >> 12).chain(r.later_pages().map(|p| p.0)).map(move |p| (r.asid, p))).collect();
+    (0..4).map(|level| pages.iter().map(|&(asid, page)| (asid, page >> (9 * (level + 1)))).collect::<std::collections::HashSet<_>>().len() as u64).sum()
+}
+
+/// A machine over radix page tables simulates what the same machine over the `map` driver
+/// does (walks find the same pages), while its walks read a table entry per level and its
+/// tables take frames of its memory, one per table the pages need.
+#[test]
+fn a_radix_machine_walks_its_tables_and_keeps_them_in_memory() {
+    let refs = sparse(&mixed_refs(30_000, 900.0, 0x7ab1e));
+    let radix = crate::mmu::PageTableSpec::named("radix").unwrap();
+    for tlb in [vec![level(64, 4)], vec![level(16, 4), LevelGeometry { name: "L2".into(), ..level(256, 8) }]] {
+        let map = CpuSpec { os: OsSpec::simple(1 << 30, PlacementSpec::Sequential), tlb, ..spec() };
+        let over_radix = CpuSpec { os: OsSpec { page_table: radix, ..map.os.clone() }, ..map.clone() };
+        let (mut a, mut b) = (CpuMachine::new(&map), CpuMachine::new(&over_radix));
+        assert!(!matches!(b.loop_path(), LoopPath::Express { .. }), "walks that read memory are not made ahead");
+        for chunk in refs.chunks(7000) {
+            let batch = Batch { refs: chunk.to_vec(), instructions: 0 };
+            a.process(&batch).unwrap();
+            b.process_on_two_cores(&batch).unwrap();
+        }
+        let (a, b) = (a.stats(), b.stats());
+        assert_eq!((&a.levels, a.os.walks, a.os.page_faults), (&b.levels, b.os.walks, b.os.page_faults));
+        assert_eq!(b.walk_reads.by_level[..4], [b.os.walks; 4], "a read per level per walk");
+        assert_eq!((a.walk_reads.total(), a.os.page_table_frames), (0, 0));
+        assert_eq!(b.os.page_table_frames, radix_tables(&refs));
+    }
+}
+
+/// Under memory pressure the radix tables stay (pinned frames are never evicted), every
+/// page the OS maps back in is walked through them, and they leave the data fewer frames.
+#[test]
+fn radix_tables_stay_in_memory_under_pressure() {
+    let refs = sparse(&mixed_refs(40_000, 900.0, 0xbee5));
+    let tables = radix_tables(&refs);
+    let radix = crate::mmu::PageTableSpec::named("radix").unwrap();
+    for (placement, eviction) in [
+        (PlacementSpec::Sequential, EvictionSpec::Lru(Default::default())),
+        (PlacementSpec::SetAssociative { ways: 16 }, EvictionSpec::Lru(Default::default())),
+        (PlacementSpec::Iceberg(IcebergSpec::default()), EvictionSpec::HorizonLru(Default::default())),
+    ] {
+        let frames = (tables + 400).next_multiple_of(64);
+        let os = OsSpec { eviction, page_table: radix, ..OsSpec::simple(frames << 12, placement) };
+        let map = CpuSpec { os: OsSpec { page_table: Default::default(), ..os.clone() }, tlb: vec![level(64, 4)], ..spec() };
+        let mut m = CpuMachine::new(&CpuSpec { os, ..map.clone() });
+        let mut without = CpuMachine::new(&map);
+        let batch = Batch { refs: refs.clone(), instructions: 0 };
+        m.process(&batch).unwrap();
+        without.process(&batch).unwrap();
+        let (s, w) = (m.stats(), without.stats());
+        assert_eq!(s.os.page_table_frames, tables, "{placement:?}");
+        let pinned = (0..m.os.frames().capacity()).filter(|&f| m.os.frames().is_pinned(f)).count() as u64;
+        assert_eq!(pinned, tables, "{placement:?}: every table is still in memory");
+        assert!(s.os.swap_ins > w.os.swap_ins, "{placement:?}: tables leave data fewer frames: {} against {}", s.os.swap_ins, w.os.swap_ins);
+        assert_eq!(s.walk_reads.by_level[0], s.os.walks, "{placement:?}");
+    }
+}

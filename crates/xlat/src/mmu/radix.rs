@@ -1,0 +1,287 @@
+//! The `radix` driver: x86-64 page tables of 4 levels (PML4, PDPT, PD, PT: 48-bit
+//! addresses) or 5 (a PML5 above them: 57-bit), as EMT's radix MMU driver walks them (seed
+//! 003; the research sheet's radix records, `leaves[4]`).
+//!
+//! Every table is a 4 KiB page of 512 8-byte entries in the machine's memory: the OS places
+//! each as a pinned frame when a fault first needs it (`tables_needed`), before the data
+//! page, so tables compete with data for memory as the kernel's do. A walk reads one entry
+//! per level from the root down to the level whose entry maps the page (the PT for 4 KiB
+//! pages, the PD for 2 MiB, the PDPT for 1 GiB): entry address = table frame × 4096 + index
+//! × 8, the index being the address's 9 bits for that level. Tables are never freed (the
+//! kernel frees them only when a range is unmapped, which the OS model does not do yet).
+//! Addresses are taken modulo the levels' reach (2^48 or 2^57): the upper canonical half
+//! shares the root with the lower, as on x86-64.
+//!
+//! Levels are numbered from the PT up, 0 to 3 (or 4): a walk of a 4 KiB page reads levels
+//! 3, 2, 1, 0 in that order ([`super::WalkRead::level`]).
+
+use super::{DriverSpec, PageTableDriver, WalkRead, WalkSink};
+use crate::os::OsSpec;
+use crate::types::{Asid, PageSize, Pfn, PhysAddr, Translation, Vpn, BASE_PAGE_SHIFT};
+use rustc_hash::FxHashMap;
+use serde::{Deserialize, Serialize};
+
+/// Index bits per level (512 entries of 8 bytes in a 4 KiB table).
+const INDEX_BITS: u32 = 9;
+/// Bytes of an entry.
+const ENTRY_BYTES: u64 = 8;
+/// A child slot with no table.
+const NONE: u32 = u32::MAX;
+
+/// The parameters of `radix`.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RadixSpec {
+    /// Levels: 4 (x86-64's four-level paging, 48-bit addresses; the default) or 5 (LA57,
+    /// 57-bit).
+    #[serde(default = "four")]
+    pub levels: u8,
+}
+
+fn four() -> u8 {
+    4
+}
+
+impl Default for RadixSpec {
+    fn default() -> RadixSpec {
+        RadixSpec { levels: 4 }
+    }
+}
+
+impl DriverSpec for RadixSpec {
+    fn check(&self, _: &OsSpec, path: &str) -> crate::Result<()> {
+        if !matches!(self.levels, 4 | 5) {
+            return Err(crate::Error::config(format!("{path}.levels"), format!("x86-64 radix tables have 4 or 5 levels, not {}", self.levels)));
+        }
+        Ok(())
+    }
+}
+
+/// One table: its frame, and for a table above the PT, the tables its entries point to.
+#[derive(Clone, Debug)]
+struct Table {
+    frame: Pfn,
+    /// Index into `Radix::children`, or [`NONE`] for a PT.
+    children: u32,
+}
+
+/// The radix tables of every address space.
+#[derive(Clone, Debug)]
+pub struct Radix {
+    levels: u32,
+    /// The root table of each address space.
+    roots: FxHashMap<Asid, u32>,
+    tables: Vec<Table>,
+    /// The tables below each table above the PT, by entry.
+    children: Vec<[u32; 1 << INDEX_BITS]>,
+}
+
+/// The level (0 for the PT) whose entries map pages of `size`.
+fn leaf_level(size: PageSize) -> u32 {
+    (size.shift() - BASE_PAGE_SHIFT) / INDEX_BITS
+}
+
+/// The index of `vpn` in a table of `level`.
+fn index(vpn: Vpn, level: u32) -> usize {
+    (vpn.0 >> (INDEX_BITS * level)) as usize & ((1 << INDEX_BITS) - 1)
+}
+
+impl Radix {
+    /// The table below entry `index` of table `table`, if any.
+    fn child(&self, table: u32, index: usize) -> Option<u32> {
+        let children = self.tables[table as usize].children;
+        let child = self.children[children as usize][index];
+        (child != NONE).then_some(child)
+    }
+
+    /// The tables on the path of `vpn` in `asid` from the root down to `leaf` (the table of
+    /// each level that exists, root first), and how many of the path's tables are missing.
+    fn path(&self, asid: Asid, vpn: Vpn, leaf: u32) -> (Vec<u32>, usize) {
+        let mut path = Vec::with_capacity(self.levels as usize);
+        let Some(&root) = self.roots.get(&asid) else { return (path, (self.levels - leaf) as usize) };
+        path.push(root);
+        for level in (leaf + 1..self.levels).rev() {
+            match self.child(*path.last().expect("the root at least"), index(vpn, level)) {
+                Some(table) => path.push(table),
+                None => break,
+            }
+        }
+        let missing = (self.levels - leaf) as usize - path.len();
+        (path, missing)
+    }
+
+    /// A new table of `level` in `frame`.
+    fn add_table(&mut self, level: u32, frame: Pfn) -> u32 {
+        let children = if level > 0 {
+            self.children.push([NONE; 1 << INDEX_BITS]);
+            (self.children.len() - 1) as u32
+        } else {
+            NONE
+        };
+        self.tables.push(Table { frame, children });
+        (self.tables.len() - 1) as u32
+    }
+
+    /// Tables, of every level and address space.
+    pub fn tables(&self) -> usize {
+        self.tables.len()
+    }
+}
+
+impl PageTableDriver for Radix {
+    type Spec = RadixSpec;
+
+    fn new(spec: &RadixSpec, _: &OsSpec) -> Radix {
+        Radix { levels: u32::from(spec.levels), roots: FxHashMap::default(), tables: Vec::new(), children: Vec::new() }
+    }
+
+    fn stateless(&self) -> bool {
+        false
+    }
+
+    fn tables_needed(&self, asid: Asid, vpn: Vpn, size: PageSize) -> usize {
+        self.path(asid, vpn, leaf_level(size)).1
+    }
+
+    fn mapped(&mut self, t: &Translation, tables: &[Pfn]) {
+        let leaf = leaf_level(t.size);
+        let (path, missing) = self.path(t.asid, t.vpn, leaf);
+        assert_eq!(tables.len(), missing, "the OS placed the tables tables_needed asked for");
+        let mut frames = tables.iter();
+        let mut above = path.last().copied();
+        for level in (leaf..self.levels).rev().skip(path.len()) {
+            let table = self.add_table(level, *frames.next().expect("counted above"));
+            match above {
+                None => {
+                    self.roots.insert(t.asid, table);
+                }
+                Some(parent) => {
+                    let children = self.tables[parent as usize].children as usize;
+                    self.children[children][index(t.vpn, level + 1)] = table;
+                }
+            }
+            above = Some(table);
+        }
+    }
+
+    /// Tables stay: the entry is cleared, which changes no address a walk reads.
+    fn unmapped(&mut self, _: Asid, _: Vpn, _: PageSize) {}
+
+    fn walk<S: WalkSink>(&mut self, t: &Translation, sink: &mut S) {
+        let leaf = leaf_level(t.size);
+        let mut table = *self.roots.get(&t.asid).expect("a mapped page's address space has a root");
+        for level in (leaf..self.levels).rev() {
+            let entry = (self.tables[table as usize].frame.0 << BASE_PAGE_SHIFT) | (index(t.vpn, level) as u64 * ENTRY_BYTES);
+            sink.read(WalkRead { level: level as u8, addr: PhysAddr(entry) });
+            if level > leaf {
+                table = self.child(table, index(t.vpn, level)).expect("a mapped page has every table of its path");
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+    use std::collections::HashMap;
+
+    /// A naive model of x86-64 radix tables: a map from (ASID, level, the address bits above
+    /// the level's index) to the table's frame, filled root first, and the addresses of a
+    /// walk computed from the architecture's bit fields: bits 47..39 index the PML4 (4
+    /// levels), 38..30 the PDPT, 29..21 the PD, 20..12 the PT.
+    struct NaiveRadix {
+        levels: u32,
+        tables: HashMap<(Asid, u32, u64), u64>,
+        next_frame: u64,
+    }
+
+    impl NaiveRadix {
+        fn key(&self, asid: Asid, vaddr: u64, level: u32) -> (Asid, u32, u64) {
+            let reach = 12 + 9 * self.levels;
+            let bits_above = 12 + 9 * (level + 1);
+            (asid, level, (vaddr & ((1u64 << reach) - 1)) >> bits_above)
+        }
+
+        /// Maps `vaddr`'s page of `size`: the tables it lacks, with frames 1000, 1001, ...
+        fn map(&mut self, asid: Asid, vaddr: u64, size: PageSize) -> Vec<Pfn> {
+            let leaf = (size.shift() - 12) / 9;
+            let mut added = Vec::new();
+            for level in (leaf..self.levels).rev() {
+                let key = self.key(asid, vaddr, level);
+                if let std::collections::hash_map::Entry::Vacant(e) = self.tables.entry(key) {
+                    e.insert(self.next_frame);
+                    added.push(Pfn(self.next_frame));
+                    self.next_frame += 1;
+                }
+            }
+            added
+        }
+
+        fn walk(&self, asid: Asid, vaddr: u64, size: PageSize) -> Vec<WalkRead> {
+            let leaf = (size.shift() - 12) / 9;
+            (leaf..self.levels)
+                .rev()
+                .map(|level| {
+                    let frame = self.tables[&self.key(asid, vaddr, level)];
+                    let index = (vaddr >> (12 + 9 * level)) & 511;
+                    WalkRead { level: level as u8, addr: PhysAddr(frame * 4096 + index * 8) }
+                })
+                .collect()
+        }
+    }
+
+    fn page(asid: Asid, vaddr: u64, size: PageSize) -> Translation {
+        let vpn = Vpn((vaddr >> size.shift()) << (size.shift() - 12));
+        Translation { asid, vpn, pfn: Pfn(0), size }
+    }
+
+    proptest! {
+        /// Tables added and entry addresses read agree with the naive model for any mix of
+        /// address spaces, page sizes, sparse and dense addresses, lower and upper halves.
+        #[test]
+        fn walks_read_the_entries_of_the_naive_tables(
+            levels in 4u8..=5,
+            pages in proptest::collection::vec((0u16..3, prop_oneof![0u64..1 << 24, any::<u64>()], 0usize..3), 1..200),
+        ) {
+            let os = OsSpec::simple(1 << 30, crate::os::PlacementSpec::Sequential);
+            let mut radix = Radix::new(&RadixSpec { levels }, &os);
+            let mut naive = NaiveRadix { levels: u32::from(levels), tables: HashMap::new(), next_frame: 1000 };
+            let mut mapped = Vec::new();
+            for (asid, addr, size) in pages {
+                let size = PageSize::ALL[size];
+                let vaddr = addr << 12;
+                let t = page(asid, vaddr, size);
+                let added = naive.map(asid, vaddr, size);
+                prop_assert_eq!(radix.tables_needed(asid, t.vpn, size), added.len());
+                radix.mapped(&t, &added);
+                prop_assert_eq!(radix.tables_needed(asid, t.vpn, size), 0);
+                mapped.push((t, vaddr));
+            }
+            for (t, vaddr) in mapped {
+                let mut reads = Vec::new();
+                radix.walk(&t, &mut reads);
+                prop_assert_eq!(reads, naive.walk(t.asid, vaddr, t.size));
+            }
+            prop_assert_eq!(radix.tables(), naive.tables.len());
+        }
+    }
+
+    #[test]
+    fn a_first_page_needs_a_table_per_level_and_its_neighbour_none() {
+        let os = OsSpec::simple(1 << 30, crate::os::PlacementSpec::Sequential);
+        let mut radix = Radix::new(&RadixSpec::default(), &os);
+        let t = page(0, 0x7f00_0000_1000, PageSize::Size4K);
+        assert_eq!(radix.tables_needed(0, t.vpn, t.size), 4);
+        radix.mapped(&t, &[Pfn(10), Pfn(11), Pfn(12), Pfn(13)]);
+        let next = page(0, 0x7f00_0000_2000, PageSize::Size4K);
+        assert_eq!(radix.tables_needed(0, next.vpn, next.size), 0);
+        let mut reads = Vec::new();
+        radix.walk(&next, &mut reads);
+        // PML4 index 254 (bits 47..39 of 0x7f00_0000_2000), PDPT 0, PD 0, PT 2.
+        let expect = [(3, 10 * 4096 + 254 * 8), (2, 11 * 4096), (1, 12 * 4096), (0, 13 * 4096 + 2 * 8)];
+        assert_eq!(reads, expect.map(|(level, addr)| WalkRead { level, addr: PhysAddr(addr) }));
+        let huge = page(1, 0x4000_0000, PageSize::Size2M);
+        assert_eq!(radix.tables_needed(1, huge.vpn, huge.size), 3, "a 2 MiB page needs no PT");
+    }
+}
