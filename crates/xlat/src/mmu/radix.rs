@@ -139,10 +139,12 @@ impl PageTableDriver for Radix {
         false
     }
 
+    #[inline(never)]
     fn tables_needed(&self, asid: Asid, vpn: Vpn, size: PageSize) -> usize {
         self.path(asid, vpn, leaf_level(size)).1
     }
 
+    #[inline(never)]
     fn mapped(&mut self, t: &Translation, tables: &[Pfn]) {
         let leaf = leaf_level(t.size);
         let (path, missing) = self.path(t.asid, t.vpn, leaf);
@@ -167,6 +169,9 @@ impl PageTableDriver for Radix {
     /// Tables stay: the entry is cleared, which changes no address a walk reads.
     fn unmapped(&mut self, _: Asid, _: Vpn, _: PageSize) {}
 
+    /// Out of line: a machine's loops, which also serve drivers that read nothing, stay
+    /// lean.
+    #[inline(never)]
     fn walk<S: WalkSink>(&mut self, t: &Translation, sink: &mut S) {
         let leaf = leaf_level(t.size);
         let mut table = *self.roots.get(&t.asid).expect("a mapped page's address space has a root");

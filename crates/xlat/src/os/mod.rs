@@ -119,6 +119,11 @@ pub struct Os {
     table: PageTable,
     /// The page-table driver: told of every map and unmap, it answers walks.
     driver: Driver,
+    /// Whether the driver's walks read anything or change it: it is not stateless (checked
+    /// once here rather than matched per walk).
+    walks_read: bool,
+    /// Whether walks do more than find pages: `walks_read`, or recency on fill.
+    walk_hooks: bool,
     frames: Frames,
     placer: Placer,
     /// Global LRU order (exact LRU on a fully associative memory, and Iceberg LRU).
@@ -165,6 +170,7 @@ impl Os {
         // Only eviction asks which page a frame holds and when it was used.
         let evicts = spec.eviction.evicts();
         let policy = Evictor::new(&spec.eviction, frames, spec);
+        let driver = Driver::new(spec);
         let age = spec.age_window.map(AgeTracker::new);
         let placer = spec.placement.build(frames, seed);
         // Unmapped pages carry the Mosaic TLBs' unmapped code, so that a ToC is read as is.
@@ -175,7 +181,9 @@ impl Os {
         Os {
             spec: spec.clone(),
             table: PageTable::new(spec.page_size, no_tag),
-            driver: Driver::new(spec),
+            walks_read: !driver.stateless(),
+            walk_hooks: !driver.stateless() || (spec.recency == Recency::Fill && evicts),
+            driver,
             frames: if evicts { Frames::new(frames) } else { Frames::without_occupants(frames) },
             placer,
             stamp_only: age.is_none() && !policy.observes_uses(),
@@ -211,25 +219,41 @@ impl Os {
     /// a message.
     #[inline(always)]
     pub fn walk<S: WalkSink>(&mut self, asid: Asid, vaddr: u64, by: WalkBy, sink: &mut S) -> std::result::Result<Walk, OutOfMemory> {
-        let walk = match by {
-            WalkBy::Repeat(walk) => walk,
+        let (walk, found) = match by {
+            WalkBy::Repeat(walk) => (walk, true),
             _ => match self.table.entry(asid, vaddr) {
                 Some((pfn, leaf)) => {
-                    if self.retime_fills && by == WalkBy::FirstTlb {
-                        self.record_fill(pfn);
-                    }
                     let size = self.spec.page_size;
                     let vpn = Vpn((vaddr >> size.shift()) << (size.shift() - BASE_PAGE_SHIFT));
-                    Walk { translation: Translation { asid, vpn, pfn, size }, leaf }
+                    (Walk { translation: Translation { asid, vpn, pfn, size }, leaf }, true)
                 }
-                None => self.fault(asid, vaddr)?,
+                None => (self.fault(asid, vaddr)?, false),
             },
         };
         if by != WalkBy::Ahead {
             self.stats.walks += 1;
         }
-        self.driver.walk(&walk.translation, sink);
+        if self.walk_hooks {
+            self.after_walk(asid, vaddr, walk.translation.pfn, by == WalkBy::FirstTlb && found, sink);
+        }
         Ok(walk)
+    }
+
+    /// What a walk does beyond finding the page, under recency on fill or a driver whose
+    /// walks read memory: records the use of the page at base frame `pfn` (`vaddr` of `asid`)
+    /// if `first_found` (a walk of the machine's first TLB that found the page mapped), and
+    /// asks the driver for the walk. Out of line, and given the walk's parts rather than the
+    /// walk: what other machines' walks build stays in registers.
+    #[inline(never)]
+    fn after_walk<S: WalkSink>(&mut self, asid: Asid, vaddr: u64, pfn: Pfn, first_found: bool, sink: &mut S) {
+        if first_found && self.retime_fills {
+            self.record_use(self.frame_of(pfn));
+        }
+        if self.walks_read {
+            let size = self.spec.page_size;
+            let vpn = Vpn((vaddr >> size.shift()) << (size.shift() - BASE_PAGE_SHIFT));
+            self.driver.walk(&Translation { asid, vpn, pfn, size }, sink);
+        }
     }
 
     /// Counts `n` walks that a part of the machine replayed apart made ([`WalkBy::Ahead`]):
@@ -242,7 +266,7 @@ impl Os {
     /// True when walks may be made or counted out of order: the page-table driver is
     /// stateless (see [`crate::mmu`]).
     pub fn stateless_walks(&self) -> bool {
-        self.driver.stateless()
+        !self.walks_read
     }
 
     /// True when the fills of a machine's first TLB count as uses (`recency = "fill"` with
@@ -337,14 +361,6 @@ impl Os {
     #[inline(always)]
     fn frame_of(&self, pfn: Pfn) -> u64 {
         pfn.0 >> (self.spec.page_size.shift() - BASE_PAGE_SHIFT)
-    }
-
-    /// The use a walk of the machine's first TLB makes of the page at base frame `pfn` under
-    /// `recency = "fill"`: out of line, so that the walks of machines that do not record them
-    /// (the express path's above all) carry none of the policies' code.
-    #[inline(never)]
-    fn record_fill(&mut self, pfn: Pfn) {
-        self.record_use(self.frame_of(pfn));
     }
 
     /// A use of the page in `frame` that recency counts (every use under recency on access,
