@@ -48,3 +48,39 @@ pub fn schema<T: Named>(generator: &mut schemars::SchemaGenerator) -> schemars::
         "anyOf": [{ "enum": T::NAMES }, table]
     })
 }
+
+/// Implements [`Named`], `Deserialize` and `JsonSchema` for the spec enum `$spec` of a
+/// registration list, whose table form is `$table`: read from a name or a table, and
+/// described in the schema as `$schema` (its definition's name).
+macro_rules! named_model {
+    ($spec:ident, $table:ident, $what:literal, $schema:literal) => {
+        impl $crate::config::named::Named for $spec {
+            type Table = $table;
+            const NAMES: &'static [&'static str] = $spec::NAMES;
+            const WHAT: &'static str = $what;
+
+            fn named(name: &str) -> Option<$spec> {
+                $spec::named(name)
+            }
+        }
+
+        /// Read from the model's name, or from a table with its `kind` and parameters.
+        impl<'de> serde::Deserialize<'de> for $spec {
+            fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<$spec, D::Error> {
+                $crate::config::named::deserialize(d)
+            }
+        }
+
+        impl schemars::JsonSchema for $spec {
+            fn schema_name() -> std::borrow::Cow<'static, str> {
+                $schema.into()
+            }
+
+            fn json_schema(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
+                $crate::config::named::schema::<$spec>(generator)
+            }
+        }
+    };
+}
+
+pub(crate) use named_model;

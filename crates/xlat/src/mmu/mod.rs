@@ -16,7 +16,7 @@
 
 pub mod reads;
 
-use crate::config::named::{self, Named};
+use crate::config::named::named_model;
 use crate::os::OsSpec;
 use crate::types::{Asid, PageSize, Pfn, PhysAddr, Translation, Vpn};
 use serde::{Deserialize, Serialize};
@@ -216,32 +216,7 @@ impl Default for PageTableSpec {
     }
 }
 
-impl Named for PageTableSpec {
-    type Table = PageTableTable;
-    const NAMES: &'static [&'static str] = PageTableSpec::NAMES;
-    const WHAT: &'static str = "a page-table driver";
-
-    fn named(name: &str) -> Option<PageTableSpec> {
-        PageTableSpec::named(name)
-    }
-}
-
-/// Read from the driver's name, or from a table with its `kind` and parameters.
-impl<'de> Deserialize<'de> for PageTableSpec {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<PageTableSpec, D::Error> {
-        named::deserialize(d)
-    }
-}
-
-impl schemars::JsonSchema for PageTableSpec {
-    fn schema_name() -> std::borrow::Cow<'static, str> {
-        "PageTable".into()
-    }
-
-    fn json_schema(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
-        named::schema::<PageTableSpec>(generator)
-    }
-}
+named_model!(PageTableSpec, PageTableTable, "a page-table driver", "PageTable");
 
 #[cfg(test)]
 mod tests {

@@ -38,7 +38,7 @@ use super::frames::Frames;
 use super::iceberg::placement::Ghosts;
 use super::{NoFrame, OsSpec, PlacementSpec};
 use crate::types::{Asid, Vpn};
-use crate::config::named::{self, Named};
+use crate::config::named::named_model;
 use linux::ReclaimStats;
 use serde::Serialize;
 
@@ -303,32 +303,7 @@ impl EvictionSpec {
     }
 }
 
-impl Named for EvictionSpec {
-    type Table = EvictionTable;
-    const NAMES: &'static [&'static str] = EvictionSpec::NAMES;
-    const WHAT: &'static str = "an eviction policy";
-
-    fn named(name: &str) -> Option<EvictionSpec> {
-        EvictionSpec::named(name)
-    }
-}
-
-/// Read from the policy's name, or from a table with its `kind` and parameters.
-impl<'de> serde::Deserialize<'de> for EvictionSpec {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<EvictionSpec, D::Error> {
-        named::deserialize(d)
-    }
-}
-
-impl schemars::JsonSchema for EvictionSpec {
-    fn schema_name() -> std::borrow::Cow<'static, str> {
-        "Eviction".into()
-    }
-
-    fn json_schema(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
-        named::schema::<EvictionSpec>(generator)
-    }
-}
+named_model!(EvictionSpec, EvictionTable, "an eviction policy", "Eviction");
 
 /// Checks that `policy` (its name) runs over `placement`, an iceberg memory.
 fn needs_iceberg(policy: &str, placement: &PlacementSpec, path: &str) -> crate::Result<()> {
