@@ -7,6 +7,7 @@
 //! See `docs/architecture.md` for the map of modules.
 
 pub mod atomic;
+pub mod cache;
 pub mod config;
 pub mod error;
 pub mod hash;

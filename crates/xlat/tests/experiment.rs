@@ -285,6 +285,10 @@ fn mosaic_configuration_errors_name_the_field() {
         (MOSAIC.replace("eviction = \"horizon-lru\"", "eviction = \"horizon-lru\", page_table = { kind = \"radix\", levels = 3 }"), "machine[0].os.page_table.levels", "4 or 5 levels, not 3"),
         (MOSAIC.replace("eviction = \"horizon-lru\"", "eviction = \"horizon-lru\", page_table = \"radx\""), "line 11", "unknown variant `radx`, expected `map` or `radix`"),
         (MOSAIC.replace("eviction = \"horizon-lru\"", "eviction = \"horizon-lru\", page_table = { kind = \"map\", levels = 4 }"), "line 11", "unknown field `levels`"),
+        (MOSAIC.replace("name = \"m\"", "name = \"m\"\npwc = {}"), "machine[0].pwc", "set `os.page_table` to a driver that keeps them"),
+        (MOSAIC.replace("eviction = \"horizon-lru\"", "eviction = \"horizon-lru\", page_table = \"radix\"").replace("name = \"m\"", "name = \"m\"\npwc = { entries = [2, 4, 8, 32], ways = [1, 4, 4, 4] }"), "machine[0].pwc.entries", "4-level tables have 1 to 3 levels above the PT"),
+        (MOSAIC.replace("eviction = \"horizon-lru\"", "eviction = \"horizon-lru\", page_table = \"radix\"").replace("name = \"m\"", "name = \"m\"\npwc = { entries = [4, 32] }"), "machine[0].pwc.ways", "3 ways for 2 levels"),
+        (MOSAIC.replace("eviction = \"horizon-lru\"", "eviction = \"horizon-lru\", page_table = \"radix\"").replace("name = \"m\"", "name = \"m\"\npwc = { entries = [4, 30], ways = [4, 4] }"), "machine[0].pwc.ways[1]", "4 ways do not divide 30 entries"),
         (MOSAIC.replace("eviction = \"horizon-lru\"", "eviction = \"horizon\""), "line 11", "expected one of `none`, `lru`, `linux`, `horizon-lru`"),
         (MOSAIC.replace("placement = \"iceberg\", eviction = \"horizon-lru\", iceberg = { front = 56, back = 8 }", "placement = \"random\", eviction = { kind = \"iceberg-lru\" }"), "machine[0].os.eviction", "`iceberg-lru` eviction needs iceberg placement"),
         (MOSAIC.replace("eviction = \"horizon-lru\"", "eviction = { kind = \"lazy-iceberg-lru\", delta = 0.0 }"), "machine[0].os.eviction.delta", "delta must be above 0"),
@@ -725,4 +729,39 @@ refs = 300_000
         assert!(csv.lines().count() >= 3, "{csv}");
         assert_eq!(results(1000), csv, "{machine}");
     }
+}
+
+/// A machine over radix tables with EMT's walk caches reports what its walks read, what the
+/// caches served and the frames its tables take, in `results.json`; `results.csv` keeps its
+/// columns.
+#[test]
+fn a_radix_machine_reports_its_walks() {
+    let text = r#"
+[[workload]]
+name = "u"
+type = "uniform"
+footprint = "64MiB"
+refs = 100_000
+
+[[machine]]
+name = "radix-pwc"
+preset = "single-tlb"
+os = { memory = "1GiB", page_table = { kind = "radix", levels = 5 } }
+pwc = {}
+"#;
+    let (_dir, csv, json) = written_results(text);
+    assert!(csv.lines().next().unwrap().ends_with(",partial"), "{csv}");
+    let m = &json["results"][0]["machines"][0];
+    let walks = m["os"]["walks"].as_u64().unwrap();
+    let entries: Vec<u64> = m["walker"]["entries"].as_array().unwrap().iter().map(|v| v.as_u64().unwrap()).collect();
+    assert_eq!(entries, [walks; 5], "a read per level of 5-level tables");
+    let memory: Vec<u64> = m["walker"]["memory_reads"].as_array().unwrap().iter().map(|v| v.as_u64().unwrap()).collect();
+    // The PT entry always goes to memory; the PML5's, which no cache holds, only when every
+    // cache missed, as the PML4's does.
+    assert_eq!((memory[0], memory[4]), (walks, memory[3]), "{memory:?}");
+    assert!(memory[1] < walks, "the PD entries' cache serves some walks: {memory:?}");
+    assert_eq!(m["walker"]["pwc"].as_array().unwrap().len(), 3);
+    // 16384 pages of 64 MiB: 32 PTs, a PD, a PDPT, a PML4 and a PML5.
+    assert_eq!(m["os"]["page_table_frames"], 36);
+    assert_eq!(json["experiment"]["machines"][0]["os"]["page_table"], serde_json::json!({ "kind": "radix", "levels": 5 }));
 }

@@ -150,6 +150,7 @@ fn the_configuration_reference_documents_every_field_and_value() {
         ("EvictionTable", "### `[machine.os]`"),
         ("PageTableTable", "### `[machine.os]`"),
         ("RawMosaic", "### `[[machine.mosaic]]`"),
+        ("RawPwc", "### `[machine.pwc]`"),
         ("RawLevel", "### `[[machine.tlb]]` (one table per level)"),
         ("RawArray", "### `[[machine.tlb]]` (one table per level)"),
         ("RawPlot", "## `[[plot]]`"),

@@ -7,6 +7,7 @@
 mod mosaic;
 pub mod named;
 mod os;
+mod pwc;
 pub mod plot;
 pub mod presets;
 pub mod raw;

@@ -230,6 +230,22 @@ pub struct RawMachine {
     pub tlb: Option<Vec<RawLevel>>,
     /// Mosaic TLBs riding the machine's (iceberg) OS.
     pub mosaic: Option<Vec<RawMosaic>>,
+    /// The page walker's walk caches (EMT's radix PWC), for a page-table driver whose walks
+    /// read tables.
+    pub pwc: Option<RawPwc>,
+}
+
+/// Walk caches as written; omitted fields take EMT's.
+#[derive(Clone, Debug, Default, Deserialize, Serialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RawPwc {
+    /// Entries of each level's cache, top level first (default `[2, 4, 32]`: the PML4, PDPT
+    /// and PD entries).
+    pub entries: Option<Vec<usize>>,
+    /// Ways of each level's cache (default `[1, 4, 4]`).
+    pub ways: Option<Vec<usize>>,
+    /// Replacement policy of every level (default `lru`).
+    pub replacement: Option<Policy>,
 }
 
 /// A value or a list of values (a sweep: one TLB per value).

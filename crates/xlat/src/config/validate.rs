@@ -3,6 +3,7 @@
 
 use super::mosaic;
 use super::os;
+use super::pwc;
 use super::plot::{self, PlotSpec};
 use super::presets::{self, PresetParams};
 use super::raw::{ExperimentFile, RawArray, RawLevel, RawMachine, RawWays, RawWorkload, WorkloadType};
@@ -340,7 +341,8 @@ pub fn cpu_machine(m: &RawMachine, path: &str, seed: u64) -> Result<CpuSpec> {
     if !mosaic.is_empty() && !matches!(os.placement, crate::os::PlacementSpec::Iceberg(_)) {
         return err(format!("{path}.mosaic"), "Mosaic TLBs store CPFNs, which need `os.placement = \"iceberg\"`");
     }
-    Ok(CpuSpec { name: m.name.clone(), seed: m.seed.unwrap_or(seed), os, tlb, mosaic })
+    let pwc = m.pwc.as_ref().map(|raw| pwc::validate(raw, &os, &format!("{path}.pwc"))).transpose()?;
+    Ok(CpuSpec { name: m.name.clone(), seed: m.seed.unwrap_or(seed), os, tlb, mosaic, pwc })
 }
 
 /// An error in the levels a preset built from the machine's `entries`, `ways` or

@@ -14,7 +14,8 @@
 //! generates the configuration's [`PageTableSpec`] (`os.page_table`) and the dispatch
 //! ([`Driver`]).
 
-pub mod reads;
+pub mod pwc;
+pub mod walker;
 
 use crate::config::named::named_model;
 use crate::os::OsSpec;

@@ -139,7 +139,7 @@ mod tests {
             levels: vec![crate::tlb::LevelStats { level: "L1".into(), side: crate::tlb::Side::Unified, entries: 4, ways: 4, counters: Default::default() }],
             mosaic: vec![],
             os: Default::default(),
-            walk_reads: Default::default(),
+            walker: Default::default(),
             loops: vec![],
         };
         ResultRow { unit: unit.map(str::to_string), ..stats.rows("w", false).remove(0) }

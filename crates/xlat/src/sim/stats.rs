@@ -1,7 +1,7 @@
 //! Statistics of a machine, gathered into one serializable record, and their flattening into
 //! result rows.
 
-use crate::mmu::reads::ReadCounts;
+use crate::mmu::walker::WalkerStats;
 use crate::os::OsStats;
 use crate::sim::machine::cpu::loop_path::LoopUse;
 use crate::tlb::mosaic::{MosaicCounters, MosaicGeometry};
@@ -33,8 +33,8 @@ pub struct MachineStats {
     pub mosaic: Vec<MosaicStats>,
     /// OS model counters.
     pub os: OsStats,
-    /// The page-table entries the walks read, by level (none under the `map` driver).
-    pub walk_reads: ReadCounts,
+    /// What the walks read, by level, and the walk caches (nothing under the `map` driver).
+    pub walker: WalkerStats,
     /// The batches each simulation loop ran (see
     /// [`crate::sim::machine::cpu::loop_path`]): which compiled form of the machine's loop
     /// simulated them, and what a second core replayed.

@@ -177,7 +177,7 @@ impl RefMachine {
             levels: self.tlb.as_ref().map(RefHierarchy::stats).unwrap_or_default(),
             mosaic: self.mosaic.iter().map(|m| MosaicStats { name: m.name.clone(), geometry: m.geometry.clone(), counters: m.tlb.counters() }).collect(),
             os: self.os.stats(),
-            walk_reads: Default::default(),
+            walker: Default::default(),
             loops: Vec::new(),
         }
     }

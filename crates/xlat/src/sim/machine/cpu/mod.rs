@@ -17,7 +17,8 @@ use loop_path::{LoopPath, LoopUses, SecondCore};
 use replay::{replay, replay_steps, Log, Step};
 use crate::hash::page_key;
 use crate::memref::{AccessKind, Batch, MemRef};
-use crate::mmu::reads::ReadCounts;
+use crate::mmu::pwc::PwcSpec;
+use crate::mmu::walker::PageWalker;
 use crate::mmu::NoReads;
 use crate::os::{Os, OsSpec, OutOfMemory, Walk, WalkBy};
 use crate::tlb::mosaic::{MosaicGeometry, MosaicLookup, MosaicTlb};
@@ -48,6 +49,9 @@ pub struct CpuSpec {
     pub tlb: Vec<LevelGeometry>,
     /// Mosaic TLBs riding the same OS (they need iceberg placement).
     pub mosaic: Vec<MosaicSpec>,
+    /// The page walker's walk caches, if any (for a page-table driver whose walks read
+    /// tables).
+    pub pwc: Option<PwcSpec>,
 }
 
 struct MosaicVariant {
@@ -118,9 +122,10 @@ pub struct CpuMachine {
     decoded: DecodedFrames,
     os: Os,
     counters: RefCounters,
-    /// The page-table entries the walks read (none under a stateless driver, whose walks
-    /// read nothing: only those go through the express path and the replays, with no sink).
-    walk_reads: ReadCounts,
+    /// The page walker: what the walks read and the walk caches (none read under a
+    /// stateless driver: only such walks go through the express path and the replays,
+    /// which give them no sink).
+    walker: PageWalker,
     /// The batches each loop ran.
     loops: LoopUses,
     /// Whether the next batch prefetches page-table entries: only when the last batch walked
@@ -183,7 +188,7 @@ impl CpuMachine {
             decoded: DecodedFrames::new(),
             os,
             counters: RefCounters::default(),
-            walk_reads: ReadCounts::default(),
+            walker: PageWalker::new(spec.pwc.as_ref(), spec.seed ^ 0x7077),
             loops: LoopUses::default(),
             prefetch: false,
             replay_pays: true,
@@ -516,7 +521,11 @@ impl CpuMachine {
     #[inline(never)]
     fn mosaic_miss<const TRACK: bool>(&mut self, i: usize, asid: Asid, vaddr: u64, walked: &mut Option<Walk>) -> std::result::Result<Pfn, OutOfMemory> {
         let walk = match *walked {
-            Some(walk) => self.os.walk(asid, vaddr, WalkBy::Repeat(walk), &mut self.walk_reads)?,
+            Some(walk) => {
+                let again = self.os.walk(asid, vaddr, WalkBy::Repeat(walk), &mut self.walker);
+                self.walker.finish(asid, vaddr);
+                again?
+            }
             None => {
                 let first = self.tlb.is_none() && i == 0;
                 let walk = self.walk(asid, vaddr, first)?;
@@ -545,7 +554,9 @@ impl CpuMachine {
     #[inline(always)]
     fn walk(&mut self, asid: Asid, vaddr: u64, first: bool) -> std::result::Result<Walk, OutOfMemory> {
         let by = if first { WalkBy::FirstTlb } else { WalkBy::OtherTlb };
-        self.os.walk(asid, vaddr, by, &mut self.walk_reads)
+        let walk = self.os.walk(asid, vaddr, by, &mut self.walker);
+        self.walker.finish(asid, vaddr);
+        walk
     }
 
     /// Invalidates in every TLB the pages the OS just evicted (or, after an accessed-bit
@@ -654,7 +665,7 @@ impl Machine for CpuMachine {
             levels,
             mosaic: self.mosaic.iter().map(|m| MosaicStats { name: m.name.clone(), geometry: m.tlb.geometry().clone(), counters: m.tlb.counters() }).collect(),
             os,
-            walk_reads: self.walk_reads.clone(),
+            walker: self.walker.stats(),
             loops: self.loops.uses().to_vec(),
         }
     }

@@ -17,13 +17,13 @@ fn level(entries: usize, ways: usize) -> LevelGeometry {
 }
 
 fn spec() -> CpuSpec {
-    CpuSpec { name: "m".into(), seed: 1, os: OsSpec::simple(1 << 30, PlacementSpec::Random), tlb: vec![level(4, 4)], mosaic: vec![] }
+    CpuSpec { name: "m".into(), seed: 1, os: OsSpec::simple(1 << 30, PlacementSpec::Random), tlb: vec![level(4, 4)], mosaic: vec![], pwc: None }
 }
 
 fn mosaic_spec(memory: u64, eviction: EvictionSpec, arity: u32) -> CpuSpec {
     let os = OsSpec { eviction, ..OsSpec::simple(memory, PlacementSpec::Iceberg(IcebergSpec::default())) };
     let geometry = MosaicGeometry { entries: 64, ways: 4, policy: Policy::Lru, arity };
-    CpuSpec { name: "mosaic".into(), seed: 3, os, tlb: vec![level(64, 4)], mosaic: vec![MosaicSpec { name: format!("mosaic-{arity}"), geometry }] }
+    CpuSpec { name: "mosaic".into(), seed: 3, os, tlb: vec![level(64, 4)], mosaic: vec![MosaicSpec { name: format!("mosaic-{arity}"), geometry }], pwc: None }
 }
 
 #[test]
@@ -182,7 +182,7 @@ fn use_is_tracked_through_every_tlb_level() {
     let l2 = LevelGeometry { name: "L2".into(), ..level(32, 4) };
     for tlb in [vec![level(16, 4)], vec![level(8, 2), l2]] {
         let os = OsSpec { eviction: EvictionSpec::Lru(Default::default()), ..OsSpec::simple(64 << 12, PlacementSpec::Random) };
-        let mut m = CpuMachine::new(&CpuSpec { name: "lru".into(), seed: 2, os, tlb, mosaic: vec![] });
+        let mut m = CpuMachine::new(&CpuSpec { name: "lru".into(), seed: 2, os, tlb, mosaic: vec![], pwc: None });
         m.process(&Batch { refs: refs.clone(), instructions: 0 }).unwrap();
         let s = m.stats();
         assert!(s.levels.iter().all(|l| l.counters.hits > 0), "every level hits");
@@ -201,7 +201,7 @@ fn an_evicted_huge_page_leaves_no_splinter() {
     let l2 = LevelGeometry { name: "L2".into(), ..level(64, 4) };
     for tlb in [vec![level(16, 4)], vec![level(8, 2), l2]] {
         let os = OsSpec { eviction: EvictionSpec::Lru(Default::default()), page_size: PageSize::Size2M, ..OsSpec::simple(8 << 21, PlacementSpec::Random) };
-        let mut m = CpuMachine::new(&CpuSpec { name: "huge".into(), seed: 2, os, tlb, mosaic: vec![] });
+        let mut m = CpuMachine::new(&CpuSpec { name: "huge".into(), seed: 2, os, tlb, mosaic: vec![], pwc: None });
         m.process(&Batch { refs: refs.clone(), instructions: 0 }).unwrap();
         let s = m.stats();
         assert!(s.levels[0].counters.hits > 0);
@@ -585,8 +585,8 @@ fn a_radix_machine_walks_its_tables_and_keeps_them_in_memory() {
         }
         let (a, b) = (a.stats(), b.stats());
         assert_eq!((&a.levels, a.os.walks, a.os.page_faults), (&b.levels, b.os.walks, b.os.page_faults));
-        assert_eq!(b.walk_reads.by_level[..4], [b.os.walks; 4], "a read per level per walk");
-        assert_eq!((a.walk_reads.total(), a.os.page_table_frames), (0, 0));
+        assert_eq!(b.walker.entries[..4], [b.os.walks; 4], "a read per level per walk");
+        assert_eq!((a.walker.entries.iter().sum::<u64>(), a.os.page_table_frames), (0, 0));
         assert_eq!(b.os.page_table_frames, radix_tables(&refs));
     }
 }
@@ -616,6 +616,32 @@ fn radix_tables_stay_in_memory_under_pressure() {
         let pinned = (0..m.os.frames().capacity()).filter(|&f| m.os.frames().is_pinned(f)).count() as u64;
         assert_eq!(pinned, tables, "{placement:?}: every table is still in memory");
         assert!(s.os.swap_ins > w.os.swap_ins, "{placement:?}: tables leave data fewer frames: {} against {}", s.os.swap_ins, w.os.swap_ins);
-        assert_eq!(s.walk_reads.by_level[0], s.os.walks, "{placement:?}");
+        assert_eq!(s.walker.entries[0], s.os.walks, "{placement:?}");
     }
+}
+
+/// With EMT's walk caches, each 4 KiB walk over 4-level tables probes the PD entries' cache
+/// first, and each level's misses probe the level above: the PT entry always goes to memory,
+/// each upper entry when its cache and every deeper one missed.
+#[test]
+fn walk_caches_serve_the_upper_levels_of_radix_walks() {
+    let refs = sparse(&mixed_refs(30_000, 900.0, 0x9c));
+    let radix = crate::mmu::PageTableSpec::named("radix").unwrap();
+    let spec = CpuSpec {
+        os: OsSpec { page_table: radix, ..OsSpec::simple(1 << 30, PlacementSpec::Sequential) },
+        tlb: vec![level(64, 4)],
+        pwc: Some(crate::mmu::pwc::PwcSpec::default()),
+        ..spec()
+    };
+    let mut m = CpuMachine::new(&spec);
+    m.process(&Batch { refs, instructions: 0 }).unwrap();
+    let s = m.stats();
+    let (w, walks) = (&s.walker, s.os.walks);
+    let [pml4, pdpt, pd] = [w.pwc[0], w.pwc[1], w.pwc[2]];
+    assert_eq!(w.entries[..4], [walks; 4]);
+    assert_eq!((pd.hits + pd.misses, pdpt.hits + pdpt.misses, pml4.hits + pml4.misses), (walks, pd.misses, pdpt.misses));
+    assert_eq!(w.memory_reads[..4], [walks, pd.misses, pdpt.misses, pml4.misses]);
+    // 64 regions of 1 GiB over 900 pages: the 32-entry PD cache misses often, the PML4's
+    // two entries hold the one 512 GiB region nearly always.
+    assert!(pd.hits > 0 && pd.misses > 0 && pml4.hits > pml4.misses, "{:?}", w.pwc);
 }

@@ -1,0 +1,78 @@
+//! A machine's page walker: what its walks read (the page-table entries, by level: EMT's
+//! walk lengths), the walk caches that serve part of it ([`super::pwc`]), and the reads left
+//! for memory.
+
+use super::pwc::{PageWalkCache, PwcSpec};
+use super::{WalkRead, WalkSink};
+use crate::cache::tags::Lookups;
+use crate::types::Asid;
+use serde::Serialize;
+
+/// The most levels a driver's walk reads (5-level radix).
+pub const MAX_LEVELS: usize = 5;
+
+/// What a machine's walks read.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct WalkerStats {
+    /// Entries the walks read, by level of the driver's format (0 for the table of 4 KiB
+    /// entries): what the format makes a walk read.
+    pub entries: [u64; MAX_LEVELS],
+    /// Those the walk caches did not serve, which went to memory.
+    pub memory_reads: [u64; MAX_LEVELS],
+    /// Lookups of each walk cache, top level first (none without walk caches).
+    pub pwc: Vec<Lookups>,
+}
+
+/// The page walker: the reads of the walk under way, its walk caches and its counts.
+#[derive(Clone, Debug)]
+pub struct PageWalker {
+    /// The reads of the walk under way, in order.
+    trace: [WalkRead; MAX_LEVELS],
+    len: usize,
+    pwc: Option<PageWalkCache>,
+    stats: WalkerStats,
+}
+
+impl WalkSink for PageWalker {
+    #[inline]
+    fn read(&mut self, read: WalkRead) {
+        self.trace[self.len] = read;
+        self.len += 1;
+    }
+}
+
+impl PageWalker {
+    /// A walker with the walk caches of `pwc`, if any; `seed` drives their random policy.
+    pub fn new(pwc: Option<&PwcSpec>, seed: u64) -> PageWalker {
+        let empty = WalkRead { level: 0, addr: crate::types::PhysAddr(0) };
+        PageWalker { trace: [empty; MAX_LEVELS], len: 0, pwc: pwc.map(|spec| PageWalkCache::new(spec, seed)), stats: WalkerStats::default() }
+    }
+
+    /// The walk of `vaddr` in `asid` whose reads this walker took ended: counts them and
+    /// serves what the walk caches hold. Costs a test for a driver whose walks read nothing.
+    #[inline(always)]
+    pub fn finish(&mut self, asid: Asid, vaddr: u64) {
+        if self.len != 0 {
+            self.account(asid, vaddr);
+        }
+    }
+
+    #[inline(never)]
+    fn account(&mut self, asid: Asid, vaddr: u64) {
+        let reads = &self.trace[..self.len];
+        let served = self.pwc.as_mut().map_or(0, |pwc| pwc.serve(asid, vaddr, reads));
+        for (i, read) in reads.iter().enumerate() {
+            let level = usize::from(read.level);
+            self.stats.entries[level] += 1;
+            if i >= served {
+                self.stats.memory_reads[level] += 1;
+            }
+        }
+        self.len = 0;
+    }
+
+    /// What the walks read so far.
+    pub fn stats(&self) -> WalkerStats {
+        WalkerStats { pwc: self.pwc.as_ref().map(PageWalkCache::lookups).unwrap_or_default(), ..self.stats.clone() }
+    }
+}
