@@ -289,6 +289,12 @@ fn mosaic_configuration_errors_name_the_field() {
         (MOSAIC.replace("eviction = \"horizon-lru\"", "eviction = \"horizon-lru\", page_table = \"radix\"").replace("name = \"m\"", "name = \"m\"\npwc = { entries = [2, 4, 8, 32], ways = [1, 4, 4, 4] }"), "machine[0].pwc.entries", "4-level tables have 1 to 3 levels above the PT"),
         (MOSAIC.replace("eviction = \"horizon-lru\"", "eviction = \"horizon-lru\", page_table = \"radix\"").replace("name = \"m\"", "name = \"m\"\npwc = { entries = [4, 32] }"), "machine[0].pwc.ways", "3 ways for 2 levels"),
         (MOSAIC.replace("eviction = \"horizon-lru\"", "eviction = \"horizon-lru\", page_table = \"radix\"").replace("name = \"m\"", "name = \"m\"\npwc = { entries = [4, 30], ways = [4, 4] }"), "machine[0].pwc.ways[1]", "4 ways do not divide 30 entries"),
+        (MOSAIC.replace("name = \"m\"", "name = \"m\"\ntiming = { line = 48 }"), "machine[0].timing.line", "a power of two from 8 to 4096"),
+        (MOSAIC.replace("name = \"m\"", "name = \"m\"\ntiming = { walk_level = \"L3\" }"), "machine[0].timing.walk_level", "`L3` names no cache level"),
+        (MOSAIC.replace("name = \"m\"", "name = \"m\"\ntiming = { caches = [{ name = \"L1\", size = \"32KiB\", ways = 7, latency = 2 }] }"), "machine[0].timing.caches[0].ways", "7 ways do not divide the 512 lines"),
+        (MOSAIC.replace("name = \"m\"", "name = \"m\"\ntiming = { caches = [] }"), "machine[0].timing.caches", "at least one cache level"),
+        (MOSAIC.replace("name = \"m\"", "name = \"m\"\ntiming = { data_parallelism = 0.5 }"), "machine[0].timing.data_parallelism", "1 or more"),
+        (MOSAIC.replace("name = \"m\"", "name = \"m\"\ntiming = { tlb = -1 }"), "machine[0].timing.tlb", "0 or more"),
         (MOSAIC.replace("eviction = \"horizon-lru\"", "eviction = \"horizon\""), "line 11", "expected one of `none`, `lru`, `linux`, `horizon-lru`"),
         (MOSAIC.replace("placement = \"iceberg\", eviction = \"horizon-lru\", iceberg = { front = 56, back = 8 }", "placement = \"random\", eviction = { kind = \"iceberg-lru\" }"), "machine[0].os.eviction", "`iceberg-lru` eviction needs iceberg placement"),
         (MOSAIC.replace("eviction = \"horizon-lru\"", "eviction = { kind = \"lazy-iceberg-lru\", delta = 0.0 }"), "machine[0].os.eviction.delta", "delta must be above 0"),
@@ -764,4 +770,41 @@ pwc = {}
     // 16384 pages of 64 MiB: 32 PTs, a PD, a PDPT, a PML4 and a PML5.
     assert_eq!(m["os"]["page_table_frames"], 36);
     assert_eq!(json["experiment"]["machines"][0]["os"]["page_table"], serde_json::json!({ "kind": "radix", "levels": 5 }));
+    assert!(m["timing"].is_null(), "not timed");
+}
+
+/// A timed machine (EMT's cycle model, every parameter at its default) reports its cycles
+/// and caches; an untimed one beside it, the same TLB results.
+#[test]
+fn a_timed_machine_reports_its_cycles() {
+    let text = r#"
+[[workload]]
+name = "u"
+type = "uniform"
+footprint = "64MiB"
+refs = 100_000
+
+[[machine]]
+name = "timed"
+preset = "single-tlb"
+os = { memory = "1GiB", page_table = "radix" }
+pwc = {}
+timing = {}
+
+[[machine]]
+name = "untimed"
+preset = "single-tlb"
+os = { memory = "1GiB", page_table = "radix" }
+pwc = {}
+"#;
+    let (_dir, csv, json) = written_results(text);
+    let rows: Vec<&str> = csv.lines().skip(1).collect();
+    assert_eq!(rows[0].replacen(",timed,", ",", 1), rows[1].replacen(",untimed,", ",", 1), "the same TLB results");
+    let t = &json["results"][0]["machines"][0]["timing"];
+    let cycles = ["tlb_cycles", "walk_cycles", "data_cycles", "instruction_cycles"].map(|k| t[k].as_f64().unwrap());
+    assert!((cycles.iter().sum::<f64>() - t["total_cycles"].as_f64().unwrap()).abs() < 1e-6, "{t}");
+    assert_eq!(t["tlb_cycles"], 100_000.0);
+    assert!(t["ipc"].is_null(), "a synthetic stream counts no instructions");
+    assert_eq!(t["caches"].as_array().unwrap().len(), 3);
+    assert_eq!(json["experiment"]["machines"][0]["timing"]["walk_level"], 1);
 }

@@ -276,7 +276,7 @@ fn machine(os: OsSpec, tlb: Option<Vec<LevelGeometry>>, mosaic: Vec<MosaicSpec>,
         None if !mosaic.is_empty() => Vec::new(),
         None => vec![level(0, ArrayGeometry { entries: 16, ways: 4, policy: Policy::Lru, page_sizes: vec![K4] }, None, false)],
     };
-    CpuSpec { name: "m".into(), seed, os, tlb, mosaic, pwc: None }
+    CpuSpec { name: "m".into(), seed, os, tlb, mosaic, pwc: None, timing: None }
 }
 
 /// Machines of any TLBs (Mosaic TLBs over iceberg memory) over the OSes of `oses`.

@@ -151,6 +151,8 @@ fn the_configuration_reference_documents_every_field_and_value() {
         ("PageTableTable", "### `[machine.os]`"),
         ("RawMosaic", "### `[[machine.mosaic]]`"),
         ("RawPwc", "### `[machine.pwc]`"),
+        ("RawTiming", "### `[machine.timing]`"),
+        ("RawCacheLevel", "### `[machine.timing]`"),
         ("RawLevel", "### `[[machine.tlb]]` (one table per level)"),
         ("RawArray", "### `[[machine.tlb]]` (one table per level)"),
         ("RawPlot", "## `[[plot]]`"),

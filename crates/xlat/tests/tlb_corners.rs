@@ -139,7 +139,7 @@ fn first_level_counters_do_not_depend_on_the_path() {
                 let stream = refs(30_000, 64, page_size.shift(), 3);
                 let mut rows = Vec::new();
                 for tlb in [vec![l1.clone()], vec![l1.clone(), l("L2", 64, 4, &[page_size])], vec![l1.clone(), l("L2", 60, 5, &[page_size])]] {
-                    let mut m = CpuMachine::new(&CpuSpec { name: "m".into(), seed: 2, os: os.clone(), tlb, mosaic: vec![], pwc: None });
+                    let mut m = CpuMachine::new(&CpuSpec { name: "m".into(), seed: 2, os: os.clone(), tlb, mosaic: vec![], pwc: None, timing: None });
                     for chunk in stream.chunks(1000) {
                         m.process(&Batch { refs: chunk.to_vec(), instructions: 0 }).unwrap();
                     }
@@ -257,7 +257,7 @@ fn conventional_rows_do_not_depend_on_mosaic_tlbs() {
                 let memory = if eviction == EvictionSpec::default() { 1 << 30 } else { 2 * 64 * 4096 * 3 };
                 let os = OsSpec { eviction, recency, ..OsSpec::simple(memory, PlacementSpec::Iceberg(IcebergSpec::default())) };
                 let geometry = MosaicGeometry { entries: 64, ways: 4, policy: Policy::Lru, arity: 4 };
-                let with = CpuSpec { name: "m".into(), seed: 3, os: os.clone(), tlb: tlb.clone(), mosaic: vec![MosaicSpec { name: "mosaic-4".into(), geometry }], pwc: None };
+                let with = CpuSpec { name: "m".into(), seed: 3, os: os.clone(), tlb: tlb.clone(), mosaic: vec![MosaicSpec { name: "mosaic-4".into(), geometry }], pwc: None, timing: None };
                 let without = CpuSpec { mosaic: vec![], ..with.clone() };
                 let [a, b] = [with, without].map(|spec| {
                     let mut m = CpuMachine::new(&spec);

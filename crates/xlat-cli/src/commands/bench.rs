@@ -8,7 +8,8 @@ use clap::Args;
 use std::io::IsTerminal;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
-use xlat::config::raw::{OneOrMany, RawMachine, RawMosaic, RawOs, RawWays};
+use xlat::config::raw::{OneOrMany, RawMachine, RawMosaic, RawOs, RawPwc, RawTiming, RawWays};
+use xlat::mmu::PageTableSpec;
 use xlat::config::size::ByteSize;
 use xlat::os::EvictionSpec;
 use xlat::os::Placement;
@@ -115,6 +116,17 @@ fn single_tlb() -> RawMachine {
     RawMachine { name: "single".into(), preset: Some("single-tlb".into()), ways: Some(RawWays::Count(4)), ..RawMachine::default() }
 }
 
+/// `single-tlb` over radix tables with EMT's walk caches and cycle model (every parameter at
+/// EMT's value): walks and data references through the caches.
+fn radix_timed() -> RawMachine {
+    RawMachine {
+        os: Some(RawOs { page_table: PageTableSpec::named("radix"), ..RawOs::default() }),
+        pwc: Some(RawPwc::default()),
+        timing: Some(RawTiming::default()),
+        ..single_tlb()
+    }
+}
+
 /// A 1024-entry 4-way vanilla TLB and a Mosaic-4 TLB of the same shape over a 768 MiB
 /// iceberg memory with Horizon LRU: the Mosaic paper's simulated machine under pressure.
 fn mosaic_horizon() -> RawMachine {
@@ -147,7 +159,7 @@ fn skylake() -> RawMachine {
     RawMachine { name: "skylake".into(), preset: Some("skylake-like".into()), ..RawMachine::default() }
 }
 
-const CASES: [Case; 10] = [
+const CASES: [Case; 11] = [
     Case {
         name: "tlb1024x4-uniform-256MiB",
         description: "one 1024-entry 4-way LRU TLB, uniform random 8-byte loads over 256 MiB (98% misses)",
@@ -217,6 +229,13 @@ const CASES: [Case; 10] = [
         pattern: Pattern::Sequential,
         footprint: 1 << 30,
         machine: mosaic_horizon,
+    },
+    Case {
+        name: "radix-pwc-timed-uniform-256MiB",
+        description: "one 1024-entry 4-way LRU TLB over 4-level radix tables with EMT's walk caches and cycle model (three cache levels), uniform random 8-byte loads over 256 MiB",
+        pattern: Pattern::Uniform,
+        footprint: 256 << 20,
+        machine: radix_timed,
     },
 ];
 

@@ -24,6 +24,9 @@ pub struct Lookups {
 #[derive(Clone, Debug)]
 pub struct TagArray {
     sets: usize,
+    /// `sets - 1` when the number of sets is a power of two (the set is then the tag's low
+    /// bits, without a division), else 0.
+    mask: u64,
     ways: usize,
     tags: Vec<u64>,
     repl: ReplacementState,
@@ -36,12 +39,24 @@ impl TagArray {
     pub fn new(entries: usize, ways: usize, policy: Policy, seed: u64) -> TagArray {
         assert!(ways > 0 && entries % ways == 0, "{ways} ways do not divide {entries} entries");
         let sets = entries / ways;
-        TagArray { sets, ways, tags: vec![EMPTY; entries], repl: ReplacementState::new(policy, sets, ways, seed), lookups: Lookups::default() }
+        let mask = if sets.is_power_of_two() { sets as u64 - 1 } else { 0 };
+        TagArray { sets, mask, ways, tags: vec![EMPTY; entries], repl: ReplacementState::new(policy, sets, ways, seed), lookups: Lookups::default() }
+    }
+
+    /// The set of `tag`.
+    #[inline]
+    fn set_of(&self, tag: u64) -> usize {
+        if self.mask != 0 || self.sets == 1 {
+            (tag & self.mask) as usize
+        } else {
+            (tag % self.sets as u64) as usize
+        }
     }
 
     /// The set of `tag` and the way holding it, if any.
+    #[inline]
     fn find(&self, tag: u64) -> (usize, Option<usize>) {
-        let set = (tag % self.sets as u64) as usize;
+        let set = self.set_of(tag);
         let ways = &self.tags[set * self.ways..(set + 1) * self.ways];
         (set, ways.iter().position(|&t| t == tag))
     }
@@ -66,8 +81,13 @@ impl TagArray {
     /// Inserts `tag`, which a lookup just missed: into the set's first invalid way, else in
     /// place of the policy's victim.
     pub fn insert(&mut self, tag: u64) {
-        let (set, found) = self.find(tag);
-        debug_assert!(found.is_none(), "insertion of a present tag");
+        debug_assert!(self.find(tag).1.is_none(), "insertion of a present tag");
+        self.insert_in(self.set_of(tag), tag);
+    }
+
+    /// [`TagArray::insert`] of `tag` into `set`, its set.
+    #[inline]
+    fn insert_in(&mut self, set: usize, tag: u64) {
         let base = set * self.ways;
         match self.tags[base..base + self.ways].iter().position(|&t| t == EMPTY) {
             Some(way) => {
@@ -81,13 +101,22 @@ impl TagArray {
         }
     }
 
-    /// [`TagArray::lookup`], and on a miss [`TagArray::insert`]: true on a hit.
+    /// [`TagArray::lookup`], and on a miss [`TagArray::insert`]: true on a hit. The set is
+    /// found once.
     pub fn access(&mut self, tag: u64) -> bool {
-        let hit = self.lookup(tag);
-        if !hit {
-            self.insert(tag);
+        debug_assert_ne!(tag, EMPTY, "a tag of all ones");
+        match self.find(tag) {
+            (set, Some(way)) => {
+                self.repl.touch(set, way);
+                self.lookups.hits += 1;
+                true
+            }
+            (set, None) => {
+                self.lookups.misses += 1;
+                self.insert_in(set, tag);
+                false
+            }
         }
-        hit
     }
 
     /// The lookups so far.

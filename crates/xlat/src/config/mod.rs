@@ -8,6 +8,7 @@ mod mosaic;
 pub mod named;
 mod os;
 mod pwc;
+mod timing;
 pub mod plot;
 pub mod presets;
 pub mod raw;

@@ -233,6 +233,49 @@ pub struct RawMachine {
     /// The page walker's walk caches (EMT's radix PWC), for a page-table driver whose walks
     /// read tables.
     pub pwc: Option<RawPwc>,
+    /// EMT's cycle model: walk and data references through caches, and cycles.
+    pub timing: Option<RawTiming>,
+}
+
+/// EMT's cycle model as written; omitted fields take EMT's values.
+#[derive(Clone, Debug, Default, Deserialize, Serialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RawTiming {
+    /// Cache levels, closest to the core first (default EMT's: L1 split 32 KiB 8-way 2
+    /// cycles, L2 512 KiB 8-way 16, LLC 16 MiB 16-way 56).
+    pub caches: Option<Vec<RawCacheLevel>>,
+    /// Bytes of a cache line (default 64).
+    pub line: Option<ByteSize>,
+    /// Cycles of a memory access (default 180).
+    pub memory: Option<u32>,
+    /// The level walk reads enter, by name (default the second level: EMT's L2).
+    pub walk_level: Option<String>,
+    /// Cycles of a TLB access (default 1).
+    pub tlb: Option<f64>,
+    /// Cycles of a walk-cache lookup (default 1).
+    pub pwc: Option<f64>,
+    /// Cycles of an instruction that is not a data reference (default 0.5).
+    pub instruction: Option<f64>,
+    /// What a data access's latency is divided by (default 8).
+    pub data_parallelism: Option<f64>,
+}
+
+/// One cache level as written.
+#[derive(Clone, Debug, Deserialize, Serialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RawCacheLevel {
+    /// Name in results.
+    pub name: String,
+    /// Bytes (of each side of a split level).
+    pub size: ByteSize,
+    /// Ways.
+    pub ways: usize,
+    /// Cycles of a hit.
+    pub latency: u32,
+    /// Whether the level has an instruction side beside its data side (default false).
+    pub split: Option<bool>,
+    /// Replacement policy (default `lru`).
+    pub replacement: Option<Policy>,
 }
 
 /// Walk caches as written; omitted fields take EMT's.

@@ -4,6 +4,7 @@
 use super::mosaic;
 use super::os;
 use super::pwc;
+use super::timing;
 use super::plot::{self, PlotSpec};
 use super::presets::{self, PresetParams};
 use super::raw::{ExperimentFile, RawArray, RawLevel, RawMachine, RawWays, RawWorkload, WorkloadType};
@@ -342,7 +343,8 @@ pub fn cpu_machine(m: &RawMachine, path: &str, seed: u64) -> Result<CpuSpec> {
         return err(format!("{path}.mosaic"), "Mosaic TLBs store CPFNs, which need `os.placement = \"iceberg\"`");
     }
     let pwc = m.pwc.as_ref().map(|raw| pwc::validate(raw, &os, &format!("{path}.pwc"))).transpose()?;
-    Ok(CpuSpec { name: m.name.clone(), seed: m.seed.unwrap_or(seed), os, tlb, mosaic, pwc })
+    let timing = m.timing.as_ref().map(|raw| timing::validate(raw, &format!("{path}.timing"))).transpose()?;
+    Ok(CpuSpec { name: m.name.clone(), seed: m.seed.unwrap_or(seed), os, tlb, mosaic, pwc, timing })
 }
 
 /// An error in the levels a preset built from the machine's `entries`, `ways` or

@@ -63,14 +63,17 @@ impl PageWalkCache {
     }
 
     /// Of `reads`, a walk of `vaddr` in `asid` (top level first, the read that maps the page
-    /// last), how many leading reads the caches serve; probes and fills the caches.
-    pub fn serve(&mut self, asid: Asid, vaddr: u64, reads: &[WalkRead]) -> usize {
-        let Some((_, upper)) = reads.split_last() else { return 0 };
+    /// last), how many leading reads the caches serve, and how many cache lookups that took;
+    /// probes and fills the caches.
+    pub fn serve(&mut self, asid: Asid, vaddr: u64, reads: &[WalkRead]) -> (usize, u32) {
+        let Some((_, upper)) = reads.split_last() else { return (0, 0) };
         let mut missed = [0u8; MAX_LEVELS + 1];
         let mut count = 0;
         let mut served = 0;
+        let mut probes = 0;
         for (i, read) in upper.iter().enumerate().rev() {
             let Some(Some(cache)) = self.levels.get_mut(usize::from(read.level)) else { break };
+            probes += 1;
             if cache.lookup(tag(asid, vaddr, read.level)) {
                 served = i + 1;
                 break;
@@ -82,7 +85,7 @@ impl PageWalkCache {
             let cache = self.levels[usize::from(level)].as_mut().expect("probed above");
             cache.insert(tag(asid, vaddr, level));
         }
-        served
+        (served, probes)
     }
 
     /// Lookups of each level's cache, top level first.
@@ -106,15 +109,15 @@ mod tests {
         let mut pwc = PageWalkCache::new(&PwcSpec::default(), 1);
         let reads = walk();
         // Cold: every level misses and is filled; nothing is served.
-        assert_eq!(pwc.serve(0, 0x7f00_0000_1000, &reads), 0);
+        assert_eq!(pwc.serve(0, 0x7f00_0000_1000, &reads), (0, 3));
         // The same 2 MiB region: the PD entry hits, only the PT read is left.
-        assert_eq!(pwc.serve(0, 0x7f00_0000_3000, &reads), 3);
+        assert_eq!(pwc.serve(0, 0x7f00_0000_3000, &reads), (3, 1));
         // Another 2 MiB region of the same 1 GiB one: the PDPT entry hits.
-        assert_eq!(pwc.serve(0, 0x7f00_0020_0000, &reads), 2);
+        assert_eq!(pwc.serve(0, 0x7f00_0020_0000, &reads), (2, 2));
         // Another 1 GiB region of the same 512 GiB one: the PML4 entry hits.
-        assert_eq!(pwc.serve(0, 0x7f40_0000_0000, &reads), 1);
+        assert_eq!(pwc.serve(0, 0x7f40_0000_0000, &reads), (1, 3));
         // Another address space: every level misses.
-        assert_eq!(pwc.serve(1, 0x7f00_0000_1000, &reads), 0);
+        assert_eq!(pwc.serve(1, 0x7f00_0000_1000, &reads), (0, 3));
         let lookups = pwc.lookups();
         assert_eq!(lookups.iter().map(|l| l.hits).collect::<Vec<_>>(), [1, 1, 1]);
         assert_eq!(lookups.iter().map(|l| l.misses).collect::<Vec<_>>(), [2, 3, 4]);
@@ -125,8 +128,8 @@ mod tests {
         let mut pwc = PageWalkCache::new(&PwcSpec::default(), 1);
         // A 2 MiB page: PML4, PDPT, PD (the leaf) reads.
         let reads: Vec<WalkRead> = (1..4).rev().map(|level| WalkRead { level, addr: PhysAddr(0) }).collect();
-        assert_eq!(pwc.serve(0, 0x4000_0000, &reads), 0);
-        assert_eq!(pwc.serve(0, 0x4000_0000, &reads), 2, "the PDPT entry serves; the PD entry maps the page");
+        assert_eq!(pwc.serve(0, 0x4000_0000, &reads), (0, 2));
+        assert_eq!(pwc.serve(0, 0x4000_0000, &reads), (2, 1), "the PDPT entry serves; the PD entry maps the page");
         assert_eq!(pwc.lookups()[2], Lookups::default(), "the PD cache was never probed");
     }
 }

@@ -1,6 +1,6 @@
 //! A machine's page walker: what its walks read (the page-table entries, by level: EMT's
 //! walk lengths), the walk caches that serve part of it ([`super::pwc`]), and the reads left
-//! for memory.
+//! for memory, which a machine that times its walks takes ([`WalkMemory`]).
 
 use super::pwc::{PageWalkCache, PwcSpec};
 use super::{WalkRead, WalkSink};
@@ -21,6 +21,12 @@ pub struct WalkerStats {
     pub memory_reads: [u64; MAX_LEVELS],
     /// Lookups of each walk cache, top level first (none without walk caches).
     pub pwc: Vec<Lookups>,
+}
+
+/// What takes the reads a walk leaves for memory: a machine's caches and clock.
+pub trait WalkMemory {
+    /// A walk made `probes` walk-cache lookups and left `reads` (in order) for memory.
+    fn walk(&mut self, probes: u32, reads: &[WalkRead]);
 }
 
 /// The page walker: the reads of the walk under way, its walk caches and its counts.
@@ -48,19 +54,23 @@ impl PageWalker {
         PageWalker { trace: [empty; MAX_LEVELS], len: 0, pwc: pwc.map(|spec| PageWalkCache::new(spec, seed)), stats: WalkerStats::default() }
     }
 
-    /// The walk of `vaddr` in `asid` whose reads this walker took ended: counts them and
-    /// serves what the walk caches hold. Costs a test for a driver whose walks read nothing.
+    /// The walk of `vaddr` in `asid` whose reads this walker took ended: counts them, serves
+    /// what the walk caches hold and hands the rest to `memory`, if the machine times its
+    /// walks. Costs a test for a driver whose walks read nothing.
     #[inline(always)]
-    pub fn finish(&mut self, asid: Asid, vaddr: u64) {
+    pub fn finish<M: WalkMemory>(&mut self, asid: Asid, vaddr: u64, memory: Option<&mut M>) {
         if self.len != 0 {
-            self.account(asid, vaddr);
+            self.account(asid, vaddr, memory);
         }
     }
 
     #[inline(never)]
-    fn account(&mut self, asid: Asid, vaddr: u64) {
+    fn account<M: WalkMemory>(&mut self, asid: Asid, vaddr: u64, memory: Option<&mut M>) {
         let reads = &self.trace[..self.len];
-        let served = self.pwc.as_mut().map_or(0, |pwc| pwc.serve(asid, vaddr, reads));
+        let (served, probes) = self.pwc.as_mut().map_or((0, 0), |pwc| pwc.serve(asid, vaddr, reads));
+        if let Some(memory) = memory {
+            memory.walk(probes, &reads[served..]);
+        }
         for (i, read) in reads.iter().enumerate() {
             let level = usize::from(read.level);
             self.stats.entries[level] += 1;

@@ -140,6 +140,7 @@ mod tests {
             mosaic: vec![],
             os: Default::default(),
             walker: Default::default(),
+            timing: None,
             loops: vec![],
         };
         ResultRow { unit: unit.map(str::to_string), ..stats.rows("w", false).remove(0) }

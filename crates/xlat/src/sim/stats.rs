@@ -2,6 +2,7 @@
 //! result rows.
 
 use crate::mmu::walker::WalkerStats;
+use crate::sim::machine::cpu::timing::TimingStats;
 use crate::os::OsStats;
 use crate::sim::machine::cpu::loop_path::LoopUse;
 use crate::tlb::mosaic::{MosaicCounters, MosaicGeometry};
@@ -35,6 +36,9 @@ pub struct MachineStats {
     pub os: OsStats,
     /// What the walks read, by level, and the walk caches (nothing under the `map` driver).
     pub walker: WalkerStats,
+    /// Where a timed machine's cycles went (EMT's cycle model); `None` for a machine that is
+    /// not timed.
+    pub timing: Option<TimingStats>,
     /// The batches each simulation loop ran (see
     /// [`crate::sim::machine::cpu::loop_path`]): which compiled form of the machine's loop
     /// simulated them, and what a second core replayed.

@@ -19,11 +19,12 @@ use crate::hash::page_key;
 use crate::memref::{AccessKind, Batch, MemRef};
 use crate::mmu::pwc::PwcSpec;
 use crate::mmu::walker::PageWalker;
+use timing::{Timing, TimingSpec};
 use crate::mmu::NoReads;
 use crate::os::{Os, OsSpec, OutOfMemory, Walk, WalkBy};
 use crate::tlb::mosaic::{MosaicGeometry, MosaicLookup, MosaicTlb};
 use crate::tlb::{Descent, LevelGeometry, TlbHierarchy, SingleLevel, Walker};
-use crate::types::{Asid, PageSize, Pfn, Vpn, BASE_PAGE_SHIFT};
+use crate::types::{Asid, PageSize, Pfn, PhysAddr, Vpn, BASE_PAGE_SHIFT};
 use crate::Result;
 use serde::Serialize;
 
@@ -52,6 +53,8 @@ pub struct CpuSpec {
     /// The page walker's walk caches, if any (for a page-table driver whose walks read
     /// tables).
     pub pwc: Option<PwcSpec>,
+    /// EMT's cycle model, if the machine is timed.
+    pub timing: Option<TimingSpec>,
 }
 
 struct MosaicVariant {
@@ -126,6 +129,8 @@ pub struct CpuMachine {
     /// stateless driver: only such walks go through the express path and the replays,
     /// which give them no sink).
     walker: PageWalker,
+    /// The caches and clock of a timed machine.
+    timing: Option<Timing>,
     /// The batches each loop ran.
     loops: LoopUses,
     /// Whether the next batch prefetches page-table entries: only when the last batch walked
@@ -189,6 +194,7 @@ impl CpuMachine {
             os,
             counters: RefCounters::default(),
             walker: PageWalker::new(spec.pwc.as_ref(), spec.seed ^ 0x7077),
+            timing: spec.timing.as_ref().map(|t| Timing::new(t, spec.seed ^ 0xca5e)),
             loops: LoopUses::default(),
             prefetch: false,
             replay_pays: true,
@@ -232,7 +238,7 @@ impl CpuMachine {
     /// the first.
     fn descends_apart(&self) -> Option<(usize, PageSize)> {
         let tlb = self.tlb.as_ref().filter(|tlb| tlb.depth() > 1)?;
-        if self.os.tracks_use() || !self.mosaic.is_empty() || !self.os.stateless_walks() {
+        if self.os.tracks_use() || !self.mosaic.is_empty() || !self.os.stateless_walks() || self.timing.is_some() {
             return None;
         }
         let size = self.os.uniform_page_size()?;
@@ -245,6 +251,7 @@ impl CpuMachine {
             && !self.mosaic.is_empty()
             && !self.os.records_fills()
             && self.os.stateless_walks()
+            && self.timing.is_none()
             && self.os.uniform_page_size() == Some(PageSize::Size4K)
     }
 
@@ -264,7 +271,7 @@ impl CpuMachine {
         let mosaic = !self.mosaic.is_empty();
         let size = self.os.uniform_page_size();
         let tlb = self.tlb.as_ref();
-        if !track && !mosaic && self.os.stateless_walks() {
+        if !track && !mosaic && self.os.stateless_walks() && self.timing.is_none() {
             if let Some(ways) = tlb.zip(size).and_then(|(tlb, size)| tlb.express_ways(size)) {
                 return LoopPath::Express { ways };
             }
@@ -456,7 +463,19 @@ impl CpuMachine {
         if let (true, Some(log), Some(pfn)) = (MOSAIC, &mut self.log, pfn) {
             log.steps.push(Step::new(asid, vaddr, kind, pfn));
         }
+        if self.timing.is_some() {
+            self.time_reference(asid, vaddr, kind, pfn);
+        }
         Ok(())
+    }
+
+    /// The TLB and data access of a timed machine's reference to `vaddr` in `asid`, whose
+    /// frame the translation gave (`pfn`) or the OS's map gives.
+    #[inline(never)]
+    fn time_reference(&mut self, asid: Asid, vaddr: u64, kind: AccessKind, pfn: Option<Pfn>) {
+        let pfn = pfn.or_else(|| self.os.mapping(asid, vaddr).map(|t| t.pfn_of(vaddr))).expect("a page just translated is mapped");
+        let addr = PhysAddr(pfn.0 << BASE_PAGE_SHIFT | (vaddr & ((1 << BASE_PAGE_SHIFT) - 1)));
+        self.timing.as_mut().expect("timed").reference(addr, kind);
     }
 
     /// Translates `vaddr` in Mosaic TLB `i`, returning its frame; `walked` is the walk of
@@ -523,7 +542,7 @@ impl CpuMachine {
         let walk = match *walked {
             Some(walk) => {
                 let again = self.os.walk(asid, vaddr, WalkBy::Repeat(walk), &mut self.walker);
-                self.walker.finish(asid, vaddr);
+                self.walker.finish(asid, vaddr, self.timing.as_mut());
                 again?
             }
             None => {
@@ -555,7 +574,7 @@ impl CpuMachine {
     fn walk(&mut self, asid: Asid, vaddr: u64, first: bool) -> std::result::Result<Walk, OutOfMemory> {
         let by = if first { WalkBy::FirstTlb } else { WalkBy::OtherTlb };
         let walk = self.os.walk(asid, vaddr, by, &mut self.walker);
-        self.walker.finish(asid, vaddr);
+        self.walker.finish(asid, vaddr, self.timing.as_mut());
         walk
     }
 
@@ -666,6 +685,7 @@ impl Machine for CpuMachine {
             mosaic: self.mosaic.iter().map(|m| MosaicStats { name: m.name.clone(), geometry: m.tlb.geometry().clone(), counters: m.tlb.counters() }).collect(),
             os,
             walker: self.walker.stats(),
+            timing: self.timing.as_ref().map(|t| t.stats(self.counters.instructions)),
             loops: self.loops.uses().to_vec(),
         }
     }
@@ -674,5 +694,6 @@ impl Machine for CpuMachine {
 mod decoded;
 pub mod loop_path;
 mod replay;
+pub mod timing;
 #[cfg(test)]
 mod tests;

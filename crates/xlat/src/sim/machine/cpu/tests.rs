@@ -17,13 +17,13 @@ fn level(entries: usize, ways: usize) -> LevelGeometry {
 }
 
 fn spec() -> CpuSpec {
-    CpuSpec { name: "m".into(), seed: 1, os: OsSpec::simple(1 << 30, PlacementSpec::Random), tlb: vec![level(4, 4)], mosaic: vec![], pwc: None }
+    CpuSpec { name: "m".into(), seed: 1, os: OsSpec::simple(1 << 30, PlacementSpec::Random), tlb: vec![level(4, 4)], mosaic: vec![], pwc: None, timing: None }
 }
 
 fn mosaic_spec(memory: u64, eviction: EvictionSpec, arity: u32) -> CpuSpec {
     let os = OsSpec { eviction, ..OsSpec::simple(memory, PlacementSpec::Iceberg(IcebergSpec::default())) };
     let geometry = MosaicGeometry { entries: 64, ways: 4, policy: Policy::Lru, arity };
-    CpuSpec { name: "mosaic".into(), seed: 3, os, tlb: vec![level(64, 4)], mosaic: vec![MosaicSpec { name: format!("mosaic-{arity}"), geometry }], pwc: None }
+    CpuSpec { name: "mosaic".into(), seed: 3, os, tlb: vec![level(64, 4)], mosaic: vec![MosaicSpec { name: format!("mosaic-{arity}"), geometry }], pwc: None, timing: None }
 }
 
 #[test]
@@ -182,7 +182,7 @@ fn use_is_tracked_through_every_tlb_level() {
     let l2 = LevelGeometry { name: "L2".into(), ..level(32, 4) };
     for tlb in [vec![level(16, 4)], vec![level(8, 2), l2]] {
         let os = OsSpec { eviction: EvictionSpec::Lru(Default::default()), ..OsSpec::simple(64 << 12, PlacementSpec::Random) };
-        let mut m = CpuMachine::new(&CpuSpec { name: "lru".into(), seed: 2, os, tlb, mosaic: vec![], pwc: None });
+        let mut m = CpuMachine::new(&CpuSpec { name: "lru".into(), seed: 2, os, tlb, mosaic: vec![], pwc: None, timing: None });
         m.process(&Batch { refs: refs.clone(), instructions: 0 }).unwrap();
         let s = m.stats();
         assert!(s.levels.iter().all(|l| l.counters.hits > 0), "every level hits");
@@ -201,7 +201,7 @@ fn an_evicted_huge_page_leaves_no_splinter() {
     let l2 = LevelGeometry { name: "L2".into(), ..level(64, 4) };
     for tlb in [vec![level(16, 4)], vec![level(8, 2), l2]] {
         let os = OsSpec { eviction: EvictionSpec::Lru(Default::default()), page_size: PageSize::Size2M, ..OsSpec::simple(8 << 21, PlacementSpec::Random) };
-        let mut m = CpuMachine::new(&CpuSpec { name: "huge".into(), seed: 2, os, tlb, mosaic: vec![], pwc: None });
+        let mut m = CpuMachine::new(&CpuSpec { name: "huge".into(), seed: 2, os, tlb, mosaic: vec![], pwc: None, timing: None });
         m.process(&Batch { refs: refs.clone(), instructions: 0 }).unwrap();
         let s = m.stats();
         assert!(s.levels[0].counters.hits > 0);
@@ -644,4 +644,40 @@ fn walk_caches_serve_the_upper_levels_of_radix_walks() {
     // 64 regions of 1 GiB over 900 pages: the 32-entry PD cache misses often, the PML4's
     // two entries hold the one 512 GiB region nearly always.
     assert!(pd.hits > 0 && pd.misses > 0 && pml4.hits > pml4.misses, "{:?}", w.pwc);
+}
+
+/// A timed machine over radix tables with walk caches simulates what the untimed one does,
+/// takes neither the express path nor the second core, and accounts for every reference and
+/// every walk: a TLB access and an L1 access per page translated, each walk's memory reads
+/// entering the caches at the L2.
+#[test]
+fn a_timed_machine_accounts_for_every_reference_and_walk() {
+    let refs = sparse(&mixed_refs(30_000, 900.0, 0x71));
+    let radix = crate::mmu::PageTableSpec::named("radix").unwrap();
+    let untimed = CpuSpec {
+        os: OsSpec { page_table: radix, ..OsSpec::simple(1 << 30, PlacementSpec::Sequential) },
+        tlb: vec![level(64, 4), LevelGeometry { name: "L2".into(), ..level(256, 8) }],
+        pwc: Some(crate::mmu::pwc::PwcSpec::default()),
+        ..spec()
+    };
+    let timed = CpuSpec { timing: Some(timing::TimingSpec::default()), ..untimed.clone() };
+    let (mut a, mut b) = (CpuMachine::new(&untimed), CpuMachine::new(&timed));
+    assert!(!matches!(b.loop_path(), LoopPath::Express { .. }));
+    for chunk in refs.chunks(6000) {
+        let batch = Batch { refs: chunk.to_vec(), instructions: 3 * chunk.len() as u64 };
+        a.process(&batch).unwrap();
+        b.process_on_two_cores(&batch).unwrap();
+    }
+    let (a, b) = (a.stats(), b.stats());
+    assert_eq!((&a.levels, &a.os, &a.walker), (&b.levels, &b.os, &b.walker));
+    assert!(b.loops.iter().all(|u| u.second_core == SecondCore::None), "{:?}", b.loops);
+    let t = b.timing.expect("timed");
+    let pages = b.counters.refs + (b.levels[0].counters.accesses - b.counters.refs);
+    assert_eq!(t.tlb_cycles, pages as f64);
+    let l1 = &t.caches[0];
+    assert_eq!(l1.data.hits + l1.data.misses, pages);
+    assert_eq!(l1.walk.hits + l1.walk.misses, 0, "walk reads enter at the L2");
+    let walk_reads: u64 = b.walker.memory_reads.iter().sum();
+    assert_eq!((t.caches[1].walk.hits + t.caches[1].walk.misses, t.walks), (walk_reads, b.os.walks));
+    assert!(t.mean_walk_cycles.is_some_and(|c| c > 16.0) && t.ipc.is_some_and(|ipc| ipc > 0.0 && ipc < 2.0), "{t:?}");
 }
