@@ -737,25 +737,28 @@ refs = 300_000
     }
 }
 
-/// A machine over radix tables with EMT's walk caches reports what its walks read, what the
-/// caches served and the frames its tables take, in `results.json`; `results.csv` keeps its
-/// columns.
-#[test]
-fn a_radix_machine_reports_its_walks() {
-    let text = r#"
+/// 100,000 uniform references over 64 MiB: a workload for the machines of a test to add.
+const UNIFORM_64MIB: &str = r#"
 [[workload]]
 name = "u"
 type = "uniform"
 footprint = "64MiB"
 refs = 100_000
+"#;
 
+/// A machine over radix tables with EMT's walk caches reports what its walks read, what the
+/// caches served and the frames its tables take, in `results.json`; `results.csv` keeps its
+/// columns.
+#[test]
+fn a_radix_machine_reports_its_walks() {
+    let text = UNIFORM_64MIB.to_string() + r#"
 [[machine]]
 name = "radix-pwc"
 preset = "single-tlb"
 os = { memory = "1GiB", page_table = { kind = "radix", levels = 5 } }
 pwc = {}
 "#;
-    let (_dir, csv, json) = written_results(text);
+    let (_dir, csv, json) = written_results(&text);
     assert!(csv.lines().next().unwrap().ends_with(",partial"), "{csv}");
     let m = &json["results"][0]["machines"][0];
     let walks = m["os"]["walks"].as_u64().unwrap();
@@ -777,13 +780,7 @@ pwc = {}
 /// and caches; an untimed one beside it, the same TLB results.
 #[test]
 fn a_timed_machine_reports_its_cycles() {
-    let text = r#"
-[[workload]]
-name = "u"
-type = "uniform"
-footprint = "64MiB"
-refs = 100_000
-
+    let text = UNIFORM_64MIB.to_string() + r#"
 [[machine]]
 name = "timed"
 preset = "single-tlb"
@@ -797,7 +794,7 @@ preset = "single-tlb"
 os = { memory = "1GiB", page_table = "radix" }
 pwc = {}
 "#;
-    let (_dir, csv, json) = written_results(text);
+    let (_dir, csv, json) = written_results(&text);
     let rows: Vec<&str> = csv.lines().skip(1).collect();
     assert_eq!(rows[0].replacen(",timed,", ",", 1), rows[1].replacen(",untimed,", ",", 1), "the same TLB results");
     let t = &json["results"][0]["machines"][0]["timing"];

@@ -64,16 +64,22 @@ impl TagArray {
     /// Looks `tag` up, counting the outcome: true on a hit, which updates the replacement
     /// state as a use.
     pub fn lookup(&mut self, tag: u64) -> bool {
+        self.probe(tag).is_ok()
+    }
+
+    /// [`TagArray::lookup`], giving on a miss the set of `tag`.
+    #[inline]
+    fn probe(&mut self, tag: u64) -> Result<(), usize> {
         debug_assert_ne!(tag, EMPTY, "a tag of all ones");
         match self.find(tag) {
             (set, Some(way)) => {
                 self.repl.touch(set, way);
                 self.lookups.hits += 1;
-                true
+                Ok(())
             }
-            _ => {
+            (set, None) => {
                 self.lookups.misses += 1;
-                false
+                Err(set)
             }
         }
     }
@@ -104,15 +110,9 @@ impl TagArray {
     /// [`TagArray::lookup`], and on a miss [`TagArray::insert`]: true on a hit. The set is
     /// found once.
     pub fn access(&mut self, tag: u64) -> bool {
-        debug_assert_ne!(tag, EMPTY, "a tag of all ones");
-        match self.find(tag) {
-            (set, Some(way)) => {
-                self.repl.touch(set, way);
-                self.lookups.hits += 1;
-                true
-            }
-            (set, None) => {
-                self.lookups.misses += 1;
+        match self.probe(tag) {
+            Ok(()) => true,
+            Err(set) => {
                 self.insert_in(set, tag);
                 false
             }
