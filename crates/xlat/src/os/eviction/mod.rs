@@ -7,7 +7,7 @@
 //! list below registers it, generating the configuration's [`EvictionSpec`] and the OS's
 //! dispatch ([`Evictor`]). The OS model (`os/mod.rs`) keeps demand paging, swap and the calls
 //! to the policy. Policies (`docs/configuration.md` lists where each applies):
-//! - `none` ([`never`]): a fault that finds no frame is an error;
+//! - `none` ([`mod@never`]): a fault that finds no frame is an error;
 //! - `lru` ([`lru`]): the least recently used page among the faulting page's candidate frames
 //!   (all frames for a fully associative memory, so the ideal global LRU);
 //! - `linux` ([`linux`]): Linux-like reclaim, active and inactive lists with referenced bits;
