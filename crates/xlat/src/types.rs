@@ -93,6 +93,12 @@ impl PageSize {
         1 << self.shift()
     }
 
+    /// The first base page of the page of this size holding `vaddr`.
+    #[inline]
+    pub const fn first_vpn(self, vaddr: u64) -> Vpn {
+        Vpn((vaddr >> self.shift()) << (self.shift() - BASE_PAGE_SHIFT))
+    }
+
     /// How many 4 KiB base pages one page of this size spans.
     #[inline]
     pub const fn base_pages(self) -> u64 {

@@ -126,7 +126,6 @@ pub struct Os {
     walk_hooks: bool,
     frames: Frames,
     placer: Placer,
-    /// Global LRU order (exact LRU on a fully associative memory, and Iceberg LRU).
     /// The eviction policy.
     policy: Evictor,
     scanner: Option<Scanner>,
@@ -221,12 +220,8 @@ impl Os {
     pub fn walk<S: WalkSink>(&mut self, asid: Asid, vaddr: u64, by: WalkBy, sink: &mut S) -> std::result::Result<Walk, OutOfMemory> {
         let (walk, found) = match by {
             WalkBy::Repeat(walk) => (walk, true),
-            _ => match self.table.entry(asid, vaddr) {
-                Some((pfn, leaf)) => {
-                    let size = self.spec.page_size;
-                    let vpn = Vpn((vaddr >> size.shift()) << (size.shift() - BASE_PAGE_SHIFT));
-                    (Walk { translation: Translation { asid, vpn, pfn, size }, leaf }, true)
-                }
+            _ => match self.table.lookup(asid, vaddr) {
+                Some((translation, leaf)) => (Walk { translation, leaf }, true),
                 None => (self.fault(asid, vaddr)?, false),
             },
         };
@@ -251,8 +246,7 @@ impl Os {
         }
         if self.walks_read {
             let size = self.spec.page_size;
-            let vpn = Vpn((vaddr >> size.shift()) << (size.shift() - BASE_PAGE_SHIFT));
-            self.driver.walk(&Translation { asid, vpn, pfn, size }, sink);
+            self.driver.walk(&Translation { asid, vpn: size.first_vpn(vaddr), pfn, size }, sink);
         }
     }
 
@@ -417,7 +411,7 @@ impl Os {
     fn fault(&mut self, asid: Asid, vaddr: u64) -> std::result::Result<Walk, OutOfMemory> {
         let size = self.spec.page_size;
         let page = vaddr >> size.shift();
-        let vpn = Vpn(page << (size.shift() - BASE_PAGE_SHIFT));
+        let vpn = size.first_vpn(vaddr);
         let swapped_in = self.policy.evicts() && self.table.is_swapped(asid, vaddr);
         if swapped_in {
             if let Some(ra) = &mut self.readahead {

@@ -10,7 +10,7 @@
 //! of 4 KiB pages, so the directory cache in front of the hash map hits on nearly every walk
 //! (with a directory of leaves it missed on half the walks of a 256 MiB footprint).
 
-use crate::types::{Asid, PageSize, Pfn, Translation, Vpn, BASE_PAGE_SHIFT};
+use crate::types::{Asid, PageSize, Pfn, Translation, BASE_PAGE_SHIFT};
 use rustc_hash::FxHashMap;
 
 /// log2 of the pages per leaf.
@@ -102,25 +102,10 @@ impl PageTable {
     /// The mapping covering `vaddr`, if any, and the leaf holding it.
     #[inline(always)]
     pub fn lookup(&mut self, asid: Asid, vaddr: u64) -> Option<(Translation, Leaf)> {
-        let (pfn, leaf) = self.entry(asid, vaddr)?;
-        let shift = self.size.shift();
-        Some((Translation { asid, vpn: Vpn((vaddr >> shift) << (shift - BASE_PAGE_SHIFT)), pfn, size: self.size }, leaf))
-    }
-
-    /// The first base frame of the page holding `vaddr`, if mapped, and its leaf.
-    #[inline(always)]
-    pub fn entry(&mut self, asid: Asid, vaddr: u64) -> Option<(Pfn, Leaf)> {
         let page = vaddr >> self.size.shift();
         let leaf = self.leaf_of(asid, page)?;
-        Some((self.base_frame(self.leaves[leaf][leaf_slot(page)])?, Leaf(leaf as u32)))
-    }
-
-    /// The first base frame of the page holding `vaddr`, if mapped: [`PageTable::lookup`]
-    /// without building the translation (the express path needs nothing else).
-    #[inline(always)]
-    pub fn frame(&mut self, asid: Asid, vaddr: u64) -> Option<Pfn> {
-        let entry = self.leaf_entry(asid, vaddr >> self.size.shift())?;
-        self.base_frame(entry)
+        let pfn = self.base_frame(self.leaves[leaf][leaf_slot(page)])?;
+        Some((Translation { asid, vpn: self.size.first_vpn(vaddr), pfn, size: self.size }, Leaf(leaf as u32)))
     }
 
     /// The first base frame of the page a leaf entry maps, if it maps one.
@@ -267,6 +252,7 @@ impl PageTable {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::types::Vpn;
     use proptest::prelude::*;
     use std::collections::HashMap;
 

@@ -240,11 +240,6 @@ impl MosaicTlb {
         &self.geometry
     }
 
-    /// The CPFN code meaning "not mapped".
-    pub fn unmapped(&self) -> u8 {
-        self.unmapped
-    }
-
     #[inline(always)]
     fn set_of(&self, mvpn: u64) -> usize {
         self.set_index.of(mvpn)

@@ -437,7 +437,7 @@ impl CpuMachine {
                 pfn = found;
             }
             if found.is_none() {
-                let walk = self.walk(asid, vaddr, true)?;
+                let walk = self.walk(asid, vaddr, WalkBy::FirstTlb)?;
                 walked = Some(walk);
                 let t = walk.translation;
                 let tlb = self.tlb.as_mut().expect("checked above");
@@ -540,14 +540,10 @@ impl CpuMachine {
     #[inline(never)]
     fn mosaic_miss<const TRACK: bool>(&mut self, i: usize, asid: Asid, vaddr: u64, walked: &mut Option<Walk>) -> std::result::Result<Pfn, OutOfMemory> {
         let walk = match *walked {
-            Some(walk) => {
-                let again = self.os.walk(asid, vaddr, WalkBy::Repeat(walk), &mut self.walker);
-                self.walker.finish(asid, vaddr, self.timing.as_mut());
-                again?
-            }
+            Some(walk) => self.walk(asid, vaddr, WalkBy::Repeat(walk))?,
             None => {
-                let first = self.tlb.is_none() && i == 0;
-                let walk = self.walk(asid, vaddr, first)?;
+                let by = if self.tlb.is_none() && i == 0 { WalkBy::FirstTlb } else { WalkBy::OtherTlb };
+                let walk = self.walk(asid, vaddr, by)?;
                 *walked = Some(walk);
                 walk
             }
@@ -568,11 +564,11 @@ impl CpuMachine {
         tlb.fill(asid, vpn, self.os.toc(walk, base << BASE_PAGE_SHIFT, arity));
     }
 
-    /// A page-table walk; `first` when it is the walk of the machine's first TLB. Inlined
-    /// into the simulation loop: as a call, its translation came back through memory.
+    /// A page-table walk asked for `by` a TLB of the machine, its reads given to the page
+    /// walker. Inlined into the simulation loop: as a call, its translation came back through
+    /// memory.
     #[inline(always)]
-    fn walk(&mut self, asid: Asid, vaddr: u64, first: bool) -> std::result::Result<Walk, OutOfMemory> {
-        let by = if first { WalkBy::FirstTlb } else { WalkBy::OtherTlb };
+    fn walk(&mut self, asid: Asid, vaddr: u64, by: WalkBy) -> std::result::Result<Walk, OutOfMemory> {
         let walk = self.os.walk(asid, vaddr, by, &mut self.walker);
         self.walker.finish(asid, vaddr, self.timing.as_mut());
         walk
