@@ -49,11 +49,57 @@ pub fn schema<T: Named>(generator: &mut schemars::SchemaGenerator) -> schemars::
     })
 }
 
-/// Implements [`Named`], `Deserialize` and `JsonSchema` for the spec enum `$spec` of a
-/// registration list, whose table form is `$table`: read from a name or a table, and
-/// described in the schema as `$schema` (its definition's name).
-macro_rules! named_model {
-    ($spec:ident, $table:ident, $what:literal, $schema:literal) => {
+/// Declares the spec enum `$spec` of a registration list (each variant a model's name and
+/// its parameters' type, tagged by `kind` in files and results), its table form `$table`,
+/// their names (`NAMES`, `named`, `name`), and their reading from a name or a table and
+/// their schema (definition `$schema`, described as `$what`).
+macro_rules! named_models {
+    (
+        $(#[$spec_doc:meta])* $spec:ident, $(#[$table_doc:meta])* $table:ident, $what:literal, $schema:literal,
+        [$($(#[$doc:meta])* $variant:ident = $name:literal => $module:ident::$params:ident,)+]
+    ) => {
+        $(#[$spec_doc])*
+        #[derive(Clone, Copy, Debug, PartialEq, serde::Serialize)]
+        #[serde(tag = "kind")]
+        pub enum $spec {
+            $($(#[$doc])* #[serde(rename = $name)] $variant($module::$params),)+
+        }
+
+        $(#[$table_doc])*
+        #[derive(serde::Deserialize, schemars::JsonSchema)]
+        #[serde(tag = "kind")]
+        pub enum $table {
+            $($(#[$doc])* #[serde(rename = $name)] $variant($module::$params),)+
+        }
+
+        impl From<$table> for $spec {
+            fn from(table: $table) -> $spec {
+                match table {
+                    $($table::$variant(params) => $spec::$variant(params),)+
+                }
+            }
+        }
+
+        impl $spec {
+            /// Every model's name, in the order registered.
+            pub const NAMES: &[&str] = &[$($name,)+];
+
+            /// The model called `name`, every parameter at its default.
+            pub fn named(name: &str) -> Option<$spec> {
+                match name {
+                    $($name => Some($spec::$variant(Default::default())),)+
+                    _ => None,
+                }
+            }
+
+            /// The model's name in configurations.
+            pub fn name(&self) -> &'static str {
+                match self {
+                    $($spec::$variant(_) => $name,)+
+                }
+            }
+        }
+
         impl $crate::config::named::Named for $spec {
             type Table = $table;
             const NAMES: &'static [&'static str] = $spec::NAMES;
@@ -83,4 +129,4 @@ macro_rules! named_model {
     };
 }
 
-pub(crate) use named_model;
+pub(crate) use named_models;

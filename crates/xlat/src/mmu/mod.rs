@@ -17,10 +17,9 @@
 pub mod pwc;
 pub mod walker;
 
-use crate::config::named::named_model;
+use crate::config::named::named_models;
 use crate::os::OsSpec;
 use crate::types::{Asid, PageSize, Pfn, PhysAddr, Translation, Vpn};
-use serde::{Deserialize, Serialize};
 
 /// One read of a walk: the physical address of a page-table entry, and the level of the
 /// table it is in (0 for the leaf; a driver numbers the levels above as its format does).
@@ -94,47 +93,17 @@ macro_rules! page_table_drivers {
     ($($(#[$doc:meta])* $variant:ident = $name:literal => $module:ident::$driver:ident($spec:ident),)+) => {
         $(pub mod $module;)+
 
-        /// The page-table driver and its parameters, validated (`os.page_table`).
-        #[derive(Clone, Copy, Debug, PartialEq, Serialize)]
-        #[serde(tag = "kind")]
-        pub enum PageTableSpec {
-            $($(#[$doc])* #[serde(rename = $name)] $variant($module::$spec),)+
-        }
-
-        /// A page-table driver as a table: its `kind` and the parameters to change.
-        #[derive(Deserialize, schemars::JsonSchema)]
-        #[serde(tag = "kind")]
-        pub enum PageTableTable {
-            $($(#[$doc])* #[serde(rename = $name)] $variant($module::$spec),)+
-        }
-
-        impl From<PageTableTable> for PageTableSpec {
-            fn from(table: PageTableTable) -> PageTableSpec {
-                match table {
-                    $(PageTableTable::$variant(spec) => PageTableSpec::$variant(spec),)+
-                }
-            }
+        named_models! {
+            /// The page-table driver and its parameters, validated (`os.page_table`).
+            PageTableSpec,
+            /// A page-table driver as a table: its `kind` and the parameters to change.
+            PageTableTable,
+            "a page-table driver",
+            "PageTable",
+            [$($(#[$doc])* $variant = $name => $module::$spec,)+]
         }
 
         impl PageTableSpec {
-            /// Every driver's name, in the order registered.
-            pub const NAMES: &[&str] = &[$($name,)+];
-
-            /// The driver called `name`, every parameter at its default.
-            pub fn named(name: &str) -> Option<PageTableSpec> {
-                match name {
-                    $($name => Some(PageTableSpec::$variant(Default::default())),)+
-                    _ => None,
-                }
-            }
-
-            /// The driver's name in configurations.
-            pub fn name(&self) -> &'static str {
-                match self {
-                    $(PageTableSpec::$variant(_) => $name,)+
-                }
-            }
-
             /// See [`DriverSpec::check`].
             pub fn check(&self, os: &OsSpec, path: &str) -> crate::Result<()> {
                 match self {
@@ -217,7 +186,6 @@ impl Default for PageTableSpec {
     }
 }
 
-named_model!(PageTableSpec, PageTableTable, "a page-table driver", "PageTable");
 
 #[cfg(test)]
 mod tests {

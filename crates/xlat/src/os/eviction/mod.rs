@@ -38,9 +38,8 @@ use super::frames::Frames;
 use super::iceberg::placement::Ghosts;
 use super::{NoFrame, OsSpec, PlacementSpec};
 use crate::types::{Asid, Vpn};
-use crate::config::named::named_model;
+use crate::config::named::named_models;
 use linux::ReclaimStats;
-use serde::Serialize;
 
 /// The parameters of an eviction policy: the table `os.eviction` is written as, with the
 /// policy's defaults for the fields left out.
@@ -136,41 +135,19 @@ macro_rules! eviction_policies {
     ($($(#[$doc:meta])* $variant:ident = $name:literal => $module:ident::$policy:ident($spec:ident),)+) => {
         $(pub mod $module;)+
 
-        /// The eviction policy and its parameters, validated. Written in files as the
-        /// policy's name (`eviction = "horizon-lru"`, every parameter at its default) or as a
-        /// table with its `kind` (`eviction = { kind = "linux", reserve = 0.01 }`).
-        #[derive(Clone, Copy, Debug, PartialEq, Serialize)]
-        #[serde(tag = "kind")]
-        pub enum EvictionSpec {
-            $($(#[$doc])* #[serde(rename = $name)] $variant($module::$spec),)+
-        }
-
-        /// An eviction policy as a table: its `kind` and the parameters to change.
-        #[derive(serde::Deserialize, schemars::JsonSchema)]
-        #[serde(tag = "kind")]
-        pub enum EvictionTable {
-            $($(#[$doc])* #[serde(rename = $name)] $variant($module::$spec),)+
+        named_models! {
+            /// The eviction policy and its parameters, validated. Written in files as the
+            /// policy's name (`eviction = "horizon-lru"`, every parameter at its default) or as
+            /// a table with its `kind` (`eviction = { kind = "linux", reserve = 0.01 }`).
+            EvictionSpec,
+            /// An eviction policy as a table: its `kind` and the parameters to change.
+            EvictionTable,
+            "an eviction policy",
+            "Eviction",
+            [$($(#[$doc])* $variant = $name => $module::$spec,)+]
         }
 
         impl EvictionSpec {
-            /// Every policy's name, in the order registered.
-            pub const NAMES: &[&str] = &[$($name,)+];
-
-            /// The policy called `name`, every parameter at its default.
-            pub fn named(name: &str) -> Option<EvictionSpec> {
-                match name {
-                    $($name => Some(EvictionSpec::$variant(Default::default())),)+
-                    _ => None,
-                }
-            }
-
-            /// The policy's name in configurations.
-            pub fn name(&self) -> &'static str {
-                match self {
-                    $(EvictionSpec::$variant(_) => $name,)+
-                }
-            }
-
             /// See [`PolicySpec::check`].
             pub fn check(&self, placement: &PlacementSpec, path: &str) -> crate::Result<()> {
                 match self {
@@ -182,14 +159,6 @@ macro_rules! eviction_policies {
             pub fn frame_bytes(&self) -> u64 {
                 match self {
                     $(EvictionSpec::$variant(spec) => spec.frame_bytes(),)+
-                }
-            }
-        }
-
-        impl From<EvictionTable> for EvictionSpec {
-            fn from(table: EvictionTable) -> EvictionSpec {
-                match table {
-                    $(EvictionTable::$variant(spec) => EvictionSpec::$variant(spec),)+
                 }
             }
         }
@@ -303,7 +272,6 @@ impl EvictionSpec {
     }
 }
 
-named_model!(EvictionSpec, EvictionTable, "an eviction policy", "Eviction");
 
 /// Checks that `policy` (its name) runs over `placement`, an iceberg memory.
 fn needs_iceberg(policy: &str, placement: &PlacementSpec, path: &str) -> crate::Result<()> {
