@@ -170,6 +170,8 @@ impl Os {
         let evicts = spec.eviction.evicts();
         let policy = Evictor::new(&spec.eviction, frames, spec);
         let driver = Driver::new(spec);
+        let walks_read = !driver.stateless();
+        let retime_fills = spec.recency == Recency::Fill && evicts;
         let age = spec.age_window.map(AgeTracker::new);
         let placer = spec.placement.build(frames, seed);
         // Unmapped pages carry the Mosaic TLBs' unmapped code, so that a ToC is read as is.
@@ -180,8 +182,8 @@ impl Os {
         Os {
             spec: spec.clone(),
             table: PageTable::new(spec.page_size, no_tag),
-            walks_read: !driver.stateless(),
-            walk_hooks: !driver.stateless() || (spec.recency == Recency::Fill && evicts),
+            walks_read,
+            walk_hooks: walks_read || retime_fills,
             driver,
             frames: if evicts { Frames::new(frames) } else { Frames::without_occupants(frames) },
             placer,
@@ -191,7 +193,7 @@ impl Os {
             age,
             clock: 0,
             retime_uses: spec.recency == Recency::Access && evicts,
-            retime_fills: spec.recency == Recency::Fill && evicts,
+            retime_fills,
             swap_copy: if evicts && spec.swap_cache { vec![false; frames as usize] } else { Vec::new() },
             readahead: (evicts && spec.swap_cache && spec.page_cluster > 0).then(|| Readahead::new(spec.page_cluster)),
             swap: SwapArea::new(spec.swap_slots),
