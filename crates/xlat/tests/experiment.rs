@@ -283,7 +283,7 @@ fn mosaic_configuration_errors_name_the_field() {
         (MOSAIC.replace("eviction = \"horizon-lru\"", "eviction = { kind = \"horizon-lru\", delta = 0.1 }"), "line 11", "unknown field `delta`"),
         (MOSAIC.replace("eviction = \"horizon-lru\"", "eviction = { kind = \"horizon\" }"), "line 11", "unknown variant `horizon`"),
         (MOSAIC.replace("eviction = \"horizon-lru\"", "eviction = \"horizon-lru\", page_table = { kind = \"radix\", levels = 3 }"), "machine[0].os.page_table.levels", "4 or 5 levels, not 3"),
-        (MOSAIC.replace("eviction = \"horizon-lru\"", "eviction = \"horizon-lru\", page_table = \"radx\""), "line 11", "unknown variant `radx`, expected `map` or `radix`"),
+        (MOSAIC.replace("eviction = \"horizon-lru\"", "eviction = \"horizon-lru\", page_table = \"radx\""), "line 11", "unknown variant `radx`, expected one of `map`, `radix`, `fpt`, `ecpt`"),
         (MOSAIC.replace("eviction = \"horizon-lru\"", "eviction = \"horizon-lru\", page_table = { kind = \"map\", levels = 4 }"), "line 11", "unknown field `levels`"),
         (MOSAIC.replace("name = \"m\"", "name = \"m\"\npwc = {}"), "machine[0].pwc", "set `os.page_table` to a driver that keeps them"),
         (MOSAIC.replace("eviction = \"horizon-lru\"", "eviction = \"horizon-lru\", page_table = \"radix\"").replace("name = \"m\"", "name = \"m\"\npwc = { entries = [2, 4, 8, 32], ways = [1, 4, 4, 4] }"), "machine[0].pwc.entries", "4-level tables have 1 to 3 levels above the PT"),

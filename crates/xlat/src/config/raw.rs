@@ -254,6 +254,11 @@ pub struct RawTiming {
     pub tlb: Option<f64>,
     /// Cycles of a walk-cache lookup (default 1).
     pub pwc: Option<f64>,
+    /// Cycles of an ECPT walk's hash of its address (default 2), in parallel with its
+    /// walk-cache lookups.
+    pub hash: Option<f64>,
+    /// Cycles of a lookup of ECPT's cuckoo walk caches (default 1).
+    pub cwc: Option<f64>,
     /// Cycles of an instruction that is not a data reference (default 0.5).
     pub instruction: Option<f64>,
     /// What a data access's latency is divided by (default 8).

@@ -51,6 +51,8 @@ pub fn validate(raw: &RawTiming, path: &str) -> Result<TimingSpec> {
         walk_level,
         tlb: cycles(raw.tlb, d.tlb, "tlb")?,
         pwc: cycles(raw.pwc, d.pwc, "pwc")?,
+        hash: cycles(raw.hash, d.hash, "hash")?,
+        cwc: cycles(raw.cwc, d.cwc, "cwc")?,
         instruction: cycles(raw.instruction, d.instruction, "instruction")?,
         data_parallelism,
     })

@@ -2,9 +2,9 @@
 //! cost. A walk reads no memory the machine models and changes nothing, as in the Mosaic
 //! paper's TLB studies, which count misses rather than time walks.
 
-use super::{DriverSpec, PageTableDriver, WalkSink};
+use super::{DriverSpec, PageTableDriver, TableFull, WalkSink};
 use crate::os::OsSpec;
-use crate::types::{Asid, PageSize, Pfn, Translation, Vpn};
+use crate::types::{Asid, PageSize, Translation, Vpn};
 use serde::{Deserialize, Serialize};
 
 /// `map` takes no parameters.
@@ -24,6 +24,7 @@ pub struct MapDriver;
 
 impl PageTableDriver for MapDriver {
     type Spec = MapSpec;
+    type Stats = ();
 
     fn new(_: &MapSpec, _: &OsSpec) -> MapDriver {
         MapDriver
@@ -35,16 +36,15 @@ impl PageTableDriver for MapDriver {
     }
 
     #[inline(always)]
-    fn tables_needed(&self, _: Asid, _: Vpn, _: PageSize) -> usize {
-        0
+    fn mapped(&mut self, _: &Translation) -> Result<(), TableFull> {
+        Ok(())
     }
-
-    #[inline(always)]
-    fn mapped(&mut self, _: &Translation, _: &[Pfn]) {}
 
     #[inline(always)]
     fn unmapped(&mut self, _: Asid, _: Vpn, _: PageSize) {}
 
     #[inline(always)]
     fn walk<S: WalkSink>(&mut self, _: &Translation, _: &mut S) {}
+
+    fn stats(&self) {}
 }

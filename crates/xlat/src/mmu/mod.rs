@@ -20,15 +20,40 @@ pub mod walker;
 use crate::config::named::named_models;
 use crate::os::OsSpec;
 use crate::types::{Asid, PageSize, Pfn, PhysAddr, Translation, Vpn};
+use serde::Serialize;
 
-/// One read of a walk: the physical address of a page-table entry, and the level of the
-/// table it is in (0 for the leaf; a driver numbers the levels above as its format does).
+/// How a read of a walk costs time ([`WalkRead::step`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Step {
+    /// A step of a chain: the read's address came from the read before, so the walk waits
+    /// for each in turn (a radix or FPT level).
+    Chain,
+    /// One of the walk's reads issued together: the walk waits for the slowest (ECPT's
+    /// parallel probes of its ways).
+    Probe,
+    /// A read that fills the caches while the walk goes on, which the walk does not wait for
+    /// (ECPT's fetches of cuckoo-walk-table lines after a walk-cache miss).
+    Fill,
+}
+
+/// One read of a walk: the physical address of a page-table entry, the level of the table
+/// it is in (0 for the leaf; a driver numbers the levels above as its format does), and how
+/// the walk waits for it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct WalkRead {
     /// Level of the table read, 0 being the leaf.
     pub level: u8,
     /// Physical address of the entry read.
     pub addr: PhysAddr,
+    /// How the walk waits for it.
+    pub step: Step,
+}
+
+impl WalkRead {
+    /// A step of a chain at `level` reading `addr`.
+    pub fn chain(level: u8, addr: u64) -> WalkRead {
+        WalkRead { level, addr: PhysAddr(addr), step: Step::Chain }
+    }
 }
 
 /// Where a walk writes what it reads, in order.
@@ -53,6 +78,32 @@ impl WalkSink for Vec<WalkRead> {
     }
 }
 
+/// A page of page table a driver needs placed in the machine's memory before it can map a
+/// page ([`PageTableDriver::need`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TableNeed {
+    /// A page, in a frame the machine's placement policy chooses (evicting as a fault does).
+    Page,
+    /// A block of this many contiguous base pages aligned to their count (a buddy allocation
+    /// of that order), taken from free memory without eviction: when none is free the OS
+    /// gives a page instead ([`Placed::Page`]), and the driver falls back.
+    Block(u64),
+}
+
+/// A page of page table the OS placed for a driver, pinned in the machine's memory.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Placed {
+    /// A page at this frame.
+    Page(Pfn),
+    /// A block (as asked for) from this frame.
+    Block(Pfn),
+}
+
+/// The page table filled every slot a page could take: ECPT's cuckoo insertion gave up
+/// after its most kicks. The run ends with this error, as the kernel's fault would fail.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TableFull;
+
 /// The parameters of a page-table driver: the table `os.page_table` is written as, with
 /// the driver's defaults for the fields left out.
 pub trait DriverSpec: Default {
@@ -62,27 +113,45 @@ pub trait DriverSpec: Default {
 }
 
 /// A page-table format and its walk.
+///
+/// Before it maps a page the OS asks the driver what it must place first ([`Self::need`])
+/// and hands it each page so placed ([`Self::given`]), one at a time, until the driver needs
+/// nothing more: placing a page may evict others, which the driver hears of
+/// ([`Self::unmapped`]) between two pages. Then it maps the page ([`Self::mapped`]), and
+/// frees the pages the driver let go of ([`Self::take_released`]).
 pub trait PageTableDriver {
     /// The driver's parameters.
     type Spec: DriverSpec;
+    /// What the driver reports at the end of a run.
+    type Stats: Serialize;
     /// The driver of a machine whose OS is `os`, with nothing mapped.
     fn new(spec: &Self::Spec, os: &OsSpec) -> Self;
     /// True when walks read nothing the machine models and change nothing in the driver (see
     /// the module documentation).
     fn stateless(&self) -> bool;
-    /// How many table pages the driver must add before a page of `size` at `vpn` of `asid`
-    /// can be mapped: the OS places that many pinned frames in the machine's memory, as a
-    /// fault allocates the missing page-table pages before the data page, and hands them to
-    /// [`PageTableDriver::mapped`]. 0 for a driver whose tables are not in that memory.
-    fn tables_needed(&self, asid: Asid, vpn: Vpn, size: PageSize) -> usize;
+    /// The next page of table the driver needs placed before a page of `size` at `vpn` of
+    /// `asid` can be mapped, if any. The default: none (a driver whose tables are not in
+    /// the machine's memory).
+    fn need(&self, _asid: Asid, _vpn: Vpn, _size: PageSize) -> Option<TableNeed> {
+        None
+    }
+    /// The OS placed `table`, as [`Self::need`] asked for the page of `size` at `vpn` of
+    /// `asid`.
+    fn given(&mut self, _asid: Asid, _vpn: Vpn, _size: PageSize, _table: Placed) {
+        unreachable!("a driver that needs no tables is given none")
+    }
     /// The OS mapped `t`: a page mapped for the first time, again after a swap-out, or moved
-    /// to another frame. `tables` are the frames of the table pages
-    /// [`PageTableDriver::tables_needed`] asked for, in the order the driver takes them.
-    fn mapped(&mut self, t: &Translation, tables: &[Pfn]);
+    /// to another frame.
+    fn mapped(&mut self, t: &Translation) -> Result<(), TableFull>;
     /// The OS unmapped the page of `size` at `vpn` in `asid`.
     fn unmapped(&mut self, asid: Asid, vpn: Vpn, size: PageSize);
+    /// Moves the frames of the table pages the driver no longer uses into `out`, for the OS
+    /// to free. The default: none.
+    fn take_released(&mut self, _out: &mut Vec<Pfn>) {}
     /// The walk that finds `t`, a mapping the OS holds: writes the reads it makes into `sink`.
     fn walk<S: WalkSink>(&mut self, t: &Translation, sink: &mut S);
+    /// What the driver did and holds.
+    fn stats(&self) -> Self::Stats;
 }
 
 /// Declares the page-table drivers: each line gives a driver's variant, its name in
@@ -137,19 +206,25 @@ macro_rules! page_table_drivers {
                 }
             }
 
-            /// See [`PageTableDriver::tables_needed`].
-            #[inline(always)]
-            pub fn tables_needed(&self, asid: Asid, vpn: Vpn, size: PageSize) -> usize {
+            /// See [`PageTableDriver::need`].
+            pub fn need(&self, asid: Asid, vpn: Vpn, size: PageSize) -> Option<TableNeed> {
                 match self {
-                    $(Driver::$variant(d) => d.tables_needed(asid, vpn, size),)+
+                    $(Driver::$variant(d) => d.need(asid, vpn, size),)+
+                }
+            }
+
+            /// See [`PageTableDriver::given`].
+            pub fn given(&mut self, asid: Asid, vpn: Vpn, size: PageSize, table: Placed) {
+                match self {
+                    $(Driver::$variant(d) => d.given(asid, vpn, size, table),)+
                 }
             }
 
             /// See [`PageTableDriver::mapped`].
             #[inline(always)]
-            pub fn mapped(&mut self, t: &Translation, tables: &[Pfn]) {
+            pub fn mapped(&mut self, t: &Translation) -> Result<(), TableFull> {
                 match self {
-                    $(Driver::$variant(d) => d.mapped(t, tables),)+
+                    $(Driver::$variant(d) => d.mapped(t),)+
                 }
             }
 
@@ -158,6 +233,20 @@ macro_rules! page_table_drivers {
             pub fn unmapped(&mut self, asid: Asid, vpn: Vpn, size: PageSize) {
                 match self {
                     $(Driver::$variant(d) => d.unmapped(asid, vpn, size),)+
+                }
+            }
+
+            /// See [`PageTableDriver::take_released`].
+            pub fn take_released(&mut self, out: &mut Vec<Pfn>) {
+                match self {
+                    $(Driver::$variant(d) => d.take_released(out),)+
+                }
+            }
+
+            /// What the driver did and holds, as `results.json` shows it ([`PageTableDriver::stats`]).
+            pub fn stats(&self) -> serde_json::Value {
+                match self {
+                    $(Driver::$variant(d) => serde_json::to_value(d.stats()).expect("driver statistics serialize"),)+
                 }
             }
 
@@ -177,6 +266,10 @@ page_table_drivers! {
     Map = "map" => map::MapDriver(MapSpec),
     /// x86-64 radix tables of 4 or 5 levels in the machine's memory.
     Radix = "radix" => radix::Radix(RadixSpec),
+    /// Flattened page tables: two radix levels merged into 2 MiB nodes.
+    Fpt = "fpt" => fpt::Fpt(FptSpec),
+    /// Elastic cuckoo page tables with cuckoo walk tables and caches.
+    Ecpt = "ecpt" => ecpt::Ecpt(EcptSpec),
 }
 
 impl Default for PageTableSpec {
@@ -208,8 +301,8 @@ mod tests {
         let mut driver = Driver::new(&os);
         assert!(driver.stateless());
         let t = Translation { asid: 1, vpn: Vpn(5), pfn: Pfn(9), size: PageSize::Size4K };
-        assert_eq!(driver.tables_needed(1, Vpn(5), PageSize::Size4K), 0);
-        driver.mapped(&t, &[]);
+        assert_eq!(driver.need(1, Vpn(5), PageSize::Size4K), None);
+        driver.mapped(&t).unwrap();
         let mut reads = Vec::new();
         driver.walk(&t, &mut reads);
         driver.unmapped(1, Vpn(5), PageSize::Size4K);

@@ -6,6 +6,11 @@
 //! reads at that level and above are served by the cache (no memory access), the ones below
 //! go to memory; every level probed that missed is filled. The entry that maps the page
 //! itself (the PT's, or a PD's for a 2 MiB page) is never cached here: that is the TLB's.
+//!
+//! The caches serve the steps of a chain ([`super::Step::Chain`]: radix and FPT walks); a walk
+//! that does not start with one (ECPT's, whose MMU has walk caches of its own) passes them
+//! by. An FPT entry is cached at the level of the lowest radix level it resolves (a
+//! flattened PML4+PDPT entry at the PDPT's, keyed by VA >> 30).
 
 use super::WalkRead;
 use crate::cache::tags::{Lookups, TagArray};
@@ -66,7 +71,8 @@ impl PageWalkCache {
     /// last), how many leading reads the caches serve, and how many cache lookups that took;
     /// probes and fills the caches.
     pub fn serve(&mut self, asid: Asid, vaddr: u64, reads: &[WalkRead]) -> (usize, u32) {
-        let Some((_, upper)) = reads.split_last() else { return (0, 0) };
+        let chain = reads.iter().take_while(|r| r.step == super::Step::Chain).count();
+        let Some((_, upper)) = reads[..chain].split_last() else { return (0, 0) };
         let mut missed = [0u8; MAX_LEVELS + 1];
         let mut count = 0;
         let mut served = 0;
@@ -97,11 +103,10 @@ impl PageWalkCache {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::types::PhysAddr;
 
     /// The reads of a 4-level walk of a 4 KiB page (their addresses do not matter here).
     fn walk() -> Vec<WalkRead> {
-        (0..4).rev().map(|level| WalkRead { level, addr: PhysAddr(0) }).collect()
+        (0..4).rev().map(|level| WalkRead::chain(level, 0)).collect()
     }
 
     #[test]
@@ -127,7 +132,7 @@ mod tests {
     fn a_huge_page_walk_never_caches_its_leaf_entry() {
         let mut pwc = PageWalkCache::new(&PwcSpec::default(), 1);
         // A 2 MiB page: PML4, PDPT, PD (the leaf) reads.
-        let reads: Vec<WalkRead> = (1..4).rev().map(|level| WalkRead { level, addr: PhysAddr(0) }).collect();
+        let reads: Vec<WalkRead> = (1..4).rev().map(|level| WalkRead::chain(level, 0)).collect();
         assert_eq!(pwc.serve(0, 0x4000_0000, &reads), (0, 2));
         assert_eq!(pwc.serve(0, 0x4000_0000, &reads), (2, 1), "the PDPT entry serves; the PD entry maps the page");
         assert_eq!(pwc.lookups()[2], Lookups::default(), "the PD cache was never probed");

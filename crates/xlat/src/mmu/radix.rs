@@ -3,7 +3,7 @@
 //! 003; the research sheet's radix records, `leaves[4]`).
 //!
 //! Every table is a 4 KiB page of 512 8-byte entries in the machine's memory: the OS places
-//! each as a pinned frame when a fault first needs it (`tables_needed`), before the data
+//! each as a pinned frame when a fault first needs it (`need`), before the data
 //! page, so tables compete with data for memory as the kernel's do. A walk reads one entry
 //! per level from the root down to the level whose entry maps the page (the PT for 4 KiB
 //! pages, the PD for 2 MiB, the PDPT for 1 GiB): entry address = table frame × 4096 + index
@@ -15,9 +15,9 @@
 //! Levels are numbered from the PT up, 0 to 3 (or 4): a walk of a 4 KiB page reads levels
 //! 3, 2, 1, 0 in that order ([`super::WalkRead::level`]).
 
-use super::{DriverSpec, PageTableDriver, WalkRead, WalkSink};
+use super::{DriverSpec, PageTableDriver, Placed, TableFull, TableNeed, WalkRead, WalkSink};
 use crate::os::OsSpec;
-use crate::types::{Asid, PageSize, Pfn, PhysAddr, Translation, Vpn, BASE_PAGE_SHIFT};
+use crate::types::{Asid, PageSize, Pfn, Translation, Vpn, BASE_PAGE_SHIFT};
 use rustc_hash::FxHashMap;
 use serde::{Deserialize, Serialize};
 
@@ -55,6 +55,13 @@ impl DriverSpec for RadixSpec {
         }
         Ok(())
     }
+}
+
+/// What the radix tables hold.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct RadixStats {
+    /// Tables, of every level and address space (each a 4 KiB page).
+    pub tables: usize,
 }
 
 /// One table: its frame, and for a table above the PT, the tables its entries point to.
@@ -130,6 +137,7 @@ impl Radix {
 
 impl PageTableDriver for Radix {
     type Spec = RadixSpec;
+    type Stats = RadixStats;
 
     fn new(spec: &RadixSpec, _: &OsSpec) -> Radix {
         Radix { levels: u32::from(spec.levels), roots: FxHashMap::default(), tables: Vec::new(), children: Vec::new() }
@@ -139,31 +147,32 @@ impl PageTableDriver for Radix {
         false
     }
 
-    #[inline(never)]
-    fn tables_needed(&self, asid: Asid, vpn: Vpn, size: PageSize) -> usize {
-        self.path(asid, vpn, leaf_level(size)).1
+    fn need(&self, asid: Asid, vpn: Vpn, size: PageSize) -> Option<TableNeed> {
+        (self.path(asid, vpn, leaf_level(size)).1 > 0).then_some(TableNeed::Page)
     }
 
-    #[inline(never)]
-    fn mapped(&mut self, t: &Translation, tables: &[Pfn]) {
-        let leaf = leaf_level(t.size);
-        let (path, missing) = self.path(t.asid, t.vpn, leaf);
-        assert_eq!(tables.len(), missing, "the OS placed the tables tables_needed asked for");
-        let mut frames = tables.iter();
-        let mut above = path.last().copied();
-        for level in (leaf..self.levels).rev().skip(path.len()) {
-            let table = self.add_table(level, *frames.next().expect("counted above"));
-            match above {
-                None => {
-                    self.roots.insert(t.asid, table);
-                }
-                Some(parent) => {
-                    let children = self.tables[parent as usize].children as usize;
-                    self.children[children][index(t.vpn, level + 1)] = table;
-                }
+    /// Adds the highest table missing on the path of `vpn`.
+    fn given(&mut self, asid: Asid, vpn: Vpn, size: PageSize, table: Placed) {
+        let Placed::Page(frame) = table else { unreachable!("radix asks for pages only") };
+        let (path, missing) = self.path(asid, vpn, leaf_level(size));
+        assert!(missing > 0, "the OS placed a table need asked for");
+        let level = self.levels - 1 - path.len() as u32;
+        let table = self.add_table(level, frame);
+        match path.last() {
+            None => {
+                self.roots.insert(asid, table);
             }
-            above = Some(table);
+            Some(&parent) => {
+                let children = self.tables[parent as usize].children as usize;
+                self.children[children][index(vpn, level + 1)] = table;
+            }
         }
+    }
+
+    /// The tables are in place ([`PageTableDriver::need`]): the entry is written, which
+    /// changes no address a walk reads.
+    fn mapped(&mut self, _: &Translation) -> Result<(), TableFull> {
+        Ok(())
     }
 
     /// Tables stay: the entry is cleared, which changes no address a walk reads.
@@ -177,11 +186,15 @@ impl PageTableDriver for Radix {
         let mut table = *self.roots.get(&t.asid).expect("a mapped page's address space has a root");
         for level in (leaf..self.levels).rev() {
             let entry = (self.tables[table as usize].frame.0 << BASE_PAGE_SHIFT) | (index(t.vpn, level) as u64 * ENTRY_BYTES);
-            sink.read(WalkRead { level: level as u8, addr: PhysAddr(entry) });
+            sink.read(WalkRead::chain(level as u8, entry));
             if level > leaf {
                 table = self.child(table, index(t.vpn, level)).expect("a mapped page has every table of its path");
             }
         }
+    }
+
+    fn stats(&self) -> RadixStats {
+        RadixStats { tables: self.tables.len() }
     }
 }
 
@@ -230,7 +243,7 @@ mod tests {
                 .map(|level| {
                     let frame = self.tables[&self.key(asid, vaddr, level)];
                     let index = (vaddr >> (12 + 9 * level)) & 511;
-                    WalkRead { level: level as u8, addr: PhysAddr(frame * 4096 + index * 8) }
+                    WalkRead::chain(level as u8, frame * 4096 + index * 8)
                 })
                 .collect()
         }
@@ -258,9 +271,12 @@ mod tests {
                 let vaddr = addr << 12;
                 let t = page(asid, vaddr, size);
                 let added = naive.map(asid, vaddr, size);
-                prop_assert_eq!(radix.tables_needed(asid, t.vpn, size), added.len());
-                radix.mapped(&t, &added);
-                prop_assert_eq!(radix.tables_needed(asid, t.vpn, size), 0);
+                for &frame in &added {
+                    prop_assert_eq!(radix.need(asid, t.vpn, size), Some(TableNeed::Page));
+                    radix.given(asid, t.vpn, size, Placed::Page(frame));
+                }
+                prop_assert_eq!(radix.need(asid, t.vpn, size), None);
+                radix.mapped(&t).unwrap();
                 mapped.push((t, vaddr));
             }
             for (t, vaddr) in mapped {
@@ -277,16 +293,19 @@ mod tests {
         let os = OsSpec::simple(1 << 30, crate::os::PlacementSpec::Sequential);
         let mut radix = Radix::new(&RadixSpec::default(), &os);
         let t = page(0, 0x7f00_0000_1000, PageSize::Size4K);
-        assert_eq!(radix.tables_needed(0, t.vpn, t.size), 4);
-        radix.mapped(&t, &[Pfn(10), Pfn(11), Pfn(12), Pfn(13)]);
+        for frame in 10..14 {
+            assert_eq!(radix.need(0, t.vpn, t.size), Some(TableNeed::Page));
+            radix.given(0, t.vpn, t.size, Placed::Page(Pfn(frame)));
+        }
+        radix.mapped(&t).unwrap();
         let next = page(0, 0x7f00_0000_2000, PageSize::Size4K);
-        assert_eq!(radix.tables_needed(0, next.vpn, next.size), 0);
+        assert_eq!(radix.need(0, next.vpn, next.size), None);
         let mut reads = Vec::new();
         radix.walk(&next, &mut reads);
         // PML4 index 254 (bits 47..39 of 0x7f00_0000_2000), PDPT 0, PD 0, PT 2.
         let expect = [(3, 10 * 4096 + 254 * 8), (2, 11 * 4096), (1, 12 * 4096), (0, 13 * 4096 + 2 * 8)];
-        assert_eq!(reads, expect.map(|(level, addr)| WalkRead { level, addr: PhysAddr(addr) }));
+        assert_eq!(reads, expect.map(|(level, addr)| WalkRead::chain(level, addr)));
         let huge = page(1, 0x4000_0000, PageSize::Size2M);
-        assert_eq!(radix.tables_needed(1, huge.vpn, huge.size), 3, "a 2 MiB page needs no PT");
+        assert_eq!(radix.path(1, huge.vpn, leaf_level(huge.size)).1, 3, "a 2 MiB page needs no PT");
     }
 }

@@ -3,22 +3,29 @@
 //! for memory, which a machine that times its walks takes ([`WalkMemory`]).
 
 use super::pwc::{PageWalkCache, PwcSpec};
-use super::{WalkRead, WalkSink};
+use super::{Step, WalkRead, WalkSink};
 use crate::cache::tags::Lookups;
 use crate::types::Asid;
 use serde::Serialize;
 
 /// The most levels a driver's walk reads (5-level radix).
 pub const MAX_LEVELS: usize = 5;
+/// The most reads of a walk: ECPT's probes of three ways of each of three page sizes, and
+/// two cuckoo-walk-table lines for each of its two walk caches.
+pub const MAX_READS: usize = 16;
 
 /// What a machine's walks read.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct WalkerStats {
     /// Entries the walks read, by level of the driver's format (0 for the table of 4 KiB
-    /// entries): what the format makes a walk read.
+    /// entries; ECPT numbers its probes by page size, 0 for 4 KiB): what the format makes a
+    /// walk read.
     pub entries: [u64; MAX_LEVELS],
     /// Those the walk caches did not serve, which went to memory.
     pub memory_reads: [u64; MAX_LEVELS],
+    /// Lines the walks fetched into the caches without waiting for them (ECPT's
+    /// cuckoo-walk-table lines).
+    pub fills: u64,
     /// Lookups of each walk cache, top level first (none without walk caches).
     pub pwc: Vec<Lookups>,
 }
@@ -33,7 +40,7 @@ pub trait WalkMemory {
 #[derive(Clone, Debug)]
 pub struct PageWalker {
     /// The reads of the walk under way, in order.
-    trace: [WalkRead; MAX_LEVELS],
+    trace: [WalkRead; MAX_READS],
     len: usize,
     pwc: Option<PageWalkCache>,
     stats: WalkerStats,
@@ -50,8 +57,8 @@ impl WalkSink for PageWalker {
 impl PageWalker {
     /// A walker with the walk caches of `pwc`, if any; `seed` drives their random policy.
     pub fn new(pwc: Option<&PwcSpec>, seed: u64) -> PageWalker {
-        let empty = WalkRead { level: 0, addr: crate::types::PhysAddr(0) };
-        PageWalker { trace: [empty; MAX_LEVELS], len: 0, pwc: pwc.map(|spec| PageWalkCache::new(spec, seed)), stats: WalkerStats::default() }
+        let empty = WalkRead::chain(0, 0);
+        PageWalker { trace: [empty; MAX_READS], len: 0, pwc: pwc.map(|spec| PageWalkCache::new(spec, seed)), stats: WalkerStats::default() }
     }
 
     /// The walk of `vaddr` in `asid` whose reads this walker took ended: counts them, serves
@@ -73,6 +80,10 @@ impl PageWalker {
         }
         for (i, read) in reads.iter().enumerate() {
             let level = usize::from(read.level);
+            if read.step == Step::Fill {
+                self.stats.fills += 1;
+                continue;
+            }
             self.stats.entries[level] += 1;
             if i >= served {
                 self.stats.memory_reads[level] += 1;

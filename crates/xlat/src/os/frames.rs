@@ -236,6 +236,19 @@ impl Frames {
         self.occupants && !self.is_free(frame) && self.stamp[frame as usize] == PINNED
     }
 
+    /// Empties pinned `frame` (a page-table page the OS frees), which works whether or not
+    /// occupants are kept.
+    pub fn unpin(&mut self, frame: u64) {
+        debug_assert!(!self.is_free(frame) && (!self.occupants || self.is_pinned(frame)));
+        self.occupied[frame as usize / 64] &= !(1 << (frame % 64));
+        self.used -= 1;
+    }
+
+    /// True when the `count` frames from `first` are all free.
+    pub fn run_is_free(&self, first: u64, count: u64) -> bool {
+        first + count <= self.capacity && self.next_occupied(first).is_none_or(|f| f >= first + count)
+    }
+
     /// Empties `frame`, returning the page it held.
     pub fn release(&mut self, frame: u64) -> (Asid, Vpn) {
         let owner = self.owner(frame).expect("released frame is occupied");

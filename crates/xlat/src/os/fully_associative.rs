@@ -7,7 +7,7 @@
 
 use rand::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
-use rustc_hash::FxHashMap;
+use rustc_hash::{FxHashMap, FxHashSet};
 
 /// A fully associative allocator with random or sequential placement.
 pub struct FullyAssociative {
@@ -22,6 +22,8 @@ pub struct FullyAssociative {
     next: u64,
     /// Sequential: freed frames, reused last-freed first.
     recycled: Vec<u64>,
+    /// Free frames taken by other means ([`FullyAssociative::reserve`]), skipped when drawn.
+    reserved: FxHashSet<u64>,
     rng: Xoshiro256PlusPlus,
 }
 
@@ -35,6 +37,7 @@ impl FullyAssociative {
             moved: FxHashMap::default(),
             next: 0,
             recycled: Vec::new(),
+            reserved: FxHashSet::default(),
             rng: Xoshiro256PlusPlus::seed_from_u64(seed),
         }
     }
@@ -59,6 +62,17 @@ impl FullyAssociative {
 impl FullyAssociative {
     /// A free frame, or `None` when every frame is in use.
     pub fn allocate(&mut self) -> Option<u64> {
+        loop {
+            let frame = self.draw()?;
+            // A reserved frame leaves the pool here, where it is found.
+            if !self.reserved.remove(&frame) {
+                return Some(frame);
+            }
+        }
+    }
+
+    /// The next frame of the pool, reserved or not.
+    fn draw(&mut self) -> Option<u64> {
         if self.free == 0 {
             return None;
         }
@@ -72,9 +86,19 @@ impl FullyAssociative {
         }))
     }
 
+    /// Takes free `frame` out of use by the allocator (a block of page table placed by
+    /// address): it stays in the pool, unseen, until drawn and skipped or freed.
+    pub fn reserve(&mut self, frame: u64) {
+        self.reserved.insert(frame);
+    }
+
     /// Returns `frame` to the free pool.
     pub fn free(&mut self, frame: u64) {
         debug_assert!(frame < self.capacity);
+        if self.reserved.remove(&frame) {
+            // Never drawn: still in the pool.
+            return;
+        }
         if !self.random {
             self.recycled.push(frame);
         } else if frame != self.free {
@@ -83,9 +107,9 @@ impl FullyAssociative {
         self.free += 1;
     }
 
-    /// Frames currently allocated.
+    /// Frames currently allocated (reserved ones included).
     pub fn used(&self) -> u64 {
-        self.capacity - self.free
+        self.capacity - self.free + self.reserved.len() as u64
     }
 }
 
@@ -123,6 +147,34 @@ mod tests {
                 }
                 prop_assert_eq!(a.used(), held.len() as u64);
             }
+        }
+    }
+
+    proptest! {
+        /// Reserved frames are never handed out, count as used, and come back when freed.
+        #[test]
+        fn reserved_frames_are_skipped(capacity in 1u64..300, reserved in proptest::collection::btree_set(0u64..300, 0..50), seed in any::<u64>(), random in any::<bool>()) {
+            let mut a = FullyAssociative::new(random, capacity, seed);
+            let reserved: BTreeSet<u64> = reserved.into_iter().filter(|&f| f < capacity).collect();
+            for &f in &reserved {
+                a.reserve(f);
+            }
+            prop_assert_eq!(a.used(), reserved.len() as u64);
+            let mut got = BTreeSet::new();
+            while let Some(f) = a.allocate() {
+                prop_assert!(!reserved.contains(&f) && got.insert(f));
+            }
+            prop_assert_eq!(got.len() as u64 + reserved.len() as u64, capacity);
+            prop_assert_eq!(a.used(), capacity);
+            for &f in &reserved {
+                a.free(f);
+            }
+            prop_assert_eq!(a.used(), got.len() as u64);
+            let mut again = BTreeSet::new();
+            while let Some(f) = a.allocate() {
+                again.insert(f);
+            }
+            prop_assert_eq!(again, reserved);
         }
     }
 

@@ -38,7 +38,7 @@ use stats::Utilization;
 use swap::SwapArea;
 
 use crate::hash::page_key;
-use crate::mmu::{Driver, PageTableSpec, WalkSink};
+use crate::mmu::{Driver, PageTableSpec, Placed, TableFull, TableNeed, WalkSink};
 use rustc_hash::FxHashSet;
 use crate::types::{Asid, Page, PageSize, Pfn, Translation, Vpn, BASE_PAGE_SHIFT};
 use crate::units::format_bytes;
@@ -100,6 +100,16 @@ pub enum NoFrame {
     Conflict,
     /// A page to evict found every slot of the swap area in use.
     SwapFull,
+    /// The page table found no slot for the page ([`TableFull`]).
+    TableFull,
+    /// Every frame the page may use holds a page-table page, which is never evicted.
+    Pinned,
+}
+
+impl From<TableFull> for NoFrame {
+    fn from(_: TableFull) -> NoFrame {
+        NoFrame::TableFull
+    }
 }
 
 /// A page fault found no frame to map: the reference that faulted and why.
@@ -160,6 +170,10 @@ pub struct Os {
     shootdowns: Vec<Page>,
     utilization: Utilization,
     stats: OsStats,
+    /// Page-table pages placed so far (each takes the next VPN from [`TABLE_VPN_BASE`]).
+    table_pages_placed: u64,
+    /// Frames of table pages the driver let go of, to free (kept to reuse its allocation).
+    released: Vec<Pfn>,
 }
 
 impl Os {
@@ -202,6 +216,8 @@ impl Os {
             shootdowns: Vec::new(),
             utilization: Utilization::default(),
             stats: OsStats::default(),
+            table_pages_placed: 0,
+            released: Vec::new(),
         }
     }
 
@@ -347,7 +363,7 @@ impl Os {
         // A tick after the new page's stamp, so that the next reference's walk (a use under
         // recency on fill, stamped with the clock as it stands) comes after it.
         self.clock += 1;
-        self.map(asid, vpn, new, cpfn, &[]);
+        self.map(asid, vpn, new, cpfn).map_err(|reason| OutOfMemory { asid, vaddr: vpn.addr().0, reason })?;
         self.stats.store_copies += 1;
         self.stats.shootdowns += 1;
         self.shootdowns.push(Page { asid, vpn, size: self.spec.page_size });
@@ -418,15 +434,15 @@ impl Os {
         if swapped_in {
             if let Some(ra) = &mut self.readahead {
                 if let Some(found) = ra.hit(asid, page) {
-                    return Ok(self.map_read_ahead(asid, vpn, found));
+                    return self.map_read_ahead(asid, vpn, found).map_err(|reason| OutOfMemory { asid, vaddr, reason });
                 }
                 self.read_ahead(asid, page).map_err(|reason| OutOfMemory { asid, vaddr, reason })?;
             }
         }
-        let placed = self.place_tables(asid, vpn).and_then(|tables| Ok((tables, self.choose_frame(asid, vpn)?)));
-        let (tables, (frame, cpfn)) = placed.map_err(|reason| OutOfMemory { asid, vaddr, reason })?;
+        let placed = self.place_tables(asid, vpn).and_then(|()| self.choose_frame(asid, vpn));
+        let (frame, cpfn) = placed.map_err(|reason| OutOfMemory { asid, vaddr, reason })?;
         self.install(asid, vpn, frame, swapped_in, true);
-        let t = self.map(asid, vpn, frame, cpfn, &tables);
+        let t = self.map(asid, vpn, frame, cpfn).map_err(|reason| OutOfMemory { asid, vaddr, reason })?;
         self.stats.page_faults += 1;
         if swapped_in {
             self.stats.swap_ins += 1;
@@ -440,9 +456,19 @@ impl Os {
 
     /// Places the page-table pages the driver needs before page `vpn` of `asid` can be
     /// mapped, as a fault allocates them before the data page: their frames, pinned.
-    fn place_tables(&mut self, asid: Asid, vpn: Vpn) -> std::result::Result<Vec<Pfn>, NoFrame> {
-        let needed = self.driver.tables_needed(asid, vpn, self.spec.page_size);
-        (0..needed).map(|_| self.place_table(asid)).collect()
+    fn place_tables(&mut self, asid: Asid, vpn: Vpn) -> std::result::Result<(), NoFrame> {
+        let size = self.spec.page_size;
+        while let Some(need) = self.driver.need(asid, vpn, size) {
+            let placed = match need {
+                TableNeed::Page => Placed::Page(self.place_table(asid)?),
+                TableNeed::Block(pages) => match self.place_block(asid, pages) {
+                    Some(first) => Placed::Block(first),
+                    None => Placed::Page(self.place_table(asid)?),
+                },
+            };
+            self.driver.given(asid, vpn, size, placed);
+        }
+        Ok(())
     }
 
     /// Places one page-table page of `asid` in a frame its placement allows, evicting as for
@@ -451,24 +477,71 @@ impl Os {
     /// where no user page is), never used, never evicted. While the OS maps one page size, a
     /// table page takes a frame of that size.
     fn place_table(&mut self, asid: Asid) -> std::result::Result<Pfn, NoFrame> {
-        let vpn = Vpn(TABLE_VPN_BASE + self.stats.page_table_frames);
+        let vpn = self.next_table_vpn();
         let (frame, _) = self.choose_frame(asid, vpn)?;
-        self.utilization.change(self.clock, self.frames.used());
-        self.frames.pin(frame, asid, vpn);
-        self.stats.page_table_frames += 1;
+        self.pin_table(frame, asid, vpn);
         Ok(Pfn(frame * self.spec.page_size.base_pages()))
     }
 
+    /// Places a block of `pages` base pages of page table for `asid` in the lowest run of
+    /// free frames aligned to its size, pinned, as the kernel's buddy allocator gives an
+    /// allocation of that order; `None` when no such run is free. Nothing is evicted for it
+    /// (the kernel would try compaction; the OS model has none), and the placement policy is
+    /// not asked: a block is physically contiguous wherever the policy would put pages.
+    fn place_block(&mut self, asid: Asid, pages: u64) -> Option<Pfn> {
+        let count = pages.div_ceil(self.spec.page_size.base_pages());
+        let first = (0..self.frames.capacity() / count).map(|block| block * count).find(|&first| self.frames.run_is_free(first, count))?;
+        for frame in first..first + count {
+            if let Placer::Fully(alloc) = &mut self.placer {
+                alloc.reserve(frame);
+            }
+            let vpn = self.next_table_vpn();
+            self.pin_table(frame, asid, vpn);
+        }
+        Some(Pfn(first * self.spec.page_size.base_pages()))
+    }
+
+    /// The VPN of the next page-table page placed.
+    fn next_table_vpn(&mut self) -> Vpn {
+        self.table_pages_placed += 1;
+        Vpn(TABLE_VPN_BASE + self.table_pages_placed - 1)
+    }
+
+    /// Pins page-table page `vpn` of `asid` in free `frame`.
+    fn pin_table(&mut self, frame: u64, asid: Asid, vpn: Vpn) {
+        self.utilization.change(self.clock, self.frames.used());
+        self.frames.pin(frame, asid, vpn);
+        self.stats.page_table_frames += 1;
+    }
+
+    /// Frees the table pages the driver let go of.
+    fn release_tables(&mut self) {
+        let mut released = std::mem::take(&mut self.released);
+        self.driver.take_released(&mut released);
+        for pfn in released.drain(..) {
+            let frame = pfn.0 / self.spec.page_size.base_pages();
+            self.utilization.change(self.clock, self.frames.used());
+            self.frames.unpin(frame);
+            if let Placer::Fully(alloc) = &mut self.placer {
+                alloc.free(frame);
+            }
+            self.stats.page_table_frames -= 1;
+        }
+        self.released = released;
+    }
+
     /// Maps page `vpn` of `asid` at `frame` with placement tag `tag` (in place of any
-    /// mapping it had), with the new table pages `tables` the driver asked for: its
-    /// translation and leaf.
-    fn map(&mut self, asid: Asid, vpn: Vpn, frame: u64, tag: u8, tables: &[Pfn]) -> Walk {
+    /// mapping it had): its translation and leaf. Fails when the driver finds no slot for it.
+    fn map(&mut self, asid: Asid, vpn: Vpn, frame: u64, tag: u8) -> std::result::Result<Walk, NoFrame> {
         let size = self.spec.page_size;
         let translation = Translation { asid, vpn, pfn: Pfn(frame * size.base_pages()), size };
         let leaf = self.table.insert_tagged(translation, tag);
-        self.driver.mapped(&translation, tables);
+        self.driver.mapped(&translation)?;
+        if self.walks_read {
+            self.release_tables();
+        }
         self.stats.mapped_pages = self.table.len() as u64;
-        Walk { translation, leaf }
+        Ok(Walk { translation, leaf })
     }
 
     /// Places page `vpn` of `asid` in `frame` and tells the policy's records: read back from
@@ -534,8 +607,8 @@ impl Os {
     /// access, when the machine reports it), and counts for the Linux lists as a fault's
     /// does (young under the look-twice rule, not a reference under one look).
     #[cold]
-    fn map_read_ahead(&mut self, asid: Asid, vpn: Vpn, (frame, tag): (u64, u8)) -> Walk {
-        let t = self.map(asid, vpn, frame, tag, &[]);
+    fn map_read_ahead(&mut self, asid: Asid, vpn: Vpn, (frame, tag): (u64, u8)) -> std::result::Result<Walk, NoFrame> {
+        let t = self.map(asid, vpn, frame, tag)?;
         self.stats.page_faults += 1;
         self.stats.readahead_hits += 1;
         self.mapped_from_swap(frame);
@@ -544,7 +617,7 @@ impl Os {
         if self.retime_fills {
             self.retime(frame);
         }
-        t
+        Ok(t)
     }
 
     /// The swap slot of a page a fault just mapped from swap (read by it, or read ahead
@@ -579,7 +652,7 @@ impl Os {
                 self.conflict()?;
                 let victim = sets.oldest(&self.frames, vpn);
                 if self.frames.is_pinned(victim) {
-                    return Err(NoFrame::Conflict);
+                    return Err(NoFrame::Pinned);
                 }
                 self.evict(victim)?;
                 Ok((victim, 0))
@@ -606,7 +679,7 @@ impl Os {
         let cpfn = layout.encode(placed.slot);
         if self.frames.is_pinned(placed.frame) {
             // Every candidate holds a page-table page (never evicted, and so never a ghost).
-            return Err(NoFrame::Conflict);
+            return Err(NoFrame::Pinned);
         }
         if !self.frames.is_free(placed.frame) {
             if placed.evicts_ghost {
@@ -741,6 +814,11 @@ impl Os {
         }
     }
 
+    /// What the page-table driver did and holds (`results.json`'s `page_table`).
+    pub fn page_table_stats(&self) -> serde_json::Value {
+        self.driver.stats()
+    }
+
     /// The error message for `oom`.
     pub fn describe(&self, oom: OutOfMemory) -> Error {
         let capacity = self.frames.capacity();
@@ -763,6 +841,21 @@ impl Os {
                 "out of swap: all {} slots of os.swap hold pages when asid {} touches {:#x} and a page must be \
                  written to make room; configure a larger os.swap",
                 self.swap.used(),
+                oom.asid,
+                oom.vaddr
+            ),
+            NoFrame::Pinned => format!(
+                "associativity conflict: every frame asid {} may use for {:#x} holds a page-table page, which is \
+                 never evicted ({} of {capacity} frames hold tables); configure a larger os.memory or more \
+                 associative placement",
+                oom.asid,
+                oom.vaddr,
+                self.stats.page_table_frames
+            ),
+            NoFrame::TableFull => format!(
+                "page table full: the {} page table found no slot for the page asid {} touches at {:#x} \
+                 (see os.page_table)",
+                self.spec.page_table.name(),
                 oom.asid,
                 oom.vaddr
             ),

@@ -140,6 +140,7 @@ mod tests {
             mosaic: vec![],
             os: Default::default(),
             walker: Default::default(),
+            page_table: Default::default(),
             timing: None,
             loops: vec![],
         };

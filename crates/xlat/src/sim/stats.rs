@@ -36,6 +36,9 @@ pub struct MachineStats {
     pub os: OsStats,
     /// What the walks read, by level, and the walk caches (nothing under the `map` driver).
     pub walker: WalkerStats,
+    /// What the page-table driver did and holds: its tables, and ECPT's resizes, kicks and
+    /// walk caches, FPT's fallbacks (`null` under `map`).
+    pub page_table: serde_json::Value,
     /// Where a timed machine's cycles went (EMT's cycle model); `None` for a machine that is
     /// not timed.
     pub timing: Option<TimingStats>,

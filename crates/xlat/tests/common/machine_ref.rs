@@ -178,6 +178,7 @@ impl RefMachine {
             mosaic: self.mosaic.iter().map(|m| MosaicStats { name: m.name.clone(), geometry: m.geometry.clone(), counters: m.tlb.counters() }).collect(),
             os: self.os.stats(),
             walker: Default::default(),
+            page_table: Default::default(),
             timing: None,
             loops: Vec::new(),
         }

@@ -681,6 +681,7 @@ impl Machine for CpuMachine {
             mosaic: self.mosaic.iter().map(|m| MosaicStats { name: m.name.clone(), geometry: m.tlb.geometry().clone(), counters: m.tlb.counters() }).collect(),
             os,
             walker: self.walker.stats(),
+            page_table: self.os.page_table_stats(),
             timing: self.timing.as_ref().map(|t| t.stats(self.counters.instructions)),
             loops: self.loops.uses().to_vec(),
         }

@@ -681,3 +681,77 @@ fn a_timed_machine_accounts_for_every_reference_and_walk() {
     assert_eq!((t.caches[1].walk.hits + t.caches[1].walk.misses, t.walks), (walk_reads, b.os.walks));
     assert!(t.mean_walk_cycles.is_some_and(|c| c > 16.0) && t.ipc.is_some_and(|ipc| ipc > 0.0 && ipc < 2.0), "{t:?}");
 }
+
+/// The drivers other than radix, as configurations write them.
+fn other_drivers() -> Vec<crate::mmu::PageTableSpec> {
+    let table = |json: serde_json::Value| serde_json::from_value::<crate::mmu::PageTableSpec>(json).unwrap();
+    vec![
+        table(serde_json::json!({ "kind": "fpt", "mode": "l3l2" })),
+        table(serde_json::json!({ "kind": "fpt", "mode": "l4l3" })),
+        table(serde_json::json!({ "kind": "fpt" })),
+        table(serde_json::json!({ "kind": "ecpt" })),
+        table(serde_json::json!({ "kind": "ecpt", "probe": "correct", "initial_clusters": 64 })),
+    ]
+}
+
+/// A machine over FPT or ECPT simulates what the same machine over `map` does (walks find
+/// the same pages), while its walks read what the format reads and its tables take frames.
+#[test]
+fn fpt_and_ecpt_machines_walk_the_pages_map_walks() {
+    let refs = sparse(&mixed_refs(30_000, 900.0, 0xf97));
+    let map = CpuSpec { os: OsSpec::simple(1 << 30, PlacementSpec::Sequential), tlb: vec![level(64, 4)], pwc: Some(Default::default()), ..spec() };
+    let mut a = CpuMachine::new(&map);
+    a.process(&Batch { refs: refs.clone(), instructions: 0 }).unwrap();
+    let a = a.stats();
+    for driver in other_drivers() {
+        let mut b = CpuMachine::new(&CpuSpec { os: OsSpec { page_table: driver, ..map.os.clone() }, ..map.clone() });
+        b.process(&Batch { refs: refs.clone(), instructions: 0 }).unwrap();
+        let b = b.stats();
+        assert_eq!((&a.levels, a.os.walks, a.os.page_faults), (&b.levels, b.os.walks, b.os.page_faults), "{driver:?}");
+        assert!(b.os.page_table_frames > 0, "{driver:?}");
+        let reads: u64 = b.walker.entries.iter().sum();
+        match driver.name() {
+            // One read per node: 2 or 3 per 4 KiB walk.
+            "fpt" => assert!(reads >= 2 * b.os.walks && reads <= 3 * b.os.walks, "{driver:?}: {reads}"),
+            _ => {
+                assert_eq!(b.page_table["walks"], b.os.walks, "{driver:?}");
+                assert_eq!(b.page_table["table_pages"], b.os.page_table_frames, "{driver:?}");
+                assert_eq!(b.walker.pwc.iter().map(|l| l.hits + l.misses).sum::<u64>(), 0, "ECPT walks pass the PWC by");
+            }
+        }
+    }
+}
+
+/// Under memory pressure and every kind of placement, FPT and ECPT tables stay pinned while
+/// data pages come and go (ECPT removes and reinserts their entries, resizes its ways and
+/// frees the old tables' frames), and every page walked is found. FPT's 2 MiB nodes in a
+/// memory of 8 MiB leave some sets or buckets of the restricted placements nothing but
+/// tables: the run ends with the error that says so.
+#[test]
+fn fpt_and_ecpt_tables_live_with_eviction() {
+    let refs = sparse(&mixed_refs(40_000, 900.0, 0xbee6));
+    for driver in other_drivers() {
+        for (placement, eviction) in [
+            (PlacementSpec::Sequential, EvictionSpec::Lru(Default::default())),
+            (PlacementSpec::Random, EvictionSpec::Lru(Default::default())),
+            (PlacementSpec::SetAssociative { ways: 16 }, EvictionSpec::Lru(Default::default())),
+            (PlacementSpec::Iceberg(IcebergSpec::default()), EvictionSpec::HorizonLru(Default::default())),
+        ] {
+            let os = OsSpec { eviction, page_table: driver, ..OsSpec::simple(8 << 20, placement) };
+            let mut m = CpuMachine::new(&CpuSpec { os, tlb: vec![level(64, 4)], ..spec() });
+            let restricted = !matches!(placement, PlacementSpec::Sequential | PlacementSpec::Random);
+            if let Err(e) = m.process(&Batch { refs: refs.clone(), instructions: 0 }) {
+                assert!(driver.name() == "fpt" && restricted, "{driver:?} {placement:?}: {e}");
+                assert!(e.to_string().contains("holds a page-table page"), "{e}");
+                continue;
+            }
+            let s = m.stats();
+            assert!(s.os.evictions > 0, "{driver:?} {placement:?}: under pressure");
+            let pinned = (0..m.os.frames().capacity()).filter(|&f| m.os.frames().is_pinned(f)).count() as u64;
+            assert_eq!(pinned, s.os.page_table_frames, "{driver:?} {placement:?}");
+            if driver.name() == "ecpt" {
+                assert_eq!(s.page_table["table_pages"], s.os.page_table_frames, "{driver:?} {placement:?}");
+            }
+        }
+    }
+}

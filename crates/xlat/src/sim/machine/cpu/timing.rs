@@ -11,6 +11,12 @@
 //!   every level costs all its probes) and the latency of each read it leaves for memory,
 //!   entering the caches at `walk_level` (EMT: the L2; walk reads fill the L2 and below,
 //!   never the L1).
+//! * The reads of a walk are steps of a chain (radix, FPT: each waits for the one before,
+//!   so their latencies add up), probes issued together (ECPT's ways: the walk waits for the
+//!   slowest, after its hash and its cuckoo-walk-cache lookups, which run in parallel and
+//!   cost `max(hash, cwc)`, EMT's max(HASH, CWC, CWC)), or fills the walk does not wait for
+//!   (cuckoo-walk-table lines fetched after a walk-cache miss: they change what the caches
+//!   hold, and cost nothing).
 //! * Every instruction that is not a data reference costs `instruction` cycles (0.5).
 //!   Instructions are counted per batch, so those of references straddling batches are
 //!   spread as the source counts them.
@@ -23,7 +29,7 @@
 use crate::cache::hierarchy::{Access, CacheHierarchy, CacheLevelSpec, LevelLookups};
 use crate::memref::AccessKind;
 use crate::mmu::walker::WalkMemory;
-use crate::mmu::WalkRead;
+use crate::mmu::{Step, WalkRead};
 use crate::tlb::Policy;
 use crate::types::PhysAddr;
 use serde::Serialize;
@@ -43,6 +49,10 @@ pub struct TimingSpec {
     pub tlb: f64,
     /// Cycles of a walk-cache lookup.
     pub pwc: f64,
+    /// Cycles of an ECPT walk's hash.
+    pub hash: f64,
+    /// Cycles of an ECPT walk's cuckoo-walk-cache lookups (in parallel with the hash).
+    pub cwc: f64,
     /// Cycles of an instruction that is not a data reference.
     pub instruction: f64,
     /// What a data access's latency is divided by: the memory-level parallelism.
@@ -51,8 +61,8 @@ pub struct TimingSpec {
 
 impl Default for TimingSpec {
     /// EMT's: L1I and L1D 32 KiB 8-way (2 cycles), L2 512 KiB 8-way (16), LLC 16 MiB 16-way
-    /// (56), 64-byte lines, LRU, memory 180; walk reads at the L2; TLB 1, PWC 1, 0.5 per
-    /// instruction, data latency / 8.
+    /// (56), 64-byte lines, LRU, memory 180; walk reads at the L2; TLB 1, PWC 1, hash 2, CWC
+    /// 1, 0.5 per instruction, data latency / 8.
     fn default() -> TimingSpec {
         let level = |name: &str, size: u64, ways, latency, split| CacheLevelSpec { name: name.into(), size, ways, latency, split, policy: Policy::Lru };
         TimingSpec {
@@ -62,6 +72,8 @@ impl Default for TimingSpec {
             walk_level: 1,
             tlb: 1.0,
             pwc: 1.0,
+            hash: 2.0,
+            cwc: 1.0,
             instruction: 0.5,
             data_parallelism: 8.0,
         }
@@ -101,6 +113,8 @@ pub struct Timing {
     data_accesses: u64,
     walks: u64,
     walk_probes: u64,
+    /// Walks that probed in parallel (and paid a hash).
+    hashed_walks: u64,
     walk_latency: u64,
     data_latency: u64,
 }
@@ -109,7 +123,7 @@ impl Timing {
     /// The model of `spec` with empty caches; `seed` drives their random policy.
     pub fn new(spec: &TimingSpec, seed: u64) -> Timing {
         let caches = CacheHierarchy::new(&spec.caches, spec.line, spec.memory, seed);
-        Timing { spec: spec.clone(), caches, accesses: 0, data_accesses: 0, walks: 0, walk_probes: 0, walk_latency: 0, data_latency: 0 }
+        Timing { spec: spec.clone(), caches, accesses: 0, data_accesses: 0, walks: 0, walk_probes: 0, hashed_walks: 0, walk_latency: 0, data_latency: 0 }
     }
 
     /// A `kind` access to `addr` by a reference (one page of it): a TLB access and a data
@@ -125,7 +139,7 @@ impl Timing {
     pub fn stats(&self, instructions: u64) -> TimingStats {
         let s = &self.spec;
         let tlb_cycles = self.accesses as f64 * s.tlb;
-        let walk_cycles = self.walk_probes as f64 * s.pwc + self.walk_latency as f64;
+        let walk_cycles = self.walk_probes as f64 * s.pwc + self.hashed_walks as f64 * s.hash.max(s.cwc) + self.walk_latency as f64;
         let data_cycles = self.data_latency as f64 / s.data_parallelism;
         let instruction_cycles = instructions.saturating_sub(self.data_accesses) as f64 * s.instruction;
         let total_cycles = tlb_cycles + walk_cycles + data_cycles + instruction_cycles;
@@ -147,8 +161,18 @@ impl WalkMemory for Timing {
     fn walk(&mut self, probes: u32, reads: &[WalkRead]) {
         self.walks += 1;
         self.walk_probes += u64::from(probes);
+        let mut slowest_probe = None;
         for read in reads {
-            self.walk_latency += u64::from(self.caches.access(read.addr, Access::Walk, self.spec.walk_level));
+            let latency = u64::from(self.caches.access(read.addr, Access::Walk, self.spec.walk_level));
+            match read.step {
+                Step::Chain => self.walk_latency += latency,
+                Step::Probe => slowest_probe = slowest_probe.max(Some(latency)),
+                Step::Fill => {}
+            }
+        }
+        if let Some(latency) = slowest_probe {
+            self.hashed_walks += 1;
+            self.walk_latency += latency;
         }
     }
 }
@@ -161,7 +185,7 @@ mod tests {
     #[test]
     fn cycles_add_up_as_emts_model_says() {
         let mut t = Timing::new(&TimingSpec::default(), 1);
-        let read = |addr| WalkRead { level: 0, addr: PhysAddr(addr) };
+        let read = |addr| WalkRead::chain(0, addr);
         // A cold 4-level walk: 3 PWC probes, 4 reads from memory (180 each).
         t.walk(3, &[read(0x1000), read(0x2000), read(0x3000), read(0x4000)]);
         // A walk whose PD entry hit: 1 probe, its PT entry in the L2 now (16).
@@ -181,5 +205,21 @@ mod tests {
         assert_eq!(s.ipc, Some(12.0 / s.total_cycles));
         assert_eq!(s.caches[1].walk.misses, 4, "the walk reads entered at the L2");
         assert_eq!(s.caches[0].walk.hits + s.caches[0].walk.misses, 0, "and never the L1");
+    }
+
+    /// An ECPT walk by hand: three probes in parallel and two fills.
+    #[test]
+    fn a_parallel_walk_waits_for_its_slowest_probe_and_not_for_its_fills() {
+        let mut t = Timing::new(&TimingSpec::default(), 1);
+        let read = |addr, step| WalkRead { level: 0, addr: PhysAddr(addr), step };
+        // Warm one line into the L2 (a chain read from memory, 180).
+        t.walk(0, &[read(0x1000, Step::Chain)]);
+        // Probes of the warm line (16) and two cold ones (180): the walk pays the slowest
+        // after max(hash 2, CWC 1); the fills cost nothing but are in the L2 after.
+        t.walk(0, &[read(0x1000, Step::Probe), read(0x2000, Step::Probe), read(0x3000, Step::Probe), read(0x4000, Step::Fill), read(0x5000, Step::Fill)]);
+        t.walk(0, &[read(0x4000, Step::Probe), read(0x5000, Step::Probe)]);
+        let s = t.stats(0);
+        assert_eq!(s.walk_cycles, 180.0 + (2.0 + 180.0) + (2.0 + 16.0));
+        assert_eq!(s.walks, 3);
     }
 }
