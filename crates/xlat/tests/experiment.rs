@@ -201,13 +201,15 @@ fn results_are_written_with_identity_and_config() {
 }
 
 #[test]
-fn an_earlier_runs_eviction_ages_are_removed() {
+fn an_earlier_runs_eviction_ages_and_timing_are_removed() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("eviction_age.csv"), "workload,config,window,mean_age,max_age\nold,m,0,1.0,2.0\n").unwrap();
+    std::fs::write(dir.path().join("timing.csv"), "workload,config\nold,m\n").unwrap();
     let spec = parse_experiment(SMALL, Path::new(".")).unwrap();
     let result = run_experiment(&spec, &AtomicBool::new(false), &mut |_| {}).unwrap();
     write_results(dir.path(), &spec, &result).unwrap();
     assert!(!dir.path().join("eviction_age.csv").exists(), "no machine tracks eviction ages: no table of them");
+    assert!(!dir.path().join("timing.csv").exists(), "no machine is timed: no table of cycles");
 }
 
 #[test]
@@ -286,6 +288,11 @@ fn mosaic_configuration_errors_name_the_field() {
         (MOSAIC.replace("eviction = \"horizon-lru\"", "eviction = \"horizon-lru\", page_table = \"radx\""), "line 11", "unknown variant `radx`, expected one of `map`, `radix`, `fpt`, `ecpt`"),
         (MOSAIC.replace("eviction = \"horizon-lru\"", "eviction = \"horizon-lru\", page_table = { kind = \"map\", levels = 4 }"), "line 11", "unknown field `levels`"),
         (MOSAIC.replace("name = \"m\"", "name = \"m\"\npwc = {}"), "machine[0].pwc", "set `os.page_table` to a driver that keeps them"),
+        (MOSAIC.replace("eviction = \"horizon-lru\"", "eviction = \"horizon-lru\", page_table = \"ecpt\"").replace("name = \"m\"", "name = \"m\"\npwc = {}"), "machine[0].pwc", "ECPT has no page walk cache"),
+        (MOSAIC.replace("eviction = \"horizon-lru\"", "eviction = \"horizon-lru\", page_table = { kind = \"ecpt\", resize_threshold = 1.5 }"), "machine[0].os.page_table.resize_threshold", "an occupancy in (0, 1)"),
+        (MOSAIC.replace("eviction = \"horizon-lru\"", "eviction = \"horizon-lru\", page_table = { kind = \"ecpt\", ways = 0 }"), "machine[0].os.page_table.ways", "0 ways per page size"),
+        (MOSAIC.replace("eviction = \"horizon-lru\"", "eviction = \"horizon-lru\", page_table = { kind = \"fpt\", mode = \"l2l1\" }"), "line 11", "unknown variant `l2l1`"),
+        (MOSAIC.to_string() + "[[plot]]\nfile = \"t.png\"\nkind = \"bars\"\ndata = \"timing\"\nx = \"workload\"\ny = [\"ipc\"]\n", "plot[0].data", "no machine sets `[machine.timing]`"),
         (MOSAIC.replace("eviction = \"horizon-lru\"", "eviction = \"horizon-lru\", page_table = \"radix\"").replace("name = \"m\"", "name = \"m\"\npwc = { entries = [2, 4, 8, 32], ways = [1, 4, 4, 4] }"), "machine[0].pwc.entries", "4-level tables have 1 to 3 levels above the PT"),
         (MOSAIC.replace("eviction = \"horizon-lru\"", "eviction = \"horizon-lru\", page_table = \"radix\"").replace("name = \"m\"", "name = \"m\"\npwc = { entries = [4, 32] }"), "machine[0].pwc.ways", "3 ways for 2 levels"),
         (MOSAIC.replace("eviction = \"horizon-lru\"", "eviction = \"horizon-lru\", page_table = \"radix\"").replace("name = \"m\"", "name = \"m\"\npwc = { entries = [4, 30], ways = [4, 4] }"), "machine[0].pwc.ways[1]", "4 ways do not divide 30 entries"),
@@ -794,9 +801,15 @@ preset = "single-tlb"
 os = { memory = "1GiB", page_table = "radix" }
 pwc = {}
 "#;
-    let (_dir, csv, json) = written_results(&text);
+    let (dir, csv, json) = written_results(&text);
     let rows: Vec<&str> = csv.lines().skip(1).collect();
     assert_eq!(rows[0].replacen(",timed,", ",", 1), rows[1].replacen(",untimed,", ",", 1), "the same TLB results");
+    let timing = std::fs::read_to_string(dir.path().join("timing.csv")).unwrap();
+    let lines: Vec<&str> = timing.lines().collect();
+    assert_eq!(lines[0], xlat::config::plot::TIMING_COLUMNS.join(","));
+    assert_eq!(lines.len(), 2, "a row for the timed machine only: {timing}");
+    let total = json["results"][0]["machines"][0]["timing"]["total_cycles"].as_f64().unwrap();
+    assert_eq!(lines[1].split(',').nth(8).unwrap().parse::<f64>().unwrap(), total);
     let t = &json["results"][0]["machines"][0]["timing"];
     let cycles = ["tlb_cycles", "walk_cycles", "data_cycles", "instruction_cycles"].map(|k| t[k].as_f64().unwrap());
     assert!((cycles.iter().sum::<f64>() - t["total_cycles"].as_f64().unwrap()).abs() < 1e-6, "{t}");

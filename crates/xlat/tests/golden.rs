@@ -1,6 +1,6 @@
 //! Snapshot tests: reduced versions of every experiment in `experiments/` give byte-identical
-//! `results.csv` files to the ones in `tests/golden/`, so that a change meant to leave
-//! results alone (a refactoring, a faster loop) is shown to.
+//! `results.csv` files (and `timing.csv`, for timed machines) to the ones in `tests/golden/`,
+//! so that a change meant to leave results alone (a refactoring, a faster loop) is shown to.
 //!
 //! A reduced experiment is the file with every workload cut to its first [`REFS`] references
 //! and built-in workloads at `paper` scale run at `small` (their set-up alone would take
@@ -38,12 +38,21 @@ fn reduced(path: &Path) -> ExperimentSpec {
     spec
 }
 
-/// The results.csv of `spec`.
-fn results_csv(spec: &ExperimentSpec) -> String {
+/// The results.csv of `spec`, and its timing.csv when a machine is timed.
+fn results_csv(spec: &ExperimentSpec) -> (String, Option<String>) {
     let result = run_experiment(spec, &AtomicBool::new(false), &mut |_| {}).unwrap();
     let dir = tempfile::tempdir().unwrap();
     write_results(dir.path(), spec, &result).unwrap();
-    std::fs::read_to_string(dir.path().join("results.csv")).unwrap()
+    let read = |file: &str| std::fs::read_to_string(dir.path().join(file));
+    (read("results.csv").unwrap(), read("timing.csv").ok())
+}
+
+/// Checks the tables of `name` (see [`check`]).
+fn check_all(name: &str, (results, timing): (String, Option<String>)) {
+    check(name, &results);
+    if let Some(timing) = timing {
+        check(&format!("{name}.timing"), &timing);
+    }
 }
 
 /// Compares `csv` with the golden file `name`, or writes it there under `XLAT_BLESS`.
@@ -77,7 +86,7 @@ fn reduced_experiments_give_their_golden_results() {
     assert!(files.len() >= 8, "experiments/ holds the papers' experiments");
     for file in files {
         let name = file.file_stem().unwrap().to_str().unwrap().to_string();
-        check(&name, &results_csv(&reduced(&file)));
+        check_all(&name, results_csv(&reduced(&file)));
     }
 }
 
@@ -86,5 +95,5 @@ fn reduced_experiments_give_their_golden_results() {
 #[test]
 fn pressure_experiment_gives_its_golden_results() {
     let spec = load_experiment(&golden_dir().join("pressure.toml")).unwrap();
-    check("pressure", &results_csv(&spec));
+    check_all("pressure", results_csv(&spec));
 }

@@ -17,6 +17,10 @@ pub const RESULT_COLUMNS: [&str; 29] = [
 /// The columns of `eviction_age.csv`.
 pub const AGE_COLUMNS: [&str; 5] = ["workload", "config", "window", "mean_age", "max_age"];
 
+/// The columns of `timing.csv`.
+pub const TIMING_COLUMNS: [&str; 10] =
+    ["workload", "config", "walks", "mean_walk_cycles", "walk_cycles", "tlb_cycles", "data_cycles", "instruction_cycles", "total_cycles", "ipc"];
+
 /// The columns of either table that hold text, not numbers: they can name bar groups, series
 /// and panels, but not be drawn as values or as a line's x.
 const TEXT_COLUMNS: [&str; 6] = ["workload", "config", "level", "side", "tlb", "partial"];
@@ -39,6 +43,8 @@ pub enum PlotData {
     Results,
     /// `eviction_age.csv` (machines with `os.age_window`).
     EvictionAge,
+    /// `timing.csv` (machines with `[machine.timing]`).
+    Timing,
 }
 
 impl PlotData {
@@ -47,6 +53,7 @@ impl PlotData {
         match self {
             PlotData::Results => "results.csv",
             PlotData::EvictionAge => "eviction_age.csv",
+            PlotData::Timing => "timing.csv",
         }
     }
 }
@@ -61,7 +68,7 @@ pub struct RawPlot {
     pub title: Option<String>,
     /// `lines` or `bars`.
     pub kind: PlotKind,
-    /// `results` (default) or `eviction-age`.
+    /// `results` (default), `eviction-age` or `timing`.
     pub data: Option<PlotData>,
     /// Column on the x axis.
     pub x: String,
@@ -128,6 +135,7 @@ pub fn validate(raw: &RawPlot, path: &str) -> Result<PlotSpec> {
     let columns: &[&str] = match data {
         PlotData::Results => &RESULT_COLUMNS,
         PlotData::EvictionAge => &AGE_COLUMNS,
+        PlotData::Timing => &TIMING_COLUMNS,
     };
     let check = |field: &str, column: &str| {
         if columns.contains(&column) {

@@ -15,7 +15,10 @@ const MAX_ENTRIES: usize = 1 << 16;
 pub fn validate(raw: &RawPwc, os: &OsSpec, path: &str) -> Result<PwcSpec> {
     let levels = match os.page_table {
         PageTableSpec::Radix(radix) => usize::from(radix.levels),
-        _ => return err(path, "walk caches serve walks that read tables: set `os.page_table` to a driver that keeps them (`radix`)"),
+        // FPT's entries are cached at the radix levels they resolve, of 4-level tables.
+        PageTableSpec::Fpt(_) => 4,
+        PageTableSpec::Ecpt(_) => return err(path, "ECPT has no page walk cache: its walk caches are `os.page_table.pud_cwc` and `pmd_cwc`"),
+        PageTableSpec::Map(_) => return err(path, "walk caches serve walks that read tables: set `os.page_table` to a driver that keeps them (`radix` or `fpt`)"),
     };
     let d = PwcSpec::default();
     let spec = PwcSpec { entries: raw.entries.clone().unwrap_or(d.entries), ways: raw.ways.clone().unwrap_or(d.ways), policy: raw.replacement.unwrap_or(d.policy) };

@@ -109,6 +109,9 @@ pub fn experiment(file: &ExperimentFile, base_dir: &Path) -> Result<ExperimentSp
         if p.data == plot::PlotData::EvictionAge && machines.iter().all(|m| m.os().age_window.is_none()) {
             return err(format!("plot[{i}].data"), "no machine sets `os.age_window`, so there is no eviction-age data to plot");
         }
+        if p.data == plot::PlotData::Timing && machines.iter().all(|m| !m.timed()) {
+            return err(format!("plot[{i}].data"), "no machine sets `[machine.timing]`, so there is no timing data to plot");
+        }
     }
     Ok(ExperimentSpec { seed, batch, workloads, machines, plots })
 }

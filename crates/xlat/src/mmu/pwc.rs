@@ -8,8 +8,8 @@
 //! itself (the PT's, or a PD's for a 2 MiB page) is never cached here: that is the TLB's.
 //!
 //! The caches serve the steps of a chain ([`super::Step::Chain`]: radix and FPT walks); a walk
-//! that does not start with one (ECPT's, whose MMU has walk caches of its own) passes them
-//! by. An FPT entry is cached at the level of the lowest radix level it resolves (a
+//! that does not start with one passes them by (ECPT's MMU has walk caches of its own, and
+//! configurations do not give it these). An FPT entry is cached at the level of the lowest radix level it resolves (a
 //! flattened PML4+PDPT entry at the PDPT's, keyed by VA >> 30).
 
 use super::WalkRead;

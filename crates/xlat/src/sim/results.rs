@@ -1,7 +1,8 @@
 //! Writing results: `results.csv` (one row per workload × machine × TLB level) and
 //! `results.json` (the resolved configuration, xlat version, input identities, seed and every
-//! statistic), and `eviction_age.csv` when some machine tracked eviction ages and evictions
-//! happened. Each file is written to a temporary file in the output directory and renamed
+//! statistic), `eviction_age.csv` when some machine tracked eviction ages and evictions
+//! happened, and `timing.csv` (one row per workload × timed machine: EMT's cycle model) when
+//! some machine is timed. Each file is written to a temporary file in the output directory and renamed
 //! into place, so an interrupted or failed write never leaves a half-written result.
 
 use super::experiment::ExperimentResult;
@@ -16,10 +17,11 @@ use std::path::Path;
 
 const RESULTS_CSV: &str = "results.csv";
 const EVICTION_AGE_CSV: &str = "eviction_age.csv";
+const TIMING_CSV: &str = "timing.csv";
 const RESULTS_JSON: &str = "results.json";
 
-/// The result files [`write_results`] writes (or, for eviction ages, may remove).
-const RESULT_FILES: [&str; 3] = [RESULTS_CSV, EVICTION_AGE_CSV, RESULTS_JSON];
+/// The result files [`write_results`] writes (or, for eviction ages and timing, may remove).
+const RESULT_FILES: [&str; 4] = [RESULTS_CSV, EVICTION_AGE_CSV, TIMING_CSV, RESULTS_JSON];
 
 /// Checks, before a run, that every file it will write into `dir` can be written: `dir` (created
 /// if missing) takes files, and none of the result files or `spec`'s plots exists as anything
@@ -37,6 +39,7 @@ pub fn write_results(dir: &Path, spec: &ExperimentSpec, result: &ExperimentResul
     std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
     write_atomically(&dir.join(RESULTS_CSV), |out| write_rows(out, result.rows()))?;
     write_eviction_ages(dir, result)?;
+    write_timing(dir, result)?;
     let json = serde_json::json!({
         "xlat_version": crate::VERSION,
         "seed": spec.seed,
@@ -101,9 +104,8 @@ struct AgeRow<'a> {
     max_age: f64,
 }
 
-/// Writes `eviction_age.csv` when some machine tracked eviction ages, else removes one an
-/// earlier run left in `dir`: it would sit beside this run's results, and be plotted, as if
-/// it were theirs.
+/// Writes `eviction_age.csv` when some machine tracked eviction ages, else removes a stale
+/// one.
 fn write_eviction_ages(dir: &Path, result: &ExperimentResult) -> Result<()> {
     let tracked = result.workloads.iter().flat_map(|w| w.machines.iter().map(move |m| (w, m)));
     let mut rows = Vec::new();
@@ -114,17 +116,57 @@ fn write_eviction_ages(dir: &Path, result: &ExperimentResult) -> Result<()> {
             }
         }
     }
-    let path = dir.join(EVICTION_AGE_CSV);
+    write_table(&dir.join(EVICTION_AGE_CSV), &rows)
+}
+
+/// Writes `rows` as CSV to `path`, or when there are none, removes a file an earlier run left
+/// there: it would sit beside this run's results, and be plotted, as if it were theirs.
+fn write_table<T: serde::Serialize>(path: &Path, rows: &[T]) -> Result<()> {
     if rows.is_empty() {
-        return remove_stale(&path);
+        return remove_stale(path);
     }
-    write_atomically(&path, |out| {
+    write_atomically(path, |out| {
         let mut w = csv::Writer::from_writer(out);
-        for row in &rows {
+        for row in rows {
             w.serialize(row).map_err(std::io::Error::other)?;
         }
         w.flush()
     })
+}
+
+/// One row of `timing.csv`: where a timed machine's cycles went on one workload.
+#[derive(serde::Serialize)]
+struct TimingRow<'a> {
+    workload: &'a str,
+    config: &'a str,
+    walks: u64,
+    mean_walk_cycles: Option<f64>,
+    walk_cycles: f64,
+    tlb_cycles: f64,
+    data_cycles: f64,
+    instruction_cycles: f64,
+    total_cycles: f64,
+    ipc: Option<f64>,
+}
+
+/// Writes `timing.csv` when some machine is timed, else removes a stale one.
+fn write_timing(dir: &Path, result: &ExperimentResult) -> Result<()> {
+    let timed = result.workloads.iter().flat_map(|w| w.machines.iter().filter_map(move |m| Some((w, m, m.timing.as_ref()?))));
+    let rows: Vec<TimingRow> = timed
+        .map(|(w, m, t)| TimingRow {
+            workload: &w.workload,
+            config: &m.machine,
+            walks: t.walks,
+            mean_walk_cycles: t.mean_walk_cycles,
+            walk_cycles: t.walk_cycles,
+            tlb_cycles: t.tlb_cycles,
+            data_cycles: t.data_cycles,
+            instruction_cycles: t.instruction_cycles,
+            total_cycles: t.total_cycles,
+            ipc: t.ipc,
+        })
+        .collect();
+    write_table(&dir.join(TIMING_CSV), &rows)
 }
 
 #[cfg(test)]

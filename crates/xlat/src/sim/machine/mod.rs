@@ -46,6 +46,9 @@ pub trait KindSpec: Sized {
 
     /// The OS model the machine runs.
     fn os(&self) -> &OsSpec;
+
+    /// True when the machine counts cycles (it writes a row of `timing.csv`).
+    fn timed(&self) -> bool;
 }
 
 /// Declares the kinds of machine: each line gives a kind's variant, its name in
@@ -89,6 +92,13 @@ macro_rules! machine_kinds {
             pub fn os(&self) -> &OsSpec {
                 match self {
                     $(MachineSpec::$variant(spec) => spec.os(),)+
+                }
+            }
+
+            /// See [`KindSpec::timed`].
+            pub fn timed(&self) -> bool {
+                match self {
+                    $(MachineSpec::$variant(spec) => spec.timed(),)+
                 }
             }
 

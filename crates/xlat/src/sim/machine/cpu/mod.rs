@@ -112,6 +112,10 @@ impl KindSpec for CpuSpec {
     fn os(&self) -> &OsSpec {
         &self.os
     }
+
+    fn timed(&self) -> bool {
+        self.timing.is_some()
+    }
 }
 
 /// A CPU machine being simulated.
