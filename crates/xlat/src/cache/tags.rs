@@ -4,7 +4,8 @@
 //! every policy the TLBs have serves it.
 //!
 //! Set index = tag modulo the number of sets. A fill takes the lowest-numbered invalid way
-//! of its set, else the policy's victim (as TLB arrays do).
+//! of its set, else the policy's victim (as TLB arrays do); under LRU, ways are kept in
+//! order of use instead (see `TagArray::repl`), which hits and misses alike.
 
 use crate::tlb::replacement::{Policy, ReplacementState};
 
@@ -29,7 +30,13 @@ pub struct TagArray {
     mask: u64,
     ways: usize,
     tags: Vec<u64>,
-    repl: ReplacementState,
+    /// Replacement state of the policies other than LRU; `None` for LRU, which keeps each
+    /// set's tags in order of last use, most recent first: a hit moves its tag to the front,
+    /// a fill shifts the set down one and puts the new tag first, the last (the least recent,
+    /// or an invalid way while the set is not full) dropping out. Exact LRU with no state
+    /// beside the tags: a probe of a large cache (a simulated LLC's megabytes of tags) reads
+    /// one place in host memory, not two.
+    repl: Option<ReplacementState>,
     lookups: Lookups,
 }
 
@@ -40,7 +47,8 @@ impl TagArray {
         assert!(ways > 0 && entries % ways == 0, "{ways} ways do not divide {entries} entries");
         let sets = entries / ways;
         let mask = if sets.is_power_of_two() { sets as u64 - 1 } else { 0 };
-        TagArray { sets, mask, ways, tags: vec![EMPTY; entries], repl: ReplacementState::new(policy, sets, ways, seed), lookups: Lookups::default() }
+        let repl = (policy != Policy::Lru).then(|| ReplacementState::new(policy, sets, ways, seed));
+        TagArray { sets, mask, ways, tags: vec![EMPTY; entries], repl, lookups: Lookups::default() }
     }
 
     /// The set of `tag`.
@@ -73,7 +81,10 @@ impl TagArray {
         debug_assert_ne!(tag, EMPTY, "a tag of all ones");
         match self.find(tag) {
             (set, Some(way)) => {
-                self.repl.touch(set, way);
+                match &mut self.repl {
+                    None => self.tags[set * self.ways..=set * self.ways + way].rotate_right(1),
+                    Some(repl) => repl.touch(set, way),
+                }
                 self.lookups.hits += 1;
                 Ok(())
             }
@@ -95,13 +106,19 @@ impl TagArray {
     #[inline]
     fn insert_in(&mut self, set: usize, tag: u64) {
         let base = set * self.ways;
+        let Some(repl) = &mut self.repl else {
+            let ways = &mut self.tags[base..base + self.ways];
+            ways.rotate_right(1);
+            ways[0] = tag;
+            return;
+        };
         match self.tags[base..base + self.ways].iter().position(|&t| t == EMPTY) {
             Some(way) => {
                 self.tags[base + way] = tag;
-                self.repl.fill(set, way);
+                repl.fill(set, way);
             }
             None => {
-                let way = self.repl.replace(set);
+                let way = repl.replace(set);
                 self.tags[base + way] = tag;
             }
         }
