@@ -69,7 +69,8 @@ enum Command {
     Presets(commands::presets::PresetsArgs),
     /// Print the JSON Schema of experiment files (for editors; docs/experiment.schema.json).
     Schema(commands::schema::SchemaArgs),
-    /// Built-in workloads (GUPS, BTree, XSBench, Graph500, GAP): list, describe, check.
+    /// Built-in workloads (GUPS, BTree, XSBench, Graph500, GAP, Memcached, Redis, sysbench memory): list,
+    /// describe, check.
     #[command(subcommand)]
     Workload(commands::workload::WorkloadCommand),
 }

@@ -663,7 +663,7 @@ fn sighup_stays_ignored_under_nohup() {
 fn workload_list_info_and_check() {
     let dir = tempfile::tempdir().unwrap();
     let list = text(&xlat(&["workload", "list"], dir.path()).stdout);
-    for name in ["gups", "btree", "xsbench", "graph500", "gap"] {
+    for name in ["gups", "btree", "xsbench", "graph500", "gap", "memcached", "redis", "sysbench-memory"] {
         assert!(list.contains(name), "{list}");
     }
     let info = xlat(&["workload", "info", "gups", "--scale", "paper"], dir.path());

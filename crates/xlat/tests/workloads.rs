@@ -224,6 +224,41 @@ fn gap_kernel_alone_touches_the_graph_and_its_arrays() {
 }
 
 #[test]
+fn memcached_tiny() {
+    check(&spec("memcached", ""));
+}
+
+/// A small first table, so that it grows twice while loading; uniform keys; the requests
+/// alone.
+#[test]
+fn memcached_growing_table_and_requests_alone() {
+    check(&spec("memcached", "records = 14000\nvalue_bytes = 96\nhashpower = 12\nbulk_move = 4"));
+    check(&spec("memcached", "distribution = \"uniform\"\nget_fraction = 0.5"));
+    check(&spec("memcached", "load = false\nrecords = 8000"));
+}
+
+#[test]
+fn redis_tiny() {
+    check(&spec("redis", ""));
+}
+
+/// Values kept with their object (up to 44 bytes), Zipf keys, the requests alone.
+#[test]
+fn redis_embedded_values_zipf_keys_and_requests_alone() {
+    check(&spec("redis", "value_bytes = 32\ndistribution = \"zipf\""));
+    check(&spec("redis", "load = false\nrecords = 20000"));
+}
+
+#[test]
+fn sysbench_memory_every_operation_and_access_mode() {
+    for oper in ["read", "write", "none"] {
+        for mode in ["seq", "rnd"] {
+            check(&spec("sysbench-memory", &format!("oper = \"{oper}\"\naccess_mode = \"{mode}\"\ninit = {}", oper != "write")));
+        }
+    }
+}
+
+#[test]
 fn every_workload_is_deterministic_for_a_seed() {
     for (name, _) in WORKLOADS {
         let a = xlat::source::collect(&mut spec(name, "").open().unwrap()).unwrap();
@@ -296,6 +331,12 @@ fn builtin_workload_errors_name_the_field() {
     assert!(e.contains("workload[0].params") && e.contains("kernel"), "{e}");
     let e = config_error("[[workload]]\nname = \"g\"\ntype = \"gap\"\nscale = \"tiny\"\nparams = { delta = 0 }");
     assert!(e.contains("workload[0].params.delta"), "{e}");
+    let e = config_error("[[workload]]\nname = \"m\"\ntype = \"memcached\"\nscale = \"tiny\"\nparams = { get_fraction = 2.0 }");
+    assert!(e.contains("workload[0].params.get_fraction"), "{e}");
+    let e = config_error("[[workload]]\nname = \"r\"\ntype = \"redis\"\nscale = \"tiny\"\nparams = { distribution = \"pareto\" }");
+    assert!(e.contains("workload[0].params") && e.contains("distribution"), "{e}");
+    let e = config_error("[[workload]]\nname = \"s\"\ntype = \"sysbench-memory\"\nscale = \"tiny\"\nparams = { block_size = 1000 }");
+    assert!(e.contains("workload[0].params.block_size") && e.contains("power of two"), "{e}");
     let e = config_error("[[workload]]\nname = \"u\"\ntype = \"uniform\"\nfootprint = \"1MiB\"\nrefs = 10\nscale = \"tiny\"");
     assert!(e.contains("workload[0].scale") && e.contains("only built-in"), "{e}");
     let e = config_error("[[workload]]\nname = \"g\"\ntype = \"nbody\"\nscale = \"tiny\"");

@@ -83,7 +83,7 @@ pub fn run(cmd: &WorkloadCommand, interrupt: &AtomicBool) -> Result<Outcome> {
     match cmd {
         WorkloadCommand::List => {
             for (name, about) in WORKLOADS {
-                outln!("{name:<10} {about}")?;
+                outln!("{name:<16} {about}")?;
             }
             Ok(Outcome::Done)
         }

@@ -58,6 +58,12 @@ pub enum WorkloadType {
     Graph500,
     /// Built-in workload: a GAP benchmark suite kernel.
     Gap,
+    /// Built-in workload: a memcached-like key-value cache.
+    Memcached,
+    /// Built-in workload: a Redis-like key-value store.
+    Redis,
+    /// Built-in workload: sysbench's memory test.
+    SysbenchMemory,
     /// Several workloads taking turns, each in its own address space.
     Mix,
 }
@@ -76,13 +82,26 @@ impl WorkloadType {
             WorkloadType::Xsbench => "xsbench",
             WorkloadType::Graph500 => "graph500",
             WorkloadType::Gap => "gap",
+            WorkloadType::Memcached => "memcached",
+            WorkloadType::Redis => "redis",
+            WorkloadType::SysbenchMemory => "sysbench-memory",
             WorkloadType::Mix => "mix",
         }
     }
 
     /// True for the built-in workloads (`crate::workload`).
     pub fn is_builtin(self) -> bool {
-        matches!(self, WorkloadType::Gups | WorkloadType::Btree | WorkloadType::Xsbench | WorkloadType::Graph500 | WorkloadType::Gap)
+        matches!(
+            self,
+            WorkloadType::Gups
+                | WorkloadType::Btree
+                | WorkloadType::Xsbench
+                | WorkloadType::Graph500
+                | WorkloadType::Gap
+                | WorkloadType::Memcached
+                | WorkloadType::Redis
+                | WorkloadType::SysbenchMemory
+        )
     }
 }
 

@@ -146,7 +146,7 @@ pub(super) fn check_name(name: &str, path: &str) -> Result<()> {
 pub fn workload(w: &RawWorkload, path: &str, seed: u64, base_dir: &Path) -> Result<WorkloadSpec> {
     if !w.kind.is_builtin() && (w.scale.is_some() || w.params.is_some()) {
         let field = if w.scale.is_some() { "scale" } else { "params" };
-        return err(format!("{path}.{field}"), "only built-in workloads (gups, btree, xsbench, graph500, gap) take this field");
+        return err(format!("{path}.{field}"), "only built-in workloads (gups, btree, xsbench, graph500, gap, memcached, redis, sysbench-memory) take this field");
     }
     if w.kind != WorkloadType::Mix && (w.quantum.is_some() || w.parts.is_some()) {
         let field = if w.quantum.is_some() { "quantum" } else { "parts" };

@@ -6,7 +6,7 @@
 pub mod background;
 pub mod mix;
 pub mod synthetic;
-mod zipf;
+pub(crate) mod zipf;
 
 use crate::memref::Batch;
 use crate::trace::TraceFormat;

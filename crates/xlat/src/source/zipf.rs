@@ -30,7 +30,7 @@ struct Slot {
 }
 
 /// A stream of pages drawn from a Zipf distribution over the pages of a footprint.
-pub(super) struct ZipfPages {
+pub(crate) struct ZipfPages {
     slots: Vec<Slot>,
     rng: Xoshiro256PlusPlus,
     /// `rng` advanced by [`LOOKAHEAD`] draws.
@@ -41,7 +41,7 @@ impl ZipfPages {
     /// The distribution over `perm.len()` pages (at most 2^32) with exponent `exponent`, its
     /// ranks scattered by `perm` (a permutation of the pages, `perm[r - 1]` the page of rank
     /// `r`), drawn with the generator `rng`.
-    pub(super) fn new(exponent: f64, perm: &[u32], rng: Xoshiro256PlusPlus) -> ZipfPages {
+    pub(crate) fn new(exponent: f64, perm: &[u32], rng: Xoshiro256PlusPlus) -> ZipfPages {
         let weights: Vec<f64> = (1..=perm.len()).map(|rank| (rank as f64).powf(-exponent)).collect();
         let (keep, alias) = alias_table(&weights);
         let slots = (0..perm.len())
@@ -56,7 +56,7 @@ impl ZipfPages {
 
     /// Draws the next page.
     #[inline(always)]
-    pub(super) fn next_page(&mut self) -> u64 {
+    pub(crate) fn next_page(&mut self) -> u64 {
         let ahead = self.ahead.random();
         prefetch(&self.slots[self.slot_of(ahead).0]);
         let draw = self.rng.random();

@@ -144,6 +144,20 @@ impl AddressSpace {
         mem
     }
 
+    /// `posix_memalign` of `bytes` at a power-of-two `align`: glibc's `_int_memalign` asks
+    /// `malloc` for `bytes + align + MINSIZE` and returns the first aligned address inside
+    /// (for a mapping, one page in). The unused head and tail stay with the allocation here
+    /// (glibc gives a heap chunk's back to the heap).
+    pub fn memalign(&mut self, align: u64, bytes: u64) -> u64 {
+        debug_assert!(align.is_power_of_two());
+        align_up(self.malloc(bytes + align + MIN_CHUNK), align)
+    }
+
+    /// How many freed heap chunks of `chunk` bytes wait to be reused.
+    pub fn reusable(&self, chunk: u64) -> usize {
+        self.free_chunks.get(&chunk).map_or(0, Vec::len)
+    }
+
     /// Splits `chunk` bytes off the top chunk, growing the break as `sysmalloc` does (by the
     /// shortfall plus `M_TOP_PAD`, page-aligned).
     fn carve_top(&mut self, chunk: u64) -> u64 {
@@ -159,11 +173,23 @@ impl AddressSpace {
     /// with nothing freed in between and no freed chunk of that size to reuse: the chunks are
     /// carved one after the other from the top of the heap. Returns the first user pointer;
     /// the others follow every [`chunk_size`]`(bytes)` bytes. They are not tracked one by one
-    /// and cannot be freed (for millions of list nodes).
+    /// and cannot be freed (for millions of list nodes). The break grows as the single calls
+    /// grow it, in steps of the shortfall plus `M_TOP_PAD`, so that later requests find the
+    /// same free top.
     pub fn malloc_run(&mut self, bytes: u64, count: u64) -> u64 {
         let chunk = chunk_size(bytes);
         assert!(chunk < self.threshold, "malloc_run is for heap-sized requests");
-        self.carve_top(chunk * count) + 16
+        let first = self.top;
+        let end = first + chunk * count;
+        while self.top < end {
+            // The chunks that fit below the break, then the one that grows it.
+            let fit = self.brk.saturating_sub(self.top + MIN_CHUNK) / chunk;
+            self.top += fit.min((end - self.top) / chunk) * chunk;
+            if self.top < end {
+                self.carve_top(chunk);
+            }
+        }
+        first + 16
     }
 
     fn map(&mut self, chunk: u64) -> u64 {
@@ -287,6 +313,12 @@ mod tests {
         assert_eq!(first, singles[0]);
         assert_eq!(singles[999], first + 999 * 32);
         assert_eq!(a.malloc(100), b.malloc(100));
+        // The break grew alike: a request that fits the free top in one fits it in both.
+        assert_eq!((a.brk, a.top), (b.brk, b.top));
+        let (mut c, mut d) = (AddressSpace::new(), AddressSpace::new());
+        c.malloc_run(200, 3000);
+        (0..3000).for_each(|_| _ = d.malloc(200));
+        assert_eq!((c.brk, c.top), (d.brk, d.top));
     }
 
     /// The highest gap of `len` bytes, found by walking every mapping from the top.
@@ -325,11 +357,24 @@ mod tests {
     }
 
     #[test]
+    fn memalign_returns_an_aligned_pointer_inside_its_allocation() {
+        let mut a = AddressSpace::new();
+        let big = a.memalign(PAGE, 1 << 20);
+        assert_eq!(big % PAGE, 0);
+        assert!(a.is_mapped(big - PAGE + 16), "a mapping, aligned one page in");
+        let small = a.memalign(PAGE, 1000);
+        assert_eq!(small % PAGE, 0);
+        assert!(small >= a.heap_start() && small + 1000 <= a.heap_top());
+    }
+
+    #[test]
     fn freed_heap_chunks_are_reused_by_size() {
         let mut a = AddressSpace::new();
         let x = a.malloc(40);
         let _y = a.malloc(40);
         a.free(x);
+        assert_eq!(a.reusable(chunk_size(40)), 1);
         assert_eq!(a.malloc(40), x);
+        assert_eq!(a.reusable(chunk_size(40)), 0);
     }
 }

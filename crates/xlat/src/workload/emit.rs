@@ -73,6 +73,14 @@ pub struct Emitter<'s> {
     sink: &'s mut dyn Sink,
 }
 
+/// Bytes moved by one reference of a block copy or fill ([`Emitter::block`]).
+pub const COPY_PIECE: u64 = 32;
+
+/// The references [`Emitter::block`] makes for `len` bytes.
+pub fn pieces(len: u64) -> u64 {
+    len.div_ceil(COPY_PIECE)
+}
+
 /// What unused buffer slots hold.
 const FILLER: MemRef = MemRef { vaddr: 0, asid: 0, size: 0, kind: AccessKind::Load };
 
@@ -128,6 +136,19 @@ impl<'s> Emitter<'s> {
     pub fn load_store(&mut self, vaddr: u64, size: u16) {
         self.push(vaddr, size, AccessKind::Load);
         self.push(vaddr, size, AccessKind::Store);
+    }
+
+    /// The references of a `memcpy`/`memset`-like pass over `len` bytes at `vaddr`, loads
+    /// or stores by `kind`: one per [`COPY_PIECE`] bytes (the last one shorter), the width
+    /// of the vector loads and stores of glibc's AVX2 routines. Returns the pieces.
+    pub fn block(&mut self, vaddr: u64, len: u64, kind: AccessKind) -> u64 {
+        let mut at = 0;
+        while at < len {
+            let piece = (len - at).min(COPY_PIECE);
+            self.push(vaddr + at, piece as u16, kind);
+            at += piece;
+        }
+        pieces(len)
     }
 
     /// Counts `n` instructions retired (after the references emitted so far).
@@ -312,6 +333,18 @@ mod tests {
         assert_eq!(sink.0, vec![MemRef { vaddr: 0x200c, asid: 7, size: 4, kind: AccessKind::Store },
             MemRef { vaddr: 0x200c, asid: 7, size: 4, kind: AccessKind::Load }]);
         assert_eq!(sink.1, 5, "instructions of skipped phases are not handed out");
+    }
+
+    #[test]
+    fn a_block_is_cut_into_vector_pieces() {
+        let mut sink = Collect(Vec::new(), 0);
+        let mut e = Emitter::new(0, &mut sink);
+        assert_eq!(e.block(0x1000, 70, AccessKind::Store), 3);
+        assert_eq!(e.block(0x2000, 0, AccessKind::Load), 0);
+        e.finish();
+        let got: Vec<(u64, u16)> = sink.0.iter().map(|r| (r.vaddr, r.size)).collect();
+        assert_eq!(got, vec![(0x1000, 32), (0x1020, 32), (0x1040, 6)]);
+        assert!(sink.0.iter().all(|r| r.kind == AccessKind::Store));
     }
 
     #[test]

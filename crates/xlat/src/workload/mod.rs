@@ -1,5 +1,5 @@
 //! Built-in workloads: real computations (GUPS, a B+ tree, XSBench, Graph500 BFS, the GAP
-//! kernels) that run
+//! kernels, memcached- and Redis-like key-value stores, sysbench's memory test) that run
 //! over their own data and emit the loads and stores they perform, at the addresses a 64-bit
 //! Linux process using glibc's `malloc` would give that data ([`address_space`]).
 //!
@@ -17,7 +17,11 @@ pub mod gap;
 pub mod graph500;
 pub mod kronecker;
 pub mod gups;
+pub mod keyspace;
+pub mod memcached;
+pub mod redis;
 pub mod source;
+pub mod sysbench_memory;
 pub mod xsbench;
 
 use crate::types::{Asid, BASE_PAGE_SHIFT};
@@ -35,7 +39,8 @@ pub enum Scale {
     Tiny,
     /// About 100 MiB of footprint.
     Small,
-    /// The footprints of the Mosaic paper's workloads.
+    /// The footprints of the Mosaic paper's workloads (EMT's for the key-value stores and
+    /// sysbench).
     Paper,
 }
 
@@ -195,6 +200,12 @@ pub enum Params {
     Graph500(graph500::Graph500),
     /// A GAP benchmark suite kernel.
     Gap(gap::Gap),
+    /// A memcached-like key-value cache.
+    Memcached(memcached::Memcached),
+    /// A Redis-like key-value store.
+    Redis(redis::Redis),
+    /// Sysbench's memory test.
+    SysbenchMemory(sysbench_memory::SysbenchMemory),
 }
 
 /// Calls `$body` with `$p` bound to the workload's parameters, whatever the workload.
@@ -206,17 +217,23 @@ macro_rules! dispatch {
             Params::Xsbench($p) => $body,
             Params::Graph500($p) => $body,
             Params::Gap($p) => $body,
+            Params::Memcached($p) => $body,
+            Params::Redis($p) => $body,
+            Params::SysbenchMemory($p) => $body,
         }
     };
 }
 
 /// Names and one-line descriptions of every built-in workload.
-pub const WORKLOADS: [(&str, &str); 5] = [
+pub const WORKLOADS: [(&str, &str); 8] = [
     (gups::Gups::NAME, gups::Gups::ABOUT),
     (btree::Btree::NAME, btree::Btree::ABOUT),
     (xsbench::Xsbench::NAME, xsbench::Xsbench::ABOUT),
     (graph500::Graph500::NAME, graph500::Graph500::ABOUT),
     (gap::Gap::NAME, gap::Gap::ABOUT),
+    (memcached::Memcached::NAME, memcached::Memcached::ABOUT),
+    (redis::Redis::NAME, redis::Redis::ABOUT),
+    (sysbench_memory::SysbenchMemory::NAME, sysbench_memory::SysbenchMemory::ABOUT),
 ];
 
 /// A validated built-in workload: parameters, seed and address space.
@@ -279,6 +296,9 @@ impl BuiltinSpec {
             xsbench::Xsbench::NAME => Params::Xsbench(build(scale, overrides, &params_path)?),
             graph500::Graph500::NAME => Params::Graph500(build(scale, overrides, &params_path)?),
             gap::Gap::NAME => Params::Gap(build(scale, overrides, &params_path)?),
+            memcached::Memcached::NAME => Params::Memcached(build(scale, overrides, &params_path)?),
+            redis::Redis::NAME => Params::Redis(build(scale, overrides, &params_path)?),
+            sysbench_memory::SysbenchMemory::NAME => Params::SysbenchMemory(build(scale, overrides, &params_path)?),
             _ => return Err(Error::config(format!("{path}.type"), format!("unknown workload `{name}` (built-in: {})", names()))),
         };
         Ok(BuiltinSpec { scale, params, seed, asid })
