@@ -64,8 +64,9 @@ impl FullyAssociative {
     pub fn allocate(&mut self) -> Option<u64> {
         loop {
             let frame = self.draw()?;
-            // A reserved frame leaves the pool here, where it is found.
-            if !self.reserved.remove(&frame) {
+            // A reserved frame leaves the pool here, where it is found (tested only when
+            // some frame is reserved: the common case pays no hash).
+            if self.reserved.is_empty() || !self.reserved.remove(&frame) {
                 return Some(frame);
             }
         }
@@ -95,7 +96,7 @@ impl FullyAssociative {
     /// Returns `frame` to the free pool.
     pub fn free(&mut self, frame: u64) {
         debug_assert!(frame < self.capacity);
-        if self.reserved.remove(&frame) {
+        if !self.reserved.is_empty() && self.reserved.remove(&frame) {
             // Never drawn: still in the pool.
             return;
         }

@@ -455,8 +455,13 @@ impl Os {
     }
 
     /// Places the page-table pages the driver needs before page `vpn` of `asid` can be
-    /// mapped, as a fault allocates them before the data page: their frames, pinned.
+    /// mapped, as a fault allocates them before the data page, pinned (see
+    /// [`crate::mmu::PageTableDriver`] for the exchange).
     fn place_tables(&mut self, asid: Asid, vpn: Vpn) -> std::result::Result<(), NoFrame> {
+        if !self.walks_read {
+            // A stateless driver keeps no tables in memory.
+            return Ok(());
+        }
         let size = self.spec.page_size;
         while let Some(need) = self.driver.need(asid, vpn, size) {
             let placed = match need {

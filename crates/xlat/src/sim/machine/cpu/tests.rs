@@ -755,3 +755,16 @@ fn fpt_and_ecpt_tables_live_with_eviction() {
         }
     }
 }
+
+/// Page tables that outgrow the machine's memory end the run with the OS's error, not a
+/// panic: ECPT's first tables alone take 960 pages (3.75 MiB), more than 2 MiB of memory.
+#[test]
+fn tables_larger_than_memory_end_the_run_with_an_error() {
+    let refs = sparse(&mixed_refs(1000, 100.0, 0x1e55));
+    for (driver, eviction) in [("ecpt", EvictionSpec::None(Default::default())), ("ecpt", EvictionSpec::Lru(Default::default())), ("radix", EvictionSpec::None(Default::default()))] {
+        let os = OsSpec { eviction, page_table: crate::mmu::PageTableSpec::named(driver).unwrap(), ..OsSpec::simple(if driver == "radix" { 16 << 12 } else { 2 << 20 }, PlacementSpec::Sequential) };
+        let mut m = CpuMachine::new(&CpuSpec { os, tlb: vec![level(64, 4)], ..spec() });
+        let e = m.process(&Batch { refs: refs.clone(), instructions: 0 }).unwrap_err().to_string();
+        assert!(e.contains("out of physical memory"), "{driver}: {e}");
+    }
+}
