@@ -37,6 +37,19 @@ impl Sink for Discard {
     }
 }
 
+/// A sink that keeps every reference, in order (the workloads' tests).
+#[cfg(test)]
+pub struct Collect(pub Vec<MemRef>);
+
+#[cfg(test)]
+impl Sink for Collect {
+    fn take(&mut self, refs: &mut Vec<MemRef>, marks: &mut Marks) -> bool {
+        self.0.append(refs);
+        marks.clear();
+        true
+    }
+}
+
 /// What one phase of a workload did.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct PhaseStats {

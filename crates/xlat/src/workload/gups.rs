@@ -171,16 +171,8 @@ mod tests {
 
     #[test]
     fn the_blocked_loop_emits_each_update_in_order() {
-        struct Collect(Vec<crate::MemRef>);
-        impl super::super::emit::Sink for Collect {
-            fn take(&mut self, refs: &mut Vec<crate::MemRef>, marks: &mut super::super::emit::Marks) -> bool {
-                self.0.append(refs);
-                marks.clear();
-                true
-            }
-        }
         let g = Gups { table_log2: 10, updates: 1000, init: false };
-        let mut sink = Collect(Vec::new());
+        let mut sink = super::super::emit::Collect(Vec::new());
         let mut e = Emitter::new(0, &mut sink);
         g.run(1, &mut e).unwrap();
         e.finish();

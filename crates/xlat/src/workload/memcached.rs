@@ -818,17 +818,9 @@ impl Workload for Memcached {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::workload::emit::{Marks, Sink};
+    use crate::workload::emit::Collect;
     use crate::MemRef;
 
-    struct Collect(Vec<MemRef>);
-    impl Sink for Collect {
-        fn take(&mut self, refs: &mut Vec<MemRef>, marks: &mut Marks) -> bool {
-            self.0.append(refs);
-            marks.clear();
-            true
-        }
-    }
 
     fn run(p: &Memcached, seed: u64) -> (Result<Vec<String>, String>, Vec<MemRef>, Vec<crate::workload::emit::PhaseStats>) {
         let mut sink = Collect(Vec::new());

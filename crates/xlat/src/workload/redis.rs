@@ -825,17 +825,9 @@ impl Workload for Redis {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::workload::emit::{Marks, PhaseStats, Sink};
+    use crate::workload::emit::{Collect, PhaseStats};
     use crate::MemRef;
 
-    struct Collect(Vec<MemRef>);
-    impl Sink for Collect {
-        fn take(&mut self, refs: &mut Vec<MemRef>, marks: &mut Marks) -> bool {
-            self.0.append(refs);
-            marks.clear();
-            true
-        }
-    }
 
     fn run(p: &Redis, seed: u64) -> (Result<Vec<String>, String>, Vec<MemRef>, Vec<PhaseStats>) {
         let mut sink = Collect(Vec::new());

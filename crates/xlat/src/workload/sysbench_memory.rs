@@ -291,17 +291,9 @@ impl Workload for SysbenchMemory {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::workload::emit::{Discard, Marks, Sink};
+    use crate::workload::emit::{Collect, Discard};
     use crate::MemRef;
 
-    struct Collect(Vec<MemRef>);
-    impl Sink for Collect {
-        fn take(&mut self, refs: &mut Vec<MemRef>, marks: &mut Marks) -> bool {
-            self.0.append(refs);
-            marks.clear();
-            true
-        }
-    }
 
     fn params(oper: Oper, access_mode: AccessMode) -> SysbenchMemory {
         SysbenchMemory { block_size: 4096, total_size: 3 * 4096, oper, access_mode, init: true }

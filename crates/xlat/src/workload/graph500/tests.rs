@@ -4,7 +4,7 @@
 use super::verify::verify;
 use super::NONE;
 use crate::memref::{AccessKind, MemRef};
-use crate::workload::emit::{Discard, Emitter, Marks, Sink, SimVec};
+use crate::workload::emit::{Discard, Emitter, Sink, SimVec};
 use proptest::prelude::*;
 use std::collections::VecDeque;
 
@@ -101,23 +101,12 @@ proptest! {
     }
 }
 
-/// Every reference the validation hands out.
-struct Collect(Vec<MemRef>);
-
-impl Sink for Collect {
-    fn take(&mut self, refs: &mut Vec<MemRef>, marks: &mut Marks) -> bool {
-        self.0.append(refs);
-        marks.clear();
-        true
-    }
-}
-
 /// The path 3 – 2 – 1 – 0 from root 3, whose vertex 0 is levelled by a chain of three hops:
 /// every reference, in order, as the reference's source makes them under the documented rule
 /// (`P`: predecessors, `S`: seen-edge flags, `L`: levels, `E`: the edge list; `ld`/`st`).
 #[test]
 fn validation_of_a_path_makes_the_references_of_the_source() {
-    let mut sink = Collect(Vec::new());
+    let mut sink = crate::workload::emit::Collect(Vec::new());
     validate(&[(3, 2), (2, 1), (1, 0)], 3, &[1, 2, 3, 3], &mut sink).unwrap();
     let expected = [
         "P3 ld",                                           // the root is its own predecessor
