@@ -768,3 +768,24 @@ fn tables_larger_than_memory_end_the_run_with_an_error() {
         assert!(e.contains("out of physical memory"), "{driver}: {e}");
     }
 }
+
+/// An FPT node that finds no free 2 MiB block falls back to plain tables, counted, and its
+/// walks read one entry more: on a memory of 600 frames the root takes the only block (frames
+/// 0 to 511), so the PD+PT node of the first page falls back to a plain PD and PT.
+#[test]
+fn an_fpt_node_without_a_free_block_falls_back_to_plain_tables() {
+    let fpt = serde_json::from_value::<crate::mmu::PageTableSpec>(serde_json::json!({ "kind": "fpt" })).unwrap();
+    let os = OsSpec { page_table: fpt, ..OsSpec::simple(600 << 12, PlacementSpec::Sequential) };
+    let mut m = CpuMachine::new(&CpuSpec { os, tlb: vec![level(64, 4)], ..spec() });
+    let refs: Vec<MemRef> = (0..8).map(|i| MemRef { asid: 0, vaddr: 0x7f00_0000_0000 + i * 4096, size: 8, kind: AccessKind::Load }).collect();
+    m.process(&Batch { refs, instructions: 0 }).unwrap();
+    let s = m.stats();
+    assert_eq!(s.page_table["flattened_nodes"], 1);
+    assert_eq!(s.page_table["fallbacks"], 1);
+    assert_eq!(s.page_table["plain_tables"], 2);
+    assert_eq!(s.os.page_table_frames, 512 + 2);
+    assert!((0..512).all(|f| !m.os.frames().is_free(f)), "the block is the lowest aligned run of free frames");
+    // Root (flattened: resolves the PDPT's level), then the plain PD and PT.
+    assert_eq!(s.walker.entries[..3], [s.os.walks; 3]);
+    assert_eq!(s.walker.entries[3], 0);
+}
