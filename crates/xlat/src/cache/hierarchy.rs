@@ -73,11 +73,13 @@ pub struct CacheHierarchy {
 
 impl CacheHierarchy {
     /// Empty caches of `levels` (first the closest to the core) of `line`-byte lines (a power
-    /// of two), in front of a memory of `memory_latency` cycles; `seed` drives the random
-    /// policy.
-    pub fn new(levels: &[CacheLevelSpec], line: u64, memory_latency: u32, seed: u64) -> CacheHierarchy {
+    /// of two), in front of a memory of `memory_bytes` bytes and `memory_latency` cycles (no
+    /// address at or above `memory_bytes` is accessed); `seed` drives the random policy.
+    pub fn new(levels: &[CacheLevelSpec], line: u64, memory_latency: u32, memory_bytes: u64, seed: u64) -> CacheHierarchy {
         let lines = |l: &CacheLevelSpec| (l.size / line) as usize;
-        let build = |i: usize, l: &CacheLevelSpec, side: u64| TagArray::new(lines(l), l.ways, l.policy, seed ^ (i as u64 * 2 + side));
+        // Every address is in the machine's memory: line numbers stay below its lines.
+        let bound = memory_bytes.div_ceil(line).max(1);
+        let build = |i: usize, l: &CacheLevelSpec, side: u64| TagArray::with_bound(lines(l), l.ways, l.policy, seed ^ (i as u64 * 2 + side), bound);
         CacheHierarchy {
             line_shift: line.trailing_zeros(),
             levels: levels
@@ -161,7 +163,7 @@ mod tests {
         #[test]
         fn agrees_with_naive_caches(refs in proptest::collection::vec((0u64..4096, 0u8..3), 1..600)) {
             let specs = [level("L1", 512, 2, 2, true), level("L2", 2048, 4, 16, false), level("LLC", 8192, 8, 56, false)];
-            let mut caches = CacheHierarchy::new(&specs, 64, 180, 1);
+            let mut caches = CacheHierarchy::new(&specs, 64, 180, 1 << 40, 1);
             let naive = |s: &CacheLevelSpec| NaiveCache { sets: s.size / 64 / s.ways as u64, ways: s.ways, content: HashMap::new() };
             let (mut l1i, mut l1d, mut l2, mut llc) = (naive(&specs[0]), naive(&specs[0]), naive(&specs[1]), naive(&specs[2]));
             for (addr, kind) in refs {
@@ -183,7 +185,7 @@ mod tests {
 
     #[test]
     fn walk_reads_are_counted_apart() {
-        let mut caches = CacheHierarchy::new(&[level("L1", 512, 2, 2, false), level("L2", 2048, 4, 16, false)], 64, 180, 1);
+        let mut caches = CacheHierarchy::new(&[level("L1", 512, 2, 2, false), level("L2", 2048, 4, 16, false)], 64, 180, 1 << 40, 1);
         assert_eq!(caches.access(PhysAddr(0x1000), Access::Walk, 1), 180);
         assert_eq!(caches.access(PhysAddr(0x1008), Access::Walk, 1), 16);
         assert_eq!(caches.access(PhysAddr(0x1010), Access::Data, 0), 16, "the L1 never saw the walk's line");

@@ -9,8 +9,35 @@
 
 use crate::tlb::replacement::{Policy, ReplacementState};
 
-/// A tag no entry has: invalid ways hold it.
-const EMPTY: u64 = u64::MAX;
+/// A stored tag: 64 bits (any tag), or 32 (a tag's part above its set index, when the array
+/// knows its tags stay below a bound that fits).
+trait Stored: Copy + PartialEq {
+    /// What invalid ways hold, which no tag has.
+    const EMPTY: Self;
+}
+
+impl Stored for u64 {
+    const EMPTY: u64 = u64::MAX;
+}
+
+impl Stored for u32 {
+    const EMPTY: u32 = u32::MAX;
+}
+
+/// The first invalid way of `ways`, if any.
+fn first_empty<T: Stored>(ways: &[T]) -> Option<usize> {
+    ways.iter().position(|&t| t == T::EMPTY)
+}
+
+/// The tags of every set, ways of a set adjacent.
+#[derive(Clone, Debug)]
+enum Tags {
+    /// Whole tags.
+    Wide(Vec<u64>),
+    /// Each tag's bits above the set index, in half the host memory: a simulated LLC's
+    /// probe then reads one host cache line of a 16-way set, not two.
+    Narrow(Vec<u32>),
+}
 
 /// Hits and misses of lookups.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
@@ -28,8 +55,10 @@ pub struct TagArray {
     /// `sets - 1` when the number of sets is a power of two (the set is then the tag's low
     /// bits, without a division), else 0.
     mask: u64,
+    /// log2 of the number of sets when it is a power of two: the bits a narrow tag drops.
+    set_bits: u32,
     ways: usize,
-    tags: Vec<u64>,
+    tags: Tags,
     /// Replacement state of the policies other than LRU; `None` for LRU, which keeps each
     /// set's tags in order of last use, most recent first: a hit moves its tag to the front,
     /// a fill shifts the set down one and puts the new tag first, the last (the least recent,
@@ -40,15 +69,40 @@ pub struct TagArray {
     lookups: Lookups,
 }
 
+/// Runs `$body` with `$ways` the stored tags of `$self` and `$key` the stored form of `$tag`.
+macro_rules! with_tags {
+    ($self:ident, $tag:expr, |$ways:ident, $key:ident| $body:expr) => {
+        match &mut $self.tags {
+            Tags::Wide($ways) => {
+                let $key: u64 = $tag;
+                $body
+            }
+            Tags::Narrow($ways) => {
+                let $key = ($tag >> $self.set_bits) as u32;
+                $body
+            }
+        }
+    };
+}
+
 impl TagArray {
     /// An empty array of `entries` tags in sets of `ways` (which divides `entries`), replaced
     /// by `policy`; `seed` drives the random policy.
     pub fn new(entries: usize, ways: usize, policy: Policy, seed: u64) -> TagArray {
+        TagArray::with_bound(entries, ways, policy, seed, u64::MAX)
+    }
+
+    /// [`TagArray::new`] for tags known to be below `bound`: stored in 32 bits when their
+    /// part above the set index fits (a power-of-two number of sets).
+    pub fn with_bound(entries: usize, ways: usize, policy: Policy, seed: u64, bound: u64) -> TagArray {
         assert!(ways > 0 && entries % ways == 0, "{ways} ways do not divide {entries} entries");
         let sets = entries / ways;
         let mask = if sets.is_power_of_two() { sets as u64 - 1 } else { 0 };
+        let set_bits = sets.trailing_zeros();
+        let narrow = sets.is_power_of_two() && (bound - 1) >> set_bits < u64::from(u32::MAX);
+        let tags = if narrow { Tags::Narrow(vec![u32::EMPTY; entries]) } else { Tags::Wide(vec![u64::EMPTY; entries]) };
         let repl = (policy != Policy::Lru).then(|| ReplacementState::new(policy, sets, ways, seed));
-        TagArray { sets, mask, ways, tags: vec![EMPTY; entries], repl, lookups: Lookups::default() }
+        TagArray { sets, mask, set_bits, ways, tags, repl, lookups: Lookups::default() }
     }
 
     /// The set of `tag`.
@@ -63,10 +117,10 @@ impl TagArray {
 
     /// The set of `tag` and the way holding it, if any.
     #[inline]
-    fn find(&self, tag: u64) -> (usize, Option<usize>) {
+    fn find(&mut self, tag: u64) -> (usize, Option<usize>) {
         let set = self.set_of(tag);
-        let ways = &self.tags[set * self.ways..(set + 1) * self.ways];
-        (set, ways.iter().position(|&t| t == tag))
+        let range = set * self.ways..(set + 1) * self.ways;
+        (set, with_tags!(self, tag, |tags, key| tags[range].iter().position(|&t| t == key)))
     }
 
     /// Looks `tag` up, counting the outcome: true on a hit, which updates the replacement
@@ -78,11 +132,13 @@ impl TagArray {
     /// [`TagArray::lookup`], giving on a miss the set of `tag`.
     #[inline]
     fn probe(&mut self, tag: u64) -> Result<(), usize> {
-        debug_assert_ne!(tag, EMPTY, "a tag of all ones");
+        debug_assert_ne!(tag, u64::EMPTY, "a tag of all ones");
+        debug_assert!(matches!(self.tags, Tags::Wide(_)) || tag >> self.set_bits < u64::from(u32::MAX), "tag {tag:#x} above the array's bound");
         match self.find(tag) {
             (set, Some(way)) => {
+                let front = set * self.ways..=set * self.ways + way;
                 match &mut self.repl {
-                    None => self.tags[set * self.ways..=set * self.ways + way].rotate_right(1),
+                    None => with_tags!(self, tag, |tags, _key| tags[front].rotate_right(1)),
                     Some(repl) => repl.touch(set, way),
                 }
                 self.lookups.hits += 1;
@@ -105,23 +161,27 @@ impl TagArray {
     /// [`TagArray::insert`] of `tag` into `set`, its set.
     #[inline]
     fn insert_in(&mut self, set: usize, tag: u64) {
-        let base = set * self.ways;
-        let Some(repl) = &mut self.repl else {
-            let ways = &mut self.tags[base..base + self.ways];
-            ways.rotate_right(1);
-            ways[0] = tag;
-            return;
-        };
-        match self.tags[base..base + self.ways].iter().position(|&t| t == EMPTY) {
-            Some(way) => {
-                self.tags[base + way] = tag;
-                repl.fill(set, way);
-            }
+        let range = set * self.ways..(set + 1) * self.ways;
+        let way = match &mut self.repl {
             None => {
-                let way = repl.replace(set);
-                self.tags[base + way] = tag;
+                with_tags!(self, tag, |tags, key| {
+                    let ways = &mut tags[range];
+                    ways.rotate_right(1);
+                    ways[0] = key;
+                });
+                return;
             }
-        }
+            Some(_) => with_tags!(self, tag, |tags, _key| first_empty(&tags[range.clone()])),
+        };
+        let repl = self.repl.as_mut().expect("not LRU");
+        let way = match way {
+            Some(way) => {
+                repl.fill(set, way);
+                way
+            }
+            None => repl.replace(set),
+        };
+        with_tags!(self, tag, |tags, key| tags[range.start + way] = key);
     }
 
     /// [`TagArray::lookup`], and on a miss [`TagArray::insert`]: true on a hit. The set is
@@ -177,15 +237,20 @@ mod tests {
     }
 
     proptest! {
-        /// Hits and misses agree with the naive array, access by access, under LRU and FIFO.
+        /// Hits and misses agree with the naive array, access by access, under LRU and FIFO,
+        /// with tags whole or narrow (their bits above the set index, for tags below a bound:
+        /// the last of them is the largest the bound allows).
         #[test]
         fn agrees_with_a_naive_array(
             (sets, ways) in (1usize..5, 1usize..9),
             lru in any::<bool>(),
             tags in proptest::collection::vec(0u64..40, 1..500),
+            narrow in any::<bool>(),
         ) {
             let policy = if lru { Policy::Lru } else { Policy::Fifo };
-            let mut array = TagArray::new(sets * ways, ways, policy, 1);
+            let bound = if narrow { 41 } else { u64::MAX };
+            let mut array = TagArray::with_bound(sets * ways, ways, policy, 1, bound);
+            let tags: Vec<u64> = tags.into_iter().chain([40]).collect();
             let mut naive = Naive { sets, ways, lru, content: vec![Vec::new(); sets], clock: 0 };
             for (i, &tag) in tags.iter().enumerate() {
                 prop_assert_eq!(array.access(tag), naive.access(tag), "access {} of tag {}", i, tag);
@@ -193,5 +258,16 @@ mod tests {
             let hits = tags.len() as u64 - array.lookups().misses;
             prop_assert_eq!(array.lookups().hits, hits);
         }
+    }
+
+    #[test]
+    fn tags_are_narrow_only_when_every_tag_below_the_bound_fits() {
+        let narrow = |sets: usize, bound: u64| matches!(TagArray::with_bound(sets * 4, 4, Policy::Lru, 1, bound).tags, Tags::Narrow(_));
+        // 2^14 sets: tags up to 2^46 - 1 leave 32 bits above the set index, one value short of
+        // the invalid mark; one more bit does not fit.
+        assert!(narrow(1 << 14, (1 << 46) - (1 << 14)));
+        assert!(!narrow(1 << 14, (1 << 46) + 1));
+        assert!(!narrow(3, 100), "a set count that is not a power of two keeps whole tags");
+        assert!(!narrow(4, u64::MAX));
     }
 }

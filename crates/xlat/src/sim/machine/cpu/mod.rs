@@ -198,7 +198,7 @@ impl CpuMachine {
             os,
             counters: RefCounters::default(),
             walker: PageWalker::new(spec.pwc.as_ref(), spec.seed ^ 0x7077),
-            timing: spec.timing.as_ref().map(|t| Timing::new(t, spec.seed ^ 0xca5e)),
+            timing: spec.timing.as_ref().map(|t| Timing::new(t, spec.os.memory, spec.seed ^ 0xca5e)),
             loops: LoopUses::default(),
             prefetch: false,
             replay_pays: true,

@@ -120,9 +120,10 @@ pub struct Timing {
 }
 
 impl Timing {
-    /// The model of `spec` with empty caches; `seed` drives their random policy.
-    pub fn new(spec: &TimingSpec, seed: u64) -> Timing {
-        let caches = CacheHierarchy::new(&spec.caches, spec.line, spec.memory, seed);
+    /// The model of `spec` with empty caches for a memory of `memory_bytes`; `seed` drives
+    /// their random policy.
+    pub fn new(spec: &TimingSpec, memory_bytes: u64, seed: u64) -> Timing {
+        let caches = CacheHierarchy::new(&spec.caches, spec.line, spec.memory, memory_bytes, seed);
         Timing { spec: spec.clone(), caches, accesses: 0, data_accesses: 0, walks: 0, walk_probes: 0, hashed_walks: 0, walk_latency: 0, data_latency: 0 }
     }
 
@@ -184,7 +185,7 @@ mod tests {
     /// Walks and data accesses by hand, against EMT's latencies.
     #[test]
     fn cycles_add_up_as_emts_model_says() {
-        let mut t = Timing::new(&TimingSpec::default(), 1);
+        let mut t = Timing::new(&TimingSpec::default(), 1 << 30, 1);
         let read = |addr| WalkRead::chain(0, addr);
         // A cold 4-level walk: 3 PWC probes, 4 reads from memory (180 each).
         t.walk(3, &[read(0x1000), read(0x2000), read(0x3000), read(0x4000)]);
@@ -210,7 +211,7 @@ mod tests {
     /// An ECPT walk by hand: three probes in parallel and two fills.
     #[test]
     fn a_parallel_walk_waits_for_its_slowest_probe_and_not_for_its_fills() {
-        let mut t = Timing::new(&TimingSpec::default(), 1);
+        let mut t = Timing::new(&TimingSpec::default(), 1 << 30, 1);
         let read = |addr, step| WalkRead { level: 0, addr: PhysAddr(addr), step };
         // Warm one line into the L2 (a chain read from memory, 180).
         t.walk(0, &[read(0x1000, Step::Chain)]);
