@@ -49,6 +49,13 @@ pub fn table(result: &ExperimentResult) -> String {
             let _ = writeln!(out, "  {:<16} footprint {} touched, {} page faults, {} pages resident at the end",
                 m.machine, xlat::units::format_bytes(m.os.footprint_bytes), thousands(m.os.page_faults), thousands(m.os.mapped_pages));
         }
+        // Timed machines: where the cycles went (timing.csv has every column).
+        for (m, t) in w.machines.iter().filter_map(|m| Some((m, m.timing.as_ref()?))) {
+            let walk = t.mean_walk_cycles.map_or("-".to_string(), |c| format!("{c:.1}"));
+            let ipc = t.ipc.map_or("-".to_string(), |v| format!("{v:.3}"));
+            let _ = writeln!(out, "  {:<16} {} cycles, IPC {ipc}, {} walks of {walk} cycles on average, {} page-table frames",
+                m.machine, thousands(t.total_cycles.round() as u64), thousands(t.walks), thousands(m.os.page_table_frames));
+        }
         out.push('\n');
     }
     out

@@ -60,6 +60,29 @@ fn run_writes_results_and_prints_a_table() {
     assert!(dir.path().join("res/results.json").exists());
 }
 
+/// A timed machine's line says where its cycles went, with what `timing.csv` holds.
+#[test]
+fn a_timed_machine_prints_its_cycles_and_writes_timing_csv() {
+    let dir = tempfile::tempdir().unwrap();
+    let timed = EXPERIMENT.to_string() + "os = { memory = \"64MiB\", page_table = \"ecpt\" }\ntiming = {}\n";
+    std::fs::write(dir.path().join("exp.toml"), timed).unwrap();
+    let out = xlat(&["run", "exp.toml", "--out", "res"], dir.path());
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    let timing = std::fs::read_to_string(dir.path().join("res/timing.csv")).unwrap();
+    let row: Vec<&str> = timing.lines().nth(1).unwrap().split(',').collect();
+    let cycles: f64 = row[8].parse().unwrap();
+    let line = stdout.lines().find(|l| l.contains("walks of")).unwrap_or_else(|| panic!("{stdout}"));
+    assert!(line.starts_with("  m "), "{line}");
+    assert!(line.contains("960 page-table frames"), "ECPT's first tables: {line}");
+    let number = |before: &str| -> f64 {
+        let head = &line[..line.find(before).unwrap()];
+        head.rsplit(' ').next().unwrap().replace(',', "").parse().unwrap()
+    };
+    assert_eq!(number(" cycles,"), cycles.round(), "{line}");
+    assert_eq!(number(" walks of"), row[2].parse::<f64>().unwrap(), "{line}");
+}
+
 #[test]
 fn plots_are_drawn_next_to_the_results() {
     let dir = tempfile::tempdir().unwrap();
