@@ -15,7 +15,7 @@ pub const DEFAULT_EXPERIMENT: &str = include_str!("../../../../experiments/defau
 /// Arguments of `xlat run`.
 #[derive(Args)]
 pub struct RunArgs {
-    /// Experiment file (TOML: [[workload]] and [[machine]] tables); the built-in default
+    /// Experiment file (TOML: `[[workload]]` and `[[machine]]` tables); the built-in default
     /// experiment when omitted.
     experiment: Option<PathBuf>,
     /// Directory for results.csv and results.json (written atomically); nothing is written

@@ -2,9 +2,9 @@
 //! driver builds them (seed 003; the research sheet's section 3).
 //!
 //! FPT merges two levels of x86-64's 4-level radix tree into one node of 2^18 8-byte entries
-//! (2 MiB) indexed by 18 address bits: `l3l2` merges the PDPT and the PD (VA[38:21]), `l4l3`
-//! the PML4 and the PDPT (the root, VA[47:30]), and `l4l3-l2l1` (the default, EMT's best)
-//! both the root and the PD with the PT (VA[29:12]). A flattened node takes 512 contiguous
+//! (2 MiB) indexed by 18 address bits: `l3l2` merges the PDPT and the PD (`VA[38:21]`), `l4l3`
+//! the PML4 and the PDPT (the root, `VA[47:30]`), and `l4l3-l2l1` (the default, EMT's best)
+//! both the root and the PD with the PT (`VA[29:12]`). A flattened node takes 512 contiguous
 //! frames aligned to 2 MiB (an order-9 allocation, [`TableNeed::Block`]); when none is free
 //! that node falls back, on its own, to a plain 4 KiB table of the upper level, below which
 //! the lower level is plain too; fallbacks are counted. A walk reads one entry per node, so
@@ -234,8 +234,8 @@ mod tests {
     use std::collections::HashMap;
 
     /// A naive model of FPT: each node is keyed by (ASID, its top level, the address bits
-    /// above it); entry addresses are computed from the mode's bit fields, VA[47:30],
-    /// VA[38:21], VA[29:12] for flattened nodes and 9-bit fields for plain ones.
+    /// above it); entry addresses are computed from the mode's bit fields, `VA[47:30]`,
+    /// `VA[38:21]`, `VA[29:12]` for flattened nodes and 9-bit fields for plain ones.
     struct NaiveFpt {
         /// Whether each level pair's node got a block, by the order nodes are made.
         blocks: Vec<bool>,
