@@ -291,8 +291,7 @@ impl<'p> Items<'p> {
         e.instructions(PIECE_INSTRUCTIONS * stores);
         for c in 0..self.geo.perslab {
             let at = base + c * self.geo.chunk;
-            e.load(at + FLAGS_AT, 2);
-            e.store(at + FLAGS_AT, 2);
+            e.load_store(at + FLAGS_AT, 2);
             e.store(at + CLSID_AT, 1);
             e.store(at + PREV_AT, 8);
             e.store(at + NEXT_AT, 8);
@@ -526,8 +525,7 @@ impl Assoc {
         let pieces = e.block(at + KEY_AT, items.geo.key_bytes, AccessKind::Load);
         let nb = keyspace::hash(items.key(it)) as u32 as usize & ((1 << self.hashpower) - 1);
         e.store(at + H_NEXT_AT, 8);
-        e.load(self.primary_addr + 8 * nb as u64, 8);
-        e.store(self.primary_addr + 8 * nb as u64, 8);
+        e.load_store(self.primary_addr + 8 * nb as u64, 8);
         items.h_next[it as usize] = std::mem::replace(&mut self.primary[nb], it);
         e.instructions(MIGRATE_INSTRUCTIONS + PIECE_INSTRUCTIONS * pieces);
         next

@@ -478,8 +478,7 @@ impl Server {
             return Err(missing());
         }
         let entry = self.recs.entry[r as usize];
-        e.load(entry + VAL_AT, 8);
-        e.store(entry + VAL_AT, 8);
+        e.load_store(entry + VAL_AT, 8);
         e.load_store(v.robj + REFCOUNT_AT, 4);
         self.free_value(old, e);
         e.load_store(v.robj + REFCOUNT_AT, 4);
