@@ -162,19 +162,17 @@ impl TagArray {
     #[inline]
     fn insert_in(&mut self, set: usize, tag: u64) {
         let range = set * self.ways..(set + 1) * self.ways;
-        let way = match &mut self.repl {
-            None => {
-                with_tags!(self, tag, |tags, key| {
-                    let ways = &mut tags[range];
-                    ways.rotate_right(1);
-                    ways[0] = key;
-                });
-                return;
-            }
-            Some(_) => with_tags!(self, tag, |tags, _key| first_empty(&tags[range.clone()])),
-        };
-        let repl = self.repl.as_mut().expect("not LRU");
-        let way = match way {
+        if self.repl.is_none() {
+            with_tags!(self, tag, |tags, key| {
+                let ways = &mut tags[range];
+                ways.rotate_right(1);
+                ways[0] = key;
+            });
+            return;
+        }
+        let empty = with_tags!(self, tag, |tags, _key| first_empty(&tags[range.clone()]));
+        let repl = self.repl.as_mut().expect("checked above");
+        let way = match empty {
             Some(way) => {
                 repl.fill(set, way);
                 way

@@ -141,21 +141,41 @@ pub struct Fpt {
 impl Fpt {
     /// The nodes on the path of `vpn` in `asid` down to the one whose entries are at `leaf`
     /// (root first, as far as they exist), and the level of the next node to add, if any.
-    fn path(&self, asid: Asid, vpn: Vpn, leaf: u32) -> (Vec<u32>, Option<u32>) {
-        let mut path = Vec::with_capacity(LEVELS as usize);
-        let Some(&root) = self.roots.get(&asid) else { return (path, Some(LEVELS - 1)) };
+    fn path(&self, asid: Asid, vpn: Vpn, leaf: u32) -> Path {
+        let mut path = Path { nodes: [0; LEVELS as usize], len: 0, next: Some(LEVELS - 1) };
+        let Some(&root) = self.roots.get(&asid) else { return path };
         let mut node = root;
         loop {
-            path.push(node);
+            path.nodes[path.len] = node;
+            path.len += 1;
             let n = self.nodes[node as usize];
             if n.bottom() == leaf {
-                return (path, None);
+                path.next = None;
+                return path;
             }
             match self.children.get(&(node, n.index(vpn))) {
                 Some(&child) => node = child,
-                None => return (path, Some(n.bottom() - 1)),
+                None => {
+                    path.next = Some(n.bottom() - 1);
+                    return path;
+                }
             }
         }
+    }
+}
+
+/// The nodes a walk goes through, in place (a walk allocates nothing).
+struct Path {
+    nodes: [u32; LEVELS as usize],
+    len: usize,
+    /// The level of the next node to add, if the path is not complete.
+    next: Option<u32>,
+}
+
+impl Path {
+    /// The nodes, root first.
+    fn nodes(&self) -> &[u32] {
+        &self.nodes[..self.len]
     }
 }
 
@@ -174,13 +194,13 @@ impl PageTableDriver for Fpt {
     /// A flattened node where the next level is the upper of a merged pair, else a plain
     /// table.
     fn need(&self, asid: Asid, vpn: Vpn, size: PageSize) -> Option<TableNeed> {
-        let level = self.path(asid, vpn, leaf_level(size)).1?;
+        let level = self.path(asid, vpn, leaf_level(size)).next?;
         Some(if self.mode.merged_uppers().contains(&level) { TableNeed::Block(NODE_PAGES) } else { TableNeed::Page })
     }
 
     fn given(&mut self, asid: Asid, vpn: Vpn, size: PageSize, table: Placed) {
-        let (path, level) = self.path(asid, vpn, leaf_level(size));
-        let top = level.expect("a node was asked for");
+        let path = self.path(asid, vpn, leaf_level(size));
+        let top = path.next.expect("a node was asked for");
         let node = match table {
             Placed::Block(frame) => Node { frame, top, flat: true },
             Placed::Page(frame) => {
@@ -190,7 +210,7 @@ impl PageTableDriver for Fpt {
         };
         self.nodes.push(node);
         let id = (self.nodes.len() - 1) as u32;
-        match path.last() {
+        match path.nodes().last() {
             None => {
                 self.roots.insert(asid, id);
             }
@@ -211,9 +231,9 @@ impl PageTableDriver for Fpt {
 
     #[inline(never)]
     fn walk<S: WalkSink>(&mut self, t: &Translation, sink: &mut S) {
-        let (path, missing) = self.path(t.asid, t.vpn, leaf_level(t.size));
-        debug_assert!(missing.is_none(), "a mapped page has every node of its path");
-        for node in path {
+        let path = self.path(t.asid, t.vpn, leaf_level(t.size));
+        debug_assert!(path.next.is_none(), "a mapped page has every node of its path");
+        for &node in path.nodes() {
             let n = self.nodes[node as usize];
             sink.read(WalkRead::chain(n.bottom() as u8, (n.frame.0 << BASE_PAGE_SHIFT) + n.index(t.vpn) * 8));
         }

@@ -240,6 +240,11 @@ impl Frames {
     /// occupants are kept.
     pub fn unpin(&mut self, frame: u64) {
         debug_assert!(!self.is_free(frame) && (!self.occupants || self.is_pinned(frame)));
+        self.vacate(frame);
+    }
+
+    /// Marks `frame` free.
+    fn vacate(&mut self, frame: u64) {
         self.occupied[frame as usize / 64] &= !(1 << (frame % 64));
         self.used -= 1;
     }
@@ -252,8 +257,7 @@ impl Frames {
     /// Empties `frame`, returning the page it held.
     pub fn release(&mut self, frame: u64) -> (Asid, Vpn) {
         let owner = self.owner(frame).expect("released frame is occupied");
-        self.occupied[frame as usize / 64] &= !(1 << (frame % 64));
-        self.used -= 1;
+        self.vacate(frame);
         owner
     }
 }

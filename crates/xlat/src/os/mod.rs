@@ -172,8 +172,6 @@ pub struct Os {
     stats: OsStats,
     /// Page-table pages placed so far (each takes the next VPN from [`TABLE_VPN_BASE`]).
     table_pages_placed: u64,
-    /// Frames of table pages the driver let go of, to free (kept to reuse its allocation).
-    released: Vec<Pfn>,
 }
 
 impl Os {
@@ -217,7 +215,6 @@ impl Os {
             utilization: Utilization::default(),
             stats: OsStats::default(),
             table_pages_placed: 0,
-            released: Vec::new(),
         }
     }
 
@@ -521,10 +518,10 @@ impl Os {
 
     /// Frees the table pages the driver let go of.
     fn release_tables(&mut self) {
-        let mut released = std::mem::take(&mut self.released);
+        let mut released = Vec::new();
         self.driver.take_released(&mut released);
-        for pfn in released.drain(..) {
-            let frame = pfn.0 / self.spec.page_size.base_pages();
+        for pfn in released {
+            let frame = self.frame_of(pfn);
             self.utilization.change(self.clock, self.frames.used());
             self.frames.unpin(frame);
             if let Placer::Fully(alloc) = &mut self.placer {
@@ -532,7 +529,6 @@ impl Os {
             }
             self.stats.page_table_frames -= 1;
         }
-        self.released = released;
     }
 
     /// Maps page `vpn` of `asid` at `frame` with placement tag `tag` (in place of any

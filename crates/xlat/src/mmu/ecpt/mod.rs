@@ -355,16 +355,17 @@ impl PageTableDriver for Ecpt {
         let ways = space.sizes[c].as_ref().expect("a mapped page's size has ways");
         let (way, _) = ways.find(key(vaddr, c)).expect("a mapped page has its cluster");
         let mut chosen = Ecpt::choose(space, vaddr, pud_hit, pmd_hit);
-        let every = Ecpt::choose(space, vaddr, false, false);
         if !chosen.contains(&(c, way)) {
-            chosen = every.clone();
+            // What both caches missing gives: every way.
+            chosen = Ecpt::choose(space, vaddr, false, false);
         }
         if self.spec.probe == Probe::Correct {
             chosen = vec![(c, way)];
         }
+        let every = space.sizes.iter().flatten().map(|w| w.ways.len()).sum::<usize>();
         self.walks += 1;
         self.ways_probed += chosen.len() as u64;
-        self.every_way_walks += u64::from(chosen.len() == every.len());
+        self.every_way_walks += u64::from(chosen.len() == every);
         for (size, w) in chosen {
             let addr = space.sizes[size].as_ref().expect("chosen among the sizes with ways").address(w, key(vaddr, size), page_bytes);
             sink.read(WalkRead { level: size as u8, addr: PhysAddr(addr), step: Step::Probe });
@@ -393,7 +394,7 @@ impl PageTableDriver for Ecpt {
                 let fullest = |way: usize| all.iter().map(|w| w.occupancy()[way]).fold(0.0, f64::max);
                 Some(SizeStats {
                     size: crate::units::format_bytes(PageSize::ALL[c].bytes()),
-                    slots: (0..ways).map(|way| all.iter().map(|w| w.ways[way].table.len()).sum()).collect(),
+                    slots: (0..ways).map(|way| all.iter().map(|w| w.ways[way].table.slots()).sum()).collect(),
                     occupancy: (0..ways).map(fullest).collect(),
                     counts,
                 })

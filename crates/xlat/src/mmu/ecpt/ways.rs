@@ -47,13 +47,8 @@ impl Table {
     }
 
     /// Slots.
-    pub fn len(&self) -> u64 {
+    pub fn slots(&self) -> u64 {
         self.slots.len() as u64
-    }
-
-    /// True for a table of no slots (which a configuration cannot ask for).
-    pub fn is_empty(&self) -> bool {
-        self.slots.is_empty()
     }
 
     /// True when every page was given.
@@ -143,18 +138,23 @@ impl Ways {
         self.ways.iter().any(|w| !w.table.complete() || w.next.as_ref().is_some_and(|t| !t.complete()))
     }
 
-    /// True when every first table has its pages (the ways can hold entries).
-    pub fn ready(&self) -> bool {
-        self.ways.iter().all(|w| w.table.complete())
-    }
-
     /// Where `key` is or would go in way `w`.
     fn loc(&self, w: usize, key: u64) -> Loc {
         let way = &self.ways[w];
-        let old = hash_slot(self.seed, key, self.size_class, w, way.table.len());
+        let old = hash_slot(self.seed, key, self.size_class, w, way.table.slots());
         match &way.next {
-            Some(next) if next.complete() && old < way.pointer => (true, hash_slot(self.seed, key, self.size_class, w, next.len())),
+            Some(next) if next.complete() && old < way.pointer => (true, hash_slot(self.seed, key, self.size_class, w, next.slots())),
             _ => (false, old),
+        }
+    }
+
+    /// The table of way `w` a location is in: the new one (`new`) or the old.
+    fn table(&self, w: usize, new: bool) -> &Table {
+        let way = &self.ways[w];
+        if new {
+            way.next.as_ref().expect("a new table while resizing")
+        } else {
+            &way.table
         }
     }
 
@@ -166,19 +166,13 @@ impl Ways {
 
     /// The way holding `key` and its slot there, if any.
     pub fn find(&self, key: u64) -> Option<(usize, Loc)> {
-        (0..self.ways.len()).map(|w| (w, self.loc(w, key))).find(|&(w, (new, slot))| {
-            let way = &self.ways[w];
-            let table = if new { way.next.as_ref().expect("a new table while resizing") } else { &way.table };
-            table.slots[slot as usize].is_some_and(|c| c.key == key)
-        })
+        (0..self.ways.len()).map(|w| (w, self.loc(w, key))).find(|&(w, (new, slot))| self.table(w, new).slots[slot as usize].is_some_and(|c| c.key == key))
     }
 
     /// Physical address of `key`'s candidate slot in way `w`, in pages of `page_bytes`.
     pub fn address(&self, w: usize, key: u64, page_bytes: u64) -> u64 {
         let (new, slot) = self.loc(w, key);
-        let way = &self.ways[w];
-        let table = if new { way.next.as_ref().expect("a new table while resizing") } else { &way.table };
-        table.address(slot, page_bytes)
+        self.table(w, new).address(slot, page_bytes)
     }
 
     /// Sets page `page`'s bit in its cluster, inserting the cluster if it is new; then
@@ -246,7 +240,7 @@ impl Ways {
             }
             for _ in 0..growth.step {
                 let way = &mut self.ways[w];
-                if way.pointer == way.table.len() {
+                if way.pointer == way.table.slots() {
                     break;
                 }
                 let moved = way.table.slots[way.pointer as usize].take();
@@ -271,7 +265,7 @@ impl Ways {
     /// place, whose pages go into `released`.
     pub fn finish_resizes(&mut self, released: &mut Vec<Pfn>) {
         for way in &mut self.ways {
-            if way.next.as_ref().is_some_and(Table::complete) && way.pointer == way.table.len() {
+            if way.next.as_ref().is_some_and(Table::complete) && way.pointer == way.table.slots() {
                 let old = std::mem::replace(&mut way.table, way.next.take().expect("checked"));
                 released.extend(old.pages);
                 way.pointer = 0;
@@ -284,13 +278,14 @@ impl Ways {
     /// `factor` times larger, whose pages the driver then asks for.
     fn start_resizes(&mut self, growth: &Growth) {
         for way in &mut self.ways {
-            if way.next.is_none() && way.used as f64 >= growth.threshold * way.table.len() as f64 {
-                way.next = Some(Table::new(way.table.len() * growth.factor, growth.page_bytes));
+            if way.next.is_none() && way.used as f64 >= growth.threshold * way.table.slots() as f64 {
+                way.next = Some(Table::new(way.table.slots() * growth.factor, growth.page_bytes));
             }
         }
     }
 
-    /// Every cluster, with its way (for tests and checks).
+    /// Every cluster, with its way.
+    #[cfg(test)]
     pub fn clusters(&self) -> impl Iterator<Item = (usize, Cluster)> + '_ {
         self.ways.iter().enumerate().flat_map(|(w, way)| way.table.slots.iter().chain(way.next.iter().flat_map(|t| t.slots.iter())).flatten().map(move |c| (w, *c)))
     }
@@ -298,7 +293,7 @@ impl Ways {
     /// Occupancy of each way: clusters over the slots of its table (the old one while
     /// resizing).
     pub fn occupancy(&self) -> Vec<f64> {
-        self.ways.iter().map(|w| w.used as f64 / w.table.len() as f64).collect()
+        self.ways.iter().map(|w| w.used as f64 / w.table.slots() as f64).collect()
     }
 
     /// Pages of every table, complete or not.
