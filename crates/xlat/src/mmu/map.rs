@@ -1,5 +1,5 @@
-//! The `map` driver: the OS's own map of mappings ([`crate::os::PageTable`]), walked at no
-//! cost. A walk reads no memory the machine models and changes nothing, as in the Mosaic
+//! The `map` driver: the store of mappings ([`crate::os::PageTable`]) is the page table,
+//! walked at no cost. A walk reads no memory the machine models and changes nothing, as in the Mosaic
 //! paper's TLB studies, which count misses rather than time walks.
 
 use super::{DriverSpec, PageTableDriver, TableFull, WalkSink};

@@ -1,10 +1,13 @@
 //! Page-table drivers: the format of the page table a machine's MMU walks, and what each walk
 //! reads (EMT's MMU drivers, seed 003).
 //!
-//! The OS model keeps every mapping in a map of its own ([`crate::os::PageTable`]) and tells
-//! the machine's driver of each page it maps and unmaps; the driver keeps the page table in
-//! its format and answers each walk ([`crate::os::Os::walk`]) with the physical addresses the
-//! walk reads, in order, written into a [`WalkSink`] the caller gives. A driver whose walks
+//! The OS model reads and changes mappings through its translation databases
+//! ([`crate::os::Translations`], EMT's translation API): a store of every mapping
+//! ([`crate::os::PageTable`]) and the machine's driver, told of each page mapped and
+//! unmapped. The driver keeps the page table in its format, answers each walk
+//! ([`crate::os::Os::walk`]) with the physical addresses the walk reads, in order, written
+//! into a [`WalkSink`] the caller gives, and may override the customizable operations
+//! ([`PageTableDriver::iterate`] and those after it) with its own structure. A driver whose walks
 //! read nothing and change nothing is *stateless*: the walk of a page is then the same at any
 //! moment, which lets a machine make or count walks out of order (the express path, the
 //! replays on a second core). Other drivers keep the machine on its general path.
@@ -18,8 +21,10 @@ pub mod pwc;
 pub mod walker;
 
 use crate::config::named::named_models;
+use crate::os::translation::{iterate_by_find, Find, Presence, Visit};
 use crate::os::OsSpec;
 use crate::types::{Asid, PageSize, Pfn, PhysAddr, Translation, Vpn};
+use std::ops::{ControlFlow, Range};
 use serde::Serialize;
 
 /// How a read of a walk costs time ([`WalkRead::step`]).
@@ -152,6 +157,32 @@ pub trait PageTableDriver {
     fn walk<S: WalkSink>(&mut self, t: &Translation, sink: &mut S);
     /// What the driver did and holds.
     fn stats(&self) -> Self::Stats;
+
+    /// Visits each object of `db` in `range` of `asid`, in address order, until `visit`
+    /// breaks (EMT's customizable iterator). The default finds every page.
+    fn iterate(&self, db: &mut dyn Find, asid: Asid, range: Range<u64>, visit: Visit) -> ControlFlow<()> {
+        iterate_by_find(db, asid, range, visit)
+    }
+
+    /// True when no page of `range` of `asid` has an object in `db` (EMT's address-range
+    /// check). The default iterates until the first object.
+    fn range_is_void(&self, db: &mut dyn Find, asid: Asid, range: Range<u64>) -> bool {
+        self.iterate(db, asid, range, &mut |_, _| ControlFlow::Break(())).is_continue()
+    }
+
+    /// True when a page of `size` may map the aligned range of that size holding `vaddr`:
+    /// no smaller page of it has an object in `db` (EMT's huge-page eligibility). The
+    /// default checks that the range is void.
+    fn huge_eligible(&self, db: &mut dyn Find, asid: Asid, vaddr: u64, size: PageSize) -> bool {
+        let start = vaddr & !(size.bytes() - 1);
+        self.range_is_void(db, asid, start..start.saturating_add(size.bytes()))
+    }
+
+    /// True when the page holding `vaddr` is swapped out in `db` (EMT's swap-entry check).
+    /// The default finds it.
+    fn swapped(&self, db: &mut dyn Find, asid: Asid, vaddr: u64) -> bool {
+        db.find(asid, vaddr).is_some_and(|object| object.presence == Presence::Swapped)
+    }
 }
 
 /// Declares the page-table drivers: each line gives a driver's variant, its name in
@@ -247,6 +278,34 @@ macro_rules! page_table_drivers {
             pub fn stats(&self) -> serde_json::Value {
                 match self {
                     $(Driver::$variant(d) => serde_json::to_value(d.stats()).expect("driver statistics serialize"),)+
+                }
+            }
+
+            /// See [`PageTableDriver::iterate`].
+            pub fn iterate(&self, db: &mut dyn Find, asid: Asid, range: Range<u64>, visit: Visit) -> ControlFlow<()> {
+                match self {
+                    $(Driver::$variant(d) => d.iterate(db, asid, range, visit),)+
+                }
+            }
+
+            /// See [`PageTableDriver::range_is_void`].
+            pub fn range_is_void(&self, db: &mut dyn Find, asid: Asid, range: Range<u64>) -> bool {
+                match self {
+                    $(Driver::$variant(d) => d.range_is_void(db, asid, range),)+
+                }
+            }
+
+            /// See [`PageTableDriver::huge_eligible`].
+            pub fn huge_eligible(&self, db: &mut dyn Find, asid: Asid, vaddr: u64, size: PageSize) -> bool {
+                match self {
+                    $(Driver::$variant(d) => d.huge_eligible(db, asid, vaddr, size),)+
+                }
+            }
+
+            /// See [`PageTableDriver::swapped`].
+            pub fn swapped(&self, db: &mut dyn Find, asid: Asid, vaddr: u64) -> bool {
+                match self {
+                    $(Driver::$variant(d) => d.swapped(db, asid, vaddr),)+
                 }
             }
 

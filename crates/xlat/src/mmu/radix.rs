@@ -16,8 +16,10 @@
 //! 3, 2, 1, 0 in that order ([`super::WalkRead::level`]).
 
 use super::{DriverSpec, PageTableDriver, Placed, TableFull, TableNeed, WalkRead, WalkSink};
+use crate::os::translation::{iterate_by_find, Find, Visit};
 use crate::os::OsSpec;
 use crate::types::{Asid, PageSize, Pfn, Translation, Vpn, BASE_PAGE_SHIFT};
+use std::ops::{ControlFlow, Range};
 use rustc_hash::FxHashMap;
 use serde::{Deserialize, Serialize};
 
@@ -195,6 +197,25 @@ impl PageTableDriver for Radix {
 
     fn stats(&self) -> RadixStats {
         RadixStats { tables: self.tables.len() }
+    }
+
+    /// Skips each part of the range under one table of the pages' level that does not
+    /// exist (a directory entry with no table below): nothing there has an object, since a
+    /// page's tables are placed before it is mapped and never freed. Finds the pages of the
+    /// others.
+    fn iterate(&self, db: &mut dyn Find, asid: Asid, range: Range<u64>, visit: Visit) -> ControlFlow<()> {
+        let size = db.page_size();
+        let leaf = leaf_level(size);
+        let span = size.bytes() << INDEX_BITS;
+        let mut start = range.start;
+        while start < range.end {
+            let end = (start & !(span - 1)).saturating_add(span).min(range.end);
+            if self.path(asid, Vpn(start >> BASE_PAGE_SHIFT), leaf).1 == 0 {
+                iterate_by_find(db, asid, start..end, visit)?;
+            }
+            start = end;
+        }
+        ControlFlow::Continue(())
     }
 }
 

@@ -19,12 +19,14 @@ pub mod readahead;
 pub mod set_associative;
 mod stats;
 pub mod swap;
+pub mod translation;
 mod walk;
 
 pub use eviction::{EvictionSpec, InactiveRatio, Recency};
 pub use page_table::PageTable;
 pub use placement::{Placement, PlacementSpec};
 pub use stats::OsStats;
+pub use translation::{Presence, TranslationObject, Translations};
 pub use walk::{Walk, WalkBy};
 
 use eviction::age::AgeTracker;
@@ -38,7 +40,7 @@ use stats::Utilization;
 use swap::SwapArea;
 
 use crate::hash::page_key;
-use crate::mmu::{Driver, PageTableSpec, Placed, TableFull, TableNeed, WalkSink};
+use crate::mmu::{PageTableSpec, Placed, TableFull, TableNeed, WalkSink};
 use rustc_hash::FxHashSet;
 use crate::types::{Asid, Page, PageSize, Pfn, Translation, Vpn, BASE_PAGE_SHIFT};
 use crate::units::format_bytes;
@@ -126,9 +128,9 @@ pub struct OutOfMemory {
 /// Demand-paging OS over one placement policy, with optional eviction.
 pub struct Os {
     spec: OsSpec,
-    table: PageTable,
-    /// The page-table driver: told of every map and unmap, it answers walks.
-    driver: Driver,
+    /// The translation databases: every mapping, and the page-table driver's format of them
+    /// (the OS reads and changes mappings through them only).
+    translations: Translations,
     /// Whether the driver's walks read anything or change it: it is not stateless (checked
     /// once here rather than matched per walk).
     walks_read: bool,
@@ -181,8 +183,6 @@ impl Os {
         // Only eviction asks which page a frame holds and when it was used.
         let evicts = spec.eviction.evicts();
         let policy = Evictor::new(&spec.eviction, frames, spec);
-        let driver = Driver::new(spec);
-        let walks_read = !driver.stateless();
         let retime_fills = spec.recency == Recency::Fill && evicts;
         let age = spec.age_window.map(AgeTracker::new);
         let placer = spec.placement.build(frames, seed);
@@ -191,12 +191,13 @@ impl Os {
             Placer::Iceberg(layout) => layout.unmapped(),
             _ => u8::MAX,
         };
+        let translations = Translations::new(spec, no_tag);
+        let walks_read = !translations.stateless();
         Os {
             spec: spec.clone(),
-            table: PageTable::new(spec.page_size, no_tag),
+            translations,
             walks_read,
             walk_hooks: walks_read || retime_fills,
-            driver,
             frames: if evicts { Frames::new(frames) } else { Frames::without_occupants(frames) },
             placer,
             stamp_only: age.is_none() && !policy.observes_uses(),
@@ -235,7 +236,7 @@ impl Os {
     pub fn walk<S: WalkSink>(&mut self, asid: Asid, vaddr: u64, by: WalkBy, sink: &mut S) -> std::result::Result<Walk, OutOfMemory> {
         let (walk, found) = match by {
             WalkBy::Repeat(walk) => (walk, true),
-            _ => match self.table.lookup(asid, vaddr) {
+            _ => match self.translations.find(asid, vaddr) {
                 Some((translation, leaf)) => (Walk { translation, leaf }, true),
                 None => (self.fault(asid, vaddr)?, false),
             },
@@ -261,7 +262,7 @@ impl Os {
         }
         if self.walks_read {
             let size = self.spec.page_size;
-            self.driver.walk(&Translation { asid, vpn: size.first_vpn(vaddr), pfn, size }, sink);
+            self.translations.walk(&Translation { asid, vpn: size.first_vpn(vaddr), pfn, size }, sink);
         }
     }
 
@@ -292,7 +293,7 @@ impl Os {
 
     /// Bytes of page-table leaves (and tags) that walks read (see [`PageTable::leaf_bytes`]).
     pub fn page_table_bytes(&self) -> usize {
-        self.table.leaf_bytes()
+        self.translations.store().leaf_bytes()
     }
 
     /// Page-table walks so far.
@@ -304,7 +305,7 @@ impl Os {
     /// [`crate::host::prefetch`]).
     #[inline(always)]
     pub fn prefetch(&self, asid: Asid, vaddr: u64) {
-        self.table.prefetch(asid, vaddr, matches!(self.placer, Placer::Iceberg(_)));
+        self.translations.store().prefetch(asid, vaddr, matches!(self.placer, Placer::Iceberg(_)));
     }
 
     /// Records one use of the page mapped at base frame `pfn` (every translated reference,
@@ -427,7 +428,7 @@ impl Os {
         let size = self.spec.page_size;
         let page = vaddr >> size.shift();
         let vpn = size.first_vpn(vaddr);
-        let swapped_in = self.policy.evicts() && self.table.is_swapped(asid, vaddr);
+        let swapped_in = self.policy.evicts() && self.translations.swapped(asid, vaddr);
         if swapped_in {
             if let Some(ra) = &mut self.readahead {
                 if let Some(found) = ra.hit(asid, page) {
@@ -460,7 +461,7 @@ impl Os {
             return Ok(());
         }
         let size = self.spec.page_size;
-        while let Some(need) = self.driver.need(asid, vpn, size) {
+        while let Some(need) = self.translations.need(asid, vpn, size) {
             let placed = match need {
                 TableNeed::Page => Placed::Page(self.place_table(asid)?),
                 TableNeed::Block(pages) => match self.place_block(asid, pages) {
@@ -468,7 +469,7 @@ impl Os {
                     None => Placed::Page(self.place_table(asid)?),
                 },
             };
-            self.driver.given(asid, vpn, size, placed);
+            self.translations.given(asid, vpn, size, placed);
         }
         Ok(())
     }
@@ -519,7 +520,7 @@ impl Os {
     /// Frees the table pages the driver let go of.
     fn release_tables(&mut self) {
         let mut released = Vec::new();
-        self.driver.take_released(&mut released);
+        self.translations.take_released(&mut released);
         for pfn in released {
             let frame = self.frame_of(pfn);
             self.utilization.change(self.clock, self.frames.used());
@@ -536,12 +537,11 @@ impl Os {
     fn map(&mut self, asid: Asid, vpn: Vpn, frame: u64, tag: u8) -> std::result::Result<Walk, NoFrame> {
         let size = self.spec.page_size;
         let translation = Translation { asid, vpn, pfn: Pfn(frame * size.base_pages()), size };
-        let leaf = self.table.insert_tagged(translation, tag);
-        self.driver.mapped(&translation)?;
+        let leaf = self.translations.map(translation, tag)?;
         if self.walks_read {
             self.release_tables();
         }
-        self.stats.mapped_pages = self.table.len() as u64;
+        self.stats.mapped_pages = self.translations.store().len() as u64;
         Ok(Walk { translation, leaf })
     }
 
@@ -583,7 +583,7 @@ impl Os {
         let mut read = false;
         for other in window.filter(|&other| other != page) {
             let in_memory = self.readahead.as_ref().is_some_and(|ra| ra.contains(asid, other));
-            if in_memory || !self.table.is_swapped(asid, other << shift) {
+            if in_memory || !self.translations.swapped(asid, other << shift) {
                 continue;
             }
             if self.swap.is_full() {
@@ -750,8 +750,7 @@ impl Os {
         // old copy (the page's entry maps its new frame).
         let mapped = !stale && !self.readahead.as_mut().is_some_and(|ra| ra.evicted(asid, page));
         if mapped {
-            self.table.swap_out(asid, vpn.addr().0);
-            self.driver.unmapped(asid, vpn, self.spec.page_size);
+            self.translations.swap_out(asid, vpn);
             self.stats.shootdowns += 1;
             self.shootdowns.push(Page { asid, vpn, size: self.spec.page_size });
         }
@@ -764,7 +763,7 @@ impl Os {
         }
         self.stats.evictions += 1;
         self.stats.swap_outs += u64::from(!copy);
-        self.stats.mapped_pages = self.table.len() as u64;
+        self.stats.mapped_pages = self.translations.store().len() as u64;
         Ok(())
     }
 
@@ -783,14 +782,14 @@ impl Os {
 
     /// The mapping of `vaddr`, if any, without counting a walk or faulting (for checks).
     pub fn mapping(&mut self, asid: Asid, vaddr: u64) -> Option<Translation> {
-        self.table.lookup(asid, vaddr).map(|(t, _)| t)
+        self.translations.find(asid, vaddr).map(|(t, _)| t)
     }
 
     /// The CPFN of the page holding `vaddr` if it is mapped, else `None`. Only meaningful
     /// for iceberg placement.
     pub fn cpfn(&mut self, asid: Asid, vaddr: u64) -> Option<u8> {
         let no_tag = self.unmapped_code();
-        self.table.tags(asid, vaddr, 1).map(|tag| tag[0]).filter(|&tag| tag != no_tag)
+        self.translations.store_mut().tags(asid, vaddr, 1).map(|tag| tag[0]).filter(|&tag| tag != no_tag)
     }
 
     /// The ToC of the `count` pages from `vaddr` (an aligned run of at most 512 base pages,
@@ -798,13 +797,13 @@ impl Os {
     /// unmapped code for the others. Only meaningful for iceberg placement.
     #[inline(always)]
     pub fn toc(&self, walk: &Walk, vaddr: u64, count: usize) -> &[u8] {
-        self.table.tags_in(walk.leaf, vaddr, count)
+        self.translations.store().tags_in(walk.leaf, vaddr, count)
     }
 
     /// The code the page table's tags hold for an unmapped page: the iceberg layout's
     /// unmapped CPFN, which the Mosaic TLBs riding this OS take as theirs.
     pub fn unmapped_code(&self) -> u8 {
-        self.table.no_tag()
+        self.translations.store().no_tag()
     }
 
     /// The iceberg layout, when placement is iceberg.
@@ -817,7 +816,7 @@ impl Os {
 
     /// What the page-table driver did and holds (`results.json`'s `page_table`).
     pub fn page_table_stats(&self) -> serde_json::Value {
-        self.driver.stats()
+        self.translations.stats()
     }
 
     /// The error message for `oom`.

@@ -1,6 +1,8 @@
-//! The page table of the first OS model: mappings of every address space with one page size.
-//! It answers walks without modelling their memory accesses; radix, FPT and ECPT tables with
-//! walk costs are separate models.
+//! The store of translation objects ([`super::translation`]): the mapping of every page of
+//! every address space, of one page size, as its page-table entry's value would hold it
+//! (present at a frame with a tag, or swapped out). Every driver shares it: where the entries
+//! lie and what a walk reads is the driver's ([`crate::mmu`]); with the `map` driver it is
+//! the page table itself, walked at no cost.
 //!
 //! Layout, chosen for simulation speed, like the two last levels of an x86-64 radix table: a
 //! small directory maps (ASID, page >> 18) to a middle node of 512 leaf numbers, and each leaf
@@ -10,6 +12,7 @@
 //! of 4 KiB pages, so the directory cache in front of the hash map hits on nearly every walk
 //! (with a directory of leaves it missed on half the walks of a 256 MiB footprint).
 
+use super::translation::{Presence, TranslationObject};
 use crate::types::{Asid, PageSize, Pfn, Translation, BASE_PAGE_SHIFT};
 use rustc_hash::FxHashMap;
 
@@ -134,17 +137,6 @@ impl PageTable {
         }
     }
 
-    /// True when the page holding `vaddr` was evicted to swap and not mapped since.
-    pub fn is_swapped(&mut self, asid: Asid, vaddr: u64) -> bool {
-        self.leaf_entry(asid, vaddr >> self.size.shift()) == Some(SWAPPED)
-    }
-
-    /// The leaf entry of `page`, if its leaf exists.
-    #[inline(always)]
-    fn leaf_entry(&mut self, asid: Asid, page: u64) -> Option<u32> {
-        self.leaf_of(asid, page).map(|leaf| self.leaves[leaf][leaf_slot(page)])
-    }
-
     /// The leaf (index into `leaves` and `tags`) holding `page`, if it exists, found through
     /// the directory cache.
     #[inline(always)]
@@ -175,6 +167,38 @@ impl PageTable {
         self.tags[leaf][leaf_slot(page)] = self.no_tag;
         self.mapped -= 1;
         Some(u64::from(frame))
+    }
+
+    /// The translation object of the page holding `vaddr`: mapped (with its frame and tag)
+    /// or swapped out; `None` when it has none.
+    pub fn object(&mut self, asid: Asid, vaddr: u64) -> Option<TranslationObject> {
+        let page = vaddr >> self.size.shift();
+        let leaf = self.leaf_of(asid, page)?;
+        let presence = match self.leaves[leaf][leaf_slot(page)] {
+            UNMAPPED => return None,
+            SWAPPED => Presence::Swapped,
+            entry => Presence::Present { frame: self.base_frame(entry)?, tag: self.tags[leaf][leaf_slot(page)] },
+        };
+        Some(TranslationObject { size: self.size, presence })
+    }
+
+    /// Removes the object of the page holding `vaddr`, mapped or swapped out: the page has
+    /// no translation after. Returns the frame (in units of the page size) it was mapped at.
+    pub fn remove(&mut self, asid: Asid, vaddr: u64) -> Option<u64> {
+        let page = vaddr >> self.size.shift();
+        let leaf = self.leaf_of(asid, page)?;
+        let frame = std::mem::replace(&mut self.leaves[leaf][leaf_slot(page)], UNMAPPED);
+        self.tags[leaf][leaf_slot(page)] = self.no_tag;
+        if frame < SWAPPED {
+            self.mapped -= 1;
+            return Some(u64::from(frame));
+        }
+        None
+    }
+
+    /// The size of the pages this table maps.
+    pub fn page_size(&self) -> PageSize {
+        self.size
     }
 
     /// The tags of `count` consecutive pages from the one holding `vaddr`, which must lie in
@@ -299,17 +323,19 @@ mod tests {
         assert_eq!(table.swap_out(2, 77 << 12), Some(5));
         assert_eq!(table.swap_out(2, 77 << 12), None);
         assert!(table.lookup(2, 77 << 12).is_none());
-        assert!(table.is_swapped(2, 77 << 12));
-        assert!(!table.is_swapped(2, 78 << 12));
+        assert_eq!(table.object(2, 77 << 12).map(|o| o.presence), Some(Presence::Swapped));
+        assert_eq!(table.object(2, 78 << 12), None);
         assert_eq!(table.len(), 0);
         table.insert(t);
-        assert!(!table.is_swapped(2, 77 << 12));
+        assert_eq!(table.object(2, 77 << 12).map(|o| o.presence), Some(Presence::Present { frame: Pfn(5), tag: 0 }));
         assert_eq!(table.len(), 1);
         table.insert_tagged(Translation { vpn: Vpn(78), ..t }, 9);
         assert_eq!(table.tags(2, 76 << 12, 4), Some(&[NO_TAG, 0, 9, NO_TAG][..]));
         table.swap_out(2, 78 << 12);
         assert_eq!(table.tags(2, 76 << 12, 4), Some(&[NO_TAG, 0, NO_TAG, NO_TAG][..]));
         assert_eq!(table.tags(2, 1 << 30, 4), None);
+        assert_eq!(table.remove(2, 77 << 12), Some(5));
+        assert_eq!((table.object(2, 77 << 12), table.len()), (None, 0));
     }
 
     #[test]

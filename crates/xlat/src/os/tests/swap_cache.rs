@@ -302,7 +302,7 @@ fn readahead_counters_add_up_under_every_policy() {
         let mut rng = Xoshiro256PlusPlus::seed_from_u64(12);
         for page in sweeps(20_000, 0..1200, 6) {
             let ahead = os.readahead.as_ref().unwrap().contains(0, page);
-            majors += u64::from(os.table.is_swapped(0, page << 12) && !ahead);
+            majors += u64::from(os.translations.swapped(0, page << 12) && !ahead);
             let t = os.miss(0, page << 12).unwrap();
             os.access(t.pfn, rng.random_ratio(1, 4)).unwrap();
             touched.insert(page);
@@ -313,7 +313,7 @@ fn readahead_counters_add_up_under_every_policy() {
             assert_eq!(s.shootdowns, shot, "{:?}", spec.eviction);
             if page % 64 == 0 {
                 let ra = os.readahead.as_ref().unwrap();
-                let out = touched.iter().filter(|&&p| os.table.is_swapped(0, p << 12) && !ra.contains(0, p)).count();
+                let out = touched.iter().filter(|&&p| os.translations.swapped(0, p << 12) && !ra.contains(0, p)).count();
                 let copies = os.swap_copy.iter().filter(|&&c| c).count();
                 assert_eq!(os.swap.used(), (out + copies) as u64, "{:?}", spec.eviction);
             }
@@ -389,7 +389,7 @@ fn linux_evicts_an_unused_page_read_ahead_at_its_first_look() {
     assert!(os.take_shootdowns().is_none(), "the page evicted was never mapped");
     let s = os.stats();
     assert_eq!((s.evictions, s.shootdowns, s.reclaim.unwrap().rotations), (9, 8, 11), "{s:?}");
-    assert!(os.table.is_swapped(0, 2 << 12) && !os.readahead.as_ref().unwrap().contains(0, 2));
+    assert!(os.translations.swapped(0, 2 << 12) && !os.readahead.as_ref().unwrap().contains(0, 2));
 }
 
 /// Under Linux-like reclaim the old copy a store leaves behind is in no page-table entry, so

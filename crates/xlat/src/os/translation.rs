@@ -1,0 +1,220 @@
+//! EMT's translation interface (seed 003): what the OS asks of a page table, whatever its
+//! format, so that every OS policy (demand paging, eviction, swap, readahead) works with
+//! every page-table driver.
+//!
+//! - A **translation object** ([`TranslationObject`]) is one page's translation and its
+//!   attributes: its size, and whether it is present (at a frame, with the placement tag
+//!   Mosaic's ToC reads) or swapped out.
+//! - A **translation database** holds exactly one object per page of an address space and
+//!   finds, updates and removes them (the basic operations). [`Translations`] holds the
+//!   databases of a machine's address spaces in two parts kept in step by those operations:
+//!   the store of objects ([`PageTable`]: the values entries hold, which do not depend on the
+//!   format) and the driver ([`Driver`]: the format, where each entry lies, which table pages
+//!   it takes and what a walk reads).
+//! - The **translation service** says which database an address space uses: every address
+//!   space of a machine uses its machine's driver (`os.page_table`), its own entries in the
+//!   store (keyed by its ASID) and its own tables in the driver (a radix or FPT root; ECPT
+//!   keeps one set of ways, as the artifact's simulator does).
+//!
+//! The customizable operations (iterate over a range, range emptiness, huge-page
+//! eligibility, the swap entry) have defaults written over `find` ([`iterate_by_find`] and
+//! the default methods of [`crate::mmu::PageTableDriver`]); a driver may override any of
+//! them with its own structure. Every implementation answers the same (tests hold overrides
+//! to the defaults); an override does less work, as `radix` skipping the part of a range
+//! under a directory entry with no table.
+//!
+//! Accessed and dirty bits are kept per frame by the OS (its recency models and the swap
+//! cache's copy flag), as the kernel's reverse map sees them; write protection is not
+//! modelled (every page is writable).
+
+use super::page_table::{Leaf, PageTable};
+use crate::mmu::{Driver, Placed, TableFull, TableNeed, WalkSink};
+use crate::os::OsSpec;
+use crate::types::{Asid, PageSize, Pfn, Translation, Vpn};
+use std::ops::{ControlFlow, Range};
+
+/// Where a translation object's page is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Presence {
+    /// In memory: its first base frame, and its placement tag (the CPFN of an iceberg
+    /// placement, which Mosaic's ToC reads).
+    Present {
+        /// First base frame of the page.
+        frame: Pfn,
+        /// Placement tag.
+        tag: u8,
+    },
+    /// Swapped out: its entry holds a swap entry, and the next touch is a major fault.
+    Swapped,
+}
+
+/// EMT's translation object: one page's translation and its attributes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TranslationObject {
+    /// The page's size.
+    pub size: PageSize,
+    /// Where the page is.
+    pub presence: Presence,
+}
+
+/// A callback of an iteration: given each object in a range and its page's first address;
+/// `Break` ends the iteration.
+pub type Visit<'a> = &'a mut dyn FnMut(u64, TranslationObject) -> ControlFlow<()>;
+
+/// The basic operation the customizable ones are written over.
+pub trait Find {
+    /// The object of the page holding `vaddr` in `asid`, if it has one.
+    fn find(&mut self, asid: Asid, vaddr: u64) -> Option<TranslationObject>;
+    /// The size of the pages found.
+    fn page_size(&self) -> PageSize;
+}
+
+impl Find for PageTable {
+    fn find(&mut self, asid: Asid, vaddr: u64) -> Option<TranslationObject> {
+        self.object(asid, vaddr)
+    }
+
+    fn page_size(&self) -> PageSize {
+        PageTable::page_size(self)
+    }
+}
+
+/// The default iteration: finds every page of `range` of `asid` in turn (from the page
+/// holding `range.start`), visiting those that have an object.
+pub fn iterate_by_find(db: &mut dyn Find, asid: Asid, range: Range<u64>, visit: Visit) -> ControlFlow<()> {
+    let bytes = db.page_size().bytes();
+    let mut vaddr = range.start & !(bytes - 1);
+    while vaddr < range.end {
+        if let Some(object) = db.find(asid, vaddr) {
+            visit(vaddr, object)?;
+        }
+        vaddr = vaddr.saturating_add(bytes);
+    }
+    ControlFlow::Continue(())
+}
+
+/// The translation databases of a machine's address spaces: the store of objects and the
+/// driver of their format, in step.
+#[derive(Clone, Debug)]
+pub struct Translations {
+    store: PageTable,
+    driver: Driver,
+}
+
+impl Translations {
+    /// Empty databases of pages of `spec.page_size` in the format of `spec.page_table`; an
+    /// unmapped page's tag is `no_tag`.
+    pub fn new(spec: &OsSpec, no_tag: u8) -> Translations {
+        Translations { store: PageTable::new(spec.page_size, no_tag), driver: Driver::new(spec) }
+    }
+
+    /// Find, on a TLB miss: the present page holding `vaddr`, and where the store holds it
+    /// (for a ToC read after the walk).
+    #[inline(always)]
+    pub fn find(&mut self, asid: Asid, vaddr: u64) -> Option<(Translation, Leaf)> {
+        self.store.lookup(asid, vaddr)
+    }
+
+    /// Find, as the kernel's code does: the object of the page holding `vaddr`, present or
+    /// swapped out.
+    pub fn object(&mut self, asid: Asid, vaddr: u64) -> Option<TranslationObject> {
+        self.store.object(asid, vaddr)
+    }
+
+    /// Update to present: maps `t` with placement tag `tag` (in place of any object the page
+    /// had), once the driver has every table it needs ([`Translations::need`]). Returns
+    /// where the store holds it; fails when the driver finds no slot for it.
+    pub fn map(&mut self, t: Translation, tag: u8) -> Result<Leaf, TableFull> {
+        let leaf = self.store.insert_tagged(t, tag);
+        self.driver.mapped(&t)?;
+        Ok(leaf)
+    }
+
+    /// Update to swapped out: the present page `vpn` of `asid` is unmapped, its entry holding
+    /// a swap entry. Returns its frame (in units of the page size), or `None` (changing
+    /// nothing) when it was not present.
+    pub fn swap_out(&mut self, asid: Asid, vpn: Vpn) -> Option<u64> {
+        let frame = self.store.swap_out(asid, vpn.addr().0)?;
+        self.driver.unmapped(asid, vpn, self.store.page_size());
+        Some(frame)
+    }
+
+    /// Remove: page `vpn` of `asid` has no object after. Returns the frame (in units of the
+    /// page size) it was present at.
+    pub fn remove(&mut self, asid: Asid, vpn: Vpn) -> Option<u64> {
+        let frame = self.store.remove(asid, vpn.addr().0);
+        if frame.is_some() {
+            self.driver.unmapped(asid, vpn, self.store.page_size());
+        }
+        frame
+    }
+
+    /// Visits each object in `range` of `asid`, in address order, until `visit` breaks.
+    pub fn iterate(&mut self, asid: Asid, range: Range<u64>, visit: Visit) -> ControlFlow<()> {
+        self.driver.iterate(&mut self.store, asid, range, visit)
+    }
+
+    /// True when no page of `range` of `asid` has an object.
+    pub fn range_is_void(&mut self, asid: Asid, range: Range<u64>) -> bool {
+        self.driver.range_is_void(&mut self.store, asid, range)
+    }
+
+    /// True when a page of `size` may map the aligned range of that size holding `vaddr`:
+    /// no smaller page of it has an object.
+    pub fn huge_eligible(&mut self, asid: Asid, vaddr: u64, size: PageSize) -> bool {
+        self.driver.huge_eligible(&mut self.store, asid, vaddr, size)
+    }
+
+    /// True when the page holding `vaddr` is swapped out: its entry holds a swap entry.
+    pub fn swapped(&mut self, asid: Asid, vaddr: u64) -> bool {
+        self.driver.swapped(&mut self.store, asid, vaddr)
+    }
+
+    /// The next table page the driver needs placed before a page of `size` at `vpn` of
+    /// `asid` can be mapped (see [`crate::mmu::PageTableDriver::need`]).
+    pub fn need(&self, asid: Asid, vpn: Vpn, size: PageSize) -> Option<TableNeed> {
+        self.driver.need(asid, vpn, size)
+    }
+
+    /// The OS placed `table` as [`Translations::need`] asked.
+    pub fn given(&mut self, asid: Asid, vpn: Vpn, size: PageSize, table: Placed) {
+        self.driver.given(asid, vpn, size, table);
+    }
+
+    /// Moves the frames of the table pages the driver let go of into `out`.
+    pub fn take_released(&mut self, out: &mut Vec<Pfn>) {
+        self.driver.take_released(out);
+    }
+
+    /// The walk that finds `t`, a present page: its reads go to `sink`.
+    #[inline(always)]
+    pub fn walk<S: WalkSink>(&mut self, t: &Translation, sink: &mut S) {
+        self.driver.walk(t, sink);
+    }
+
+    /// True when walks read nothing the machine models and change nothing (see
+    /// [`crate::mmu`]).
+    pub fn stateless(&self) -> bool {
+        self.driver.stateless()
+    }
+
+    /// The store, for what the OS reads of it on the hot path (tags, prefetch hints).
+    #[inline(always)]
+    pub fn store(&self) -> &PageTable {
+        &self.store
+    }
+
+    /// The store, for reads that go through its directory cache.
+    #[inline(always)]
+    pub fn store_mut(&mut self) -> &mut PageTable {
+        &mut self.store
+    }
+
+    /// What the driver did and holds (`results.json`'s `page_table`).
+    pub fn stats(&self) -> serde_json::Value {
+        self.driver.stats()
+    }
+}
+
+#[cfg(test)]
+mod tests;
