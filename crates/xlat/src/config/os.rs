@@ -30,6 +30,7 @@ pub fn merge(base: RawOs, over: Option<&RawOs>) -> RawOs {
         memory: o.memory.or(base.memory),
         page_size: o.page_size.or(base.page_size),
         page_table: o.page_table.or(base.page_table),
+        kernel_work: o.kernel_work.or(base.kernel_work),
         placement: o.placement.or(base.placement),
         ways: o.ways.or(base.ways),
         iceberg: o.iceberg.or(base.iceberg),
@@ -85,7 +86,9 @@ pub fn validate(raw: &RawOs, path: &str) -> Result<OsSpec> {
         return err(format!("{path}.age_window"), "the eviction-age metric needs an `os.eviction` policy (nothing is evicted without one)");
     }
     let page_table = raw.page_table.unwrap_or_default();
-    let spec = OsSpec { memory, page_size, page_table, placement, eviction, recency, age_window: raw.age_window, swap_cache, page_cluster, swap_slots, swap_cache_cow };
+    let kernel_work = raw.kernel_work.unwrap_or_default();
+    kernel_work.check(&format!("{path}.kernel_work"))?;
+    let spec = OsSpec { memory, page_size, page_table, kernel_work, placement, eviction, recency, age_window: raw.age_window, swap_cache, page_cluster, swap_slots, swap_cache_cow };
     spec.page_table.check(&spec, &format!("{path}.page_table"))?;
     Ok(spec)
 }

@@ -7,10 +7,10 @@ use crate::Result;
 use serde::{Deserialize, Serialize};
 
 /// The columns of `results.csv` a plot may use: all of them, in the file's order.
-pub const RESULT_COLUMNS: [&str; 29] = [
+pub const RESULT_COLUMNS: [&str; 30] = [
     "workload", "config", "level", "side", "tlb", "entries", "ways", "arity", "accesses", "hits", "misses",
     "sub_page_misses", "miss_rate", "mpki", "refs", "instructions", "walks", "page_faults", "footprint_bytes",
-    "memory_bytes", "swap_io_bytes", "swap_ins", "swap_outs", "evictions", "shootdowns", "conflicts", "first_conflict_utilization",
+    "memory_bytes", "swap_io_bytes", "swap_ins", "swap_outs", "evictions", "shootdowns", "kernel_instructions", "conflicts", "first_conflict_utilization",
     "steady_state_utilization", "partial",
 ];
 

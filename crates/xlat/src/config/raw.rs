@@ -4,6 +4,7 @@
 use super::size::ByteSize;
 use crate::hash::HashSpec;
 use crate::os::eviction::RecencyKind;
+use crate::os::kernel_work::KernelWorkSpec;
 use crate::os::EvictionSpec;
 use crate::sim::MachineKind;
 use crate::os::iceberg::{BackyardRanges, TieBreak};
@@ -403,6 +404,8 @@ pub struct RawOs {
     /// The page-table driver: the format walks read (`map`, the OS's own map, walked at no
     /// cost).
     pub page_table: Option<PageTableSpec>,
+    /// Weights of the kernel-work model: instructions per call and per primitive.
+    pub kernel_work: Option<KernelWorkSpec>,
     /// Frame placement.
     pub placement: Option<Placement>,
     /// Frames per set (set-associative placement).

@@ -20,6 +20,7 @@
 //! pages under `l3l2`, 2 MiB pages under `l4l3-l2l1` (EMT's 4 KiB-only configuration).
 
 use super::{DriverSpec, PageTableDriver, Placed, TableFull, TableNeed, WalkRead, WalkSink};
+use crate::os::kernel_work::Meter;
 use crate::os::OsSpec;
 use crate::types::{Asid, PageSize, Pfn, Translation, Vpn, BASE_PAGE_SHIFT};
 use rustc_hash::FxHashMap;
@@ -198,9 +199,14 @@ impl PageTableDriver for Fpt {
         Some(if self.mode.merged_uppers().contains(&level) { TableNeed::Block(NODE_PAGES) } else { TableNeed::Page })
     }
 
-    fn given(&mut self, asid: Asid, vpn: Vpn, size: PageSize, table: Placed) {
+    /// Adds the node, zeroed (2 MiB flattened, 4 KiB plain), and writes the entry above that
+    /// points to it.
+    fn given(&mut self, asid: Asid, vpn: Vpn, size: PageSize, table: Placed, meter: &mut Meter) {
         let path = self.path(asid, vpn, leaf_level(size));
         let top = path.next.expect("a node was asked for");
+        let pages = if matches!(table, Placed::Block(_)) { NODE_PAGES } else { 1 };
+        meter.table_allocated(pages << BASE_PAGE_SHIFT);
+        meter.add().entries_written += 1;
         let node = match table {
             Placed::Block(frame) => Node { frame, top, flat: true },
             Placed::Page(frame) => {
@@ -221,13 +227,24 @@ impl PageTableDriver for Fpt {
         }
     }
 
-    /// The nodes are in place ([`PageTableDriver::need`]).
-    fn mapped(&mut self, _: &Translation) -> Result<(), TableFull> {
+    /// The nodes are in place ([`PageTableDriver::need`]): the kernel walks to the entry
+    /// and writes it.
+    fn mapped(&mut self, t: &Translation, meter: &mut Meter) -> Result<(), TableFull> {
+        self.find_work(t.asid, t.vpn.addr().0, t.size, meter);
+        meter.add().entries_written += 1;
         Ok(())
     }
 
-    /// Nodes stay, as radix tables do.
-    fn unmapped(&mut self, _: Asid, _: Vpn, _: PageSize) {}
+    /// Nodes stay, as radix tables do: the kernel walks to the entry and clears it.
+    fn unmapped(&mut self, asid: Asid, vpn: Vpn, size: PageSize, meter: &mut Meter) {
+        self.find_work(asid, vpn.addr().0, size, meter);
+        meter.add().entries_written += 1;
+    }
+
+    /// An entry read per node on the path, down to the first missing one.
+    fn find_work(&self, asid: Asid, vaddr: u64, size: PageSize, meter: &mut Meter) {
+        meter.add().entries_read += self.path(asid, Vpn(vaddr >> BASE_PAGE_SHIFT), leaf_level(size)).len as u64;
+    }
 
     #[inline(never)]
     fn walk<S: WalkSink>(&mut self, t: &Translation, sink: &mut S) {
@@ -316,10 +333,10 @@ mod tests {
                     prop_assert!(need.is_some());
                     // A fallback: the OS gives a page for a block.
                     prop_assert!(matches!(placed, Placed::Page(_)) || need == Some(TableNeed::Block(512)));
-                    fpt.given(asid, t.vpn, t.size, placed);
+                    fpt.given(asid, t.vpn, t.size, placed, &mut Meter::default());
                 }
                 prop_assert_eq!(fpt.need(asid, t.vpn, t.size), None);
-                fpt.mapped(&t).unwrap();
+                fpt.mapped(&t, &mut Meter::default()).unwrap();
                 mapped.push((t, reads));
             }
             for (t, want) in mapped {
@@ -336,12 +353,12 @@ mod tests {
         let mut fpt = Fpt::new(&FptSpec::default(), &os);
         let t = Translation { asid: 0, vpn: Vpn(0x7f00_0001), pfn: Pfn(0), size: PageSize::Size4K };
         assert_eq!(fpt.need(0, t.vpn, t.size), Some(TableNeed::Block(512)));
-        fpt.given(0, t.vpn, t.size, Placed::Block(Pfn(512)));
+        fpt.given(0, t.vpn, t.size, Placed::Block(Pfn(512)), &mut Meter::default());
         // No block free for the L2+L1 node: a plain PD, then a plain PT.
         assert_eq!(fpt.need(0, t.vpn, t.size), Some(TableNeed::Block(512)));
-        fpt.given(0, t.vpn, t.size, Placed::Page(Pfn(7)));
+        fpt.given(0, t.vpn, t.size, Placed::Page(Pfn(7)), &mut Meter::default());
         assert_eq!(fpt.need(0, t.vpn, t.size), Some(TableNeed::Page));
-        fpt.given(0, t.vpn, t.size, Placed::Page(Pfn(8)));
+        fpt.given(0, t.vpn, t.size, Placed::Page(Pfn(8)), &mut Meter::default());
         assert_eq!(fpt.need(0, t.vpn, t.size), None);
         let mut reads = Vec::new();
         fpt.walk(&t, &mut reads);
@@ -349,7 +366,7 @@ mod tests {
         // Another 1 GiB region gets its flattened L2+L1 node: two reads.
         let u = Translation { vpn: Vpn(0x7f00_0001 + (1 << 18)), ..t };
         assert_eq!(fpt.need(0, u.vpn, u.size), Some(TableNeed::Block(512)));
-        fpt.given(0, u.vpn, u.size, Placed::Block(Pfn(1024)));
+        fpt.given(0, u.vpn, u.size, Placed::Block(Pfn(1024)), &mut Meter::default());
         reads.clear();
         fpt.walk(&u, &mut reads);
         let index = (0x7f00_0001u64 + (1 << 18)) & ((1 << 18) - 1);

@@ -3,6 +3,7 @@
 //! paper's TLB studies, which count misses rather than time walks.
 
 use super::{DriverSpec, PageTableDriver, TableFull, WalkSink};
+use crate::os::kernel_work::Meter;
 use crate::os::OsSpec;
 use crate::types::{Asid, PageSize, Translation, Vpn};
 use serde::{Deserialize, Serialize};
@@ -35,13 +36,23 @@ impl PageTableDriver for MapDriver {
         true
     }
 
+    /// The entry written.
     #[inline(always)]
-    fn mapped(&mut self, _: &Translation) -> Result<(), TableFull> {
+    fn mapped(&mut self, _: &Translation, meter: &mut Meter) -> Result<(), TableFull> {
+        meter.add().entries_written += 1;
         Ok(())
     }
 
+    /// The entry written.
     #[inline(always)]
-    fn unmapped(&mut self, _: Asid, _: Vpn, _: PageSize) {}
+    fn unmapped(&mut self, _: Asid, _: Vpn, _: PageSize, meter: &mut Meter) {
+        meter.add().entries_written += 1;
+    }
+
+    /// One entry read: the map is found as a flat table would be.
+    fn find_work(&self, _: Asid, _: u64, _: PageSize, meter: &mut Meter) {
+        meter.add().entries_read += 1;
+    }
 
     #[inline(always)]
     fn walk<S: WalkSink>(&mut self, _: &Translation, _: &mut S) {}

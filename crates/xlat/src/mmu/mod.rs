@@ -21,6 +21,7 @@ pub mod pwc;
 pub mod walker;
 
 use crate::config::named::named_models;
+use crate::os::kernel_work::Meter;
 use crate::os::translation::{iterate_by_find, Find, Presence, Visit};
 use crate::os::OsSpec;
 use crate::types::{Asid, PageSize, Pfn, PhysAddr, Translation, Vpn};
@@ -141,15 +142,19 @@ pub trait PageTableDriver {
         None
     }
     /// The OS placed `table`, as [`Self::need`] asked for the page of `size` at `vpn` of
-    /// `asid`.
-    fn given(&mut self, _asid: Asid, _vpn: Vpn, _size: PageSize, _table: Placed) {
+    /// `asid`: the driver counts its allocation and linking in `meter`.
+    fn given(&mut self, _asid: Asid, _vpn: Vpn, _size: PageSize, _table: Placed, _meter: &mut Meter) {
         unreachable!("a driver that needs no tables is given none")
     }
     /// The OS mapped `t`: a page mapped for the first time, again after a swap-out, or moved
-    /// to another frame.
-    fn mapped(&mut self, t: &Translation) -> Result<(), TableFull>;
-    /// The OS unmapped the page of `size` at `vpn` in `asid`.
-    fn unmapped(&mut self, asid: Asid, vpn: Vpn, size: PageSize);
+    /// to another frame. The driver counts the kernel's work writing it in `meter`.
+    fn mapped(&mut self, t: &Translation, meter: &mut Meter) -> Result<(), TableFull>;
+    /// The OS unmapped the page of `size` at `vpn` in `asid`, counting the work in `meter`.
+    fn unmapped(&mut self, asid: Asid, vpn: Vpn, size: PageSize, meter: &mut Meter);
+    /// Counts in `meter` the entries the kernel reads (and hashes it computes) to find the
+    /// entry of the page of `size` holding `vaddr` in `asid`, in software: the work of
+    /// [`Find::find`] in this format.
+    fn find_work(&self, asid: Asid, vaddr: u64, size: PageSize, meter: &mut Meter);
     /// Moves the frames of the table pages the driver no longer uses into `out`, for the OS
     /// to free. The default: none.
     fn take_released(&mut self, _out: &mut Vec<Pfn>) {}
@@ -245,25 +250,32 @@ macro_rules! page_table_drivers {
             }
 
             /// See [`PageTableDriver::given`].
-            pub fn given(&mut self, asid: Asid, vpn: Vpn, size: PageSize, table: Placed) {
+            pub fn given(&mut self, asid: Asid, vpn: Vpn, size: PageSize, table: Placed, meter: &mut Meter) {
                 match self {
-                    $(Driver::$variant(d) => d.given(asid, vpn, size, table),)+
+                    $(Driver::$variant(d) => d.given(asid, vpn, size, table, meter),)+
                 }
             }
 
             /// See [`PageTableDriver::mapped`].
             #[inline(always)]
-            pub fn mapped(&mut self, t: &Translation) -> Result<(), TableFull> {
+            pub fn mapped(&mut self, t: &Translation, meter: &mut Meter) -> Result<(), TableFull> {
                 match self {
-                    $(Driver::$variant(d) => d.mapped(t),)+
+                    $(Driver::$variant(d) => d.mapped(t, meter),)+
                 }
             }
 
             /// See [`PageTableDriver::unmapped`].
             #[inline(always)]
-            pub fn unmapped(&mut self, asid: Asid, vpn: Vpn, size: PageSize) {
+            pub fn unmapped(&mut self, asid: Asid, vpn: Vpn, size: PageSize, meter: &mut Meter) {
                 match self {
-                    $(Driver::$variant(d) => d.unmapped(asid, vpn, size),)+
+                    $(Driver::$variant(d) => d.unmapped(asid, vpn, size, meter),)+
+                }
+            }
+
+            /// See [`PageTableDriver::find_work`].
+            pub fn find_work(&self, asid: Asid, vaddr: u64, size: PageSize, meter: &mut Meter) {
+                match self {
+                    $(Driver::$variant(d) => d.find_work(asid, vaddr, size, meter),)+
                 }
             }
 
@@ -361,10 +373,11 @@ mod tests {
         assert!(driver.stateless());
         let t = Translation { asid: 1, vpn: Vpn(5), pfn: Pfn(9), size: PageSize::Size4K };
         assert_eq!(driver.need(1, Vpn(5), PageSize::Size4K), None);
-        driver.mapped(&t).unwrap();
+        let mut meter = Meter::default();
+        driver.mapped(&t, &mut meter).unwrap();
         let mut reads = Vec::new();
         driver.walk(&t, &mut reads);
-        driver.unmapped(1, Vpn(5), PageSize::Size4K);
+        driver.unmapped(1, Vpn(5), PageSize::Size4K, &mut meter);
         assert!(reads.is_empty());
     }
 }

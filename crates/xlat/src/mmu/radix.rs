@@ -16,6 +16,7 @@
 //! 3, 2, 1, 0 in that order ([`super::WalkRead::level`]).
 
 use super::{DriverSpec, PageTableDriver, Placed, TableFull, TableNeed, WalkRead, WalkSink};
+use crate::os::kernel_work::Meter;
 use crate::os::translation::{iterate_by_find, Find, Visit};
 use crate::os::OsSpec;
 use crate::types::{Asid, PageSize, Pfn, Translation, Vpn, BASE_PAGE_SHIFT};
@@ -27,6 +28,8 @@ use serde::{Deserialize, Serialize};
 const INDEX_BITS: u32 = 9;
 /// Bytes of an entry.
 const ENTRY_BYTES: u64 = 8;
+/// Bytes of a table.
+const TABLE_BYTES: u64 = ENTRY_BYTES << INDEX_BITS;
 /// A child slot with no table.
 const NONE: u32 = u32::MAX;
 
@@ -153,9 +156,12 @@ impl PageTableDriver for Radix {
         (self.path(asid, vpn, leaf_level(size)).1 > 0).then_some(TableNeed::Page)
     }
 
-    /// Adds the highest table missing on the path of `vpn`.
-    fn given(&mut self, asid: Asid, vpn: Vpn, size: PageSize, table: Placed) {
+    /// Adds the highest table missing on the path of `vpn`: a table of 4 KiB zeroed, and
+    /// the entry above that points to it written.
+    fn given(&mut self, asid: Asid, vpn: Vpn, size: PageSize, table: Placed, meter: &mut Meter) {
         let Placed::Page(frame) = table else { unreachable!("radix asks for pages only") };
+        meter.table_allocated(TABLE_BYTES);
+        meter.add().entries_written += 1;
         let (path, missing) = self.path(asid, vpn, leaf_level(size));
         assert!(missing > 0, "the OS placed a table need asked for");
         let level = self.levels - 1 - path.len() as u32;
@@ -171,14 +177,25 @@ impl PageTableDriver for Radix {
         }
     }
 
-    /// The tables are in place ([`PageTableDriver::need`]): the entry is written, which
-    /// changes no address a walk reads.
-    fn mapped(&mut self, _: &Translation) -> Result<(), TableFull> {
+    /// The tables are in place ([`PageTableDriver::need`]): the kernel walks to the entry
+    /// and writes it, which changes no address a walk reads.
+    fn mapped(&mut self, t: &Translation, meter: &mut Meter) -> Result<(), TableFull> {
+        self.find_work(t.asid, t.vpn.addr().0, t.size, meter);
+        meter.add().entries_written += 1;
         Ok(())
     }
 
-    /// Tables stay: the entry is cleared, which changes no address a walk reads.
-    fn unmapped(&mut self, _: Asid, _: Vpn, _: PageSize) {}
+    /// Tables stay: the kernel walks to the entry and clears it, which changes no address a
+    /// walk reads.
+    fn unmapped(&mut self, asid: Asid, vpn: Vpn, size: PageSize, meter: &mut Meter) {
+        self.find_work(asid, vpn.addr().0, size, meter);
+        meter.add().entries_written += 1;
+    }
+
+    /// An entry read per table on the path, down to the first missing one.
+    fn find_work(&self, asid: Asid, vaddr: u64, size: PageSize, meter: &mut Meter) {
+        meter.add().entries_read += self.path(asid, Vpn(vaddr >> BASE_PAGE_SHIFT), leaf_level(size)).0.len() as u64;
+    }
 
     /// Out of line: a machine's loops, which also serve drivers that read nothing, stay
     /// lean.
@@ -210,7 +227,9 @@ impl PageTableDriver for Radix {
         let mut start = range.start;
         while start < range.end {
             let end = (start & !(span - 1)).saturating_add(span).min(range.end);
-            if self.path(asid, Vpn(start >> BASE_PAGE_SHIFT), leaf).1 == 0 {
+            let (path, missing) = self.path(asid, Vpn(start >> BASE_PAGE_SHIFT), leaf);
+            db.meter().add().entries_read += path.len() as u64;
+            if missing == 0 {
                 iterate_by_find(db, asid, start..end, visit)?;
             }
             start = end;
@@ -294,10 +313,10 @@ mod tests {
                 let added = naive.map(asid, vaddr, size);
                 for &frame in &added {
                     prop_assert_eq!(radix.need(asid, t.vpn, size), Some(TableNeed::Page));
-                    radix.given(asid, t.vpn, size, Placed::Page(frame));
+                    radix.given(asid, t.vpn, size, Placed::Page(frame), &mut Meter::default());
                 }
                 prop_assert_eq!(radix.need(asid, t.vpn, size), None);
-                radix.mapped(&t).unwrap();
+                radix.mapped(&t, &mut Meter::default()).unwrap();
                 mapped.push((t, vaddr));
             }
             for (t, vaddr) in mapped {
@@ -316,9 +335,9 @@ mod tests {
         let t = page(0, 0x7f00_0000_1000, PageSize::Size4K);
         for frame in 10..14 {
             assert_eq!(radix.need(0, t.vpn, t.size), Some(TableNeed::Page));
-            radix.given(0, t.vpn, t.size, Placed::Page(Pfn(frame)));
+            radix.given(0, t.vpn, t.size, Placed::Page(Pfn(frame)), &mut Meter::default());
         }
-        radix.mapped(&t).unwrap();
+        radix.mapped(&t, &mut Meter::default()).unwrap();
         let next = page(0, 0x7f00_0000_2000, PageSize::Size4K);
         assert_eq!(radix.need(0, next.vpn, next.size), None);
         let mut reads = Vec::new();

@@ -13,6 +13,7 @@ pub mod eviction;
 pub mod frames;
 pub mod fully_associative;
 pub mod iceberg;
+pub mod kernel_work;
 pub mod page_table;
 pub mod placement;
 pub mod readahead;
@@ -31,6 +32,7 @@ pub use walk::{Walk, WalkBy};
 
 use eviction::age::AgeTracker;
 use eviction::Evictor;
+use kernel_work::{KernelWorkSpec, KernelWorkStats, Operation};
 use eviction::scan::Scanner;
 use frames::Frames;
 use iceberg::placement as iceberg_placement;
@@ -61,6 +63,8 @@ pub struct OsSpec {
     pub page_size: PageSize,
     /// The page-table driver: the format walks read (see [`crate::mmu`]).
     pub page_table: PageTableSpec,
+    /// Weights of the kernel-work model (see [`kernel_work`]).
+    pub kernel_work: KernelWorkSpec,
     /// Where a new page's frame may go.
     pub placement: PlacementSpec,
     /// What is evicted when no allowed frame is free.
@@ -89,7 +93,7 @@ impl OsSpec {
     /// A memory of `memory` bytes of 4 KiB pages placed by `placement`, never evicting (and,
     /// given a policy, writing every page it evicts: no swap cache).
     pub fn simple(memory: u64, placement: PlacementSpec) -> OsSpec {
-        OsSpec { memory, page_size: PageSize::Size4K, page_table: PageTableSpec::default(), placement, eviction: EvictionSpec::default(), recency: Recency::Access, age_window: None, swap_cache: false, page_cluster: 0, swap_slots: None, swap_cache_cow: false }
+        OsSpec { memory, page_size: PageSize::Size4K, page_table: PageTableSpec::default(), kernel_work: KernelWorkSpec::default(), placement, eviction: EvictionSpec::default(), recency: Recency::Access, age_window: None, swap_cache: false, page_cluster: 0, swap_slots: None, swap_cache_cow: false }
     }
 }
 
@@ -347,8 +351,14 @@ impl Os {
     /// as sharing and copies the page into a new frame, which it maps in place of the old
     /// one (a shootdown). The old page stays in its frame, unmapped and clean, holding its
     /// slot, until reclaim drops it without a write. Returns the new frame.
+    /// A call of [`Operation::Fault`].
     #[cold]
     fn copy_on_write(&mut self, frame: u64) -> std::result::Result<u64, OutOfMemory> {
+        self.call(Operation::Fault, |os| os.copy_page(frame))
+    }
+
+    /// [`Os::copy_on_write`]'s work.
+    fn copy_page(&mut self, frame: u64) -> std::result::Result<u64, OutOfMemory> {
         let (asid, vpn) = self.frames.owner(frame).expect("a mapped page occupies its frame");
         self.stale.insert(frame);
         // No page-table entry maps the old page now, so nothing sets its accessed bit.
@@ -357,6 +367,9 @@ impl Os {
             scanner.forget(frame);
         }
         let (new, cpfn) = self.choose_frame(asid, vpn).map_err(|reason| OutOfMemory { asid, vaddr: vpn.addr().0, reason })?;
+        let work = self.translations.meter().add();
+        work.frame_allocations += 1;
+        work.shootdowns += 1;
         self.install(asid, vpn, new, false, true);
         // A tick after the new page's stamp, so that the next reference's walk (a use under
         // recency on fill, stamped with the clock as it stands) comes after it.
@@ -396,10 +409,16 @@ impl Os {
         self.policy.retimed(&self.frames, frame);
     }
 
-    /// One accessed-bit scan: pages seen used get the current time, and pages whose bit it
-    /// cleared are shot down.
+    /// One accessed-bit scan, a call of [`Operation::Scan`]: pages seen used get the current
+    /// time, and pages whose bit it cleared are shot down.
     #[cold]
     fn scan(&mut self) {
+        self.call(Operation::Scan, Os::scan_pages);
+    }
+
+    /// [`Os::scan`]'s work: each resident page's entry read, and written where its bit is
+    /// cleared.
+    fn scan_pages(&mut self) {
         let mut scanner = self.scanner.take().expect("scan recency has a scanner");
         // Resident pages only: a memory far larger than the footprint costs a word per 64
         // free frames, not a visit each.
@@ -410,11 +429,15 @@ impl Os {
                 continue;
             }
             let page = self.frames.owner(frame).expect("an occupied frame has an owner");
+            self.translations.read_entry(page.0, page.1.addr().0);
             let visit = scanner.visit(frame);
             if visit.used {
                 self.retime(frame);
             }
             if visit.cleared {
+                let work = self.translations.meter().add();
+                work.entries_written += 1;
+                work.shootdowns += 1;
                 self.stats.scan_shootdowns += 1;
                 self.stats.shootdowns += 1;
                 self.shootdowns.push(Page { asid: page.0, vpn: page.1, size: self.spec.page_size });
@@ -423,12 +446,30 @@ impl Os {
         self.scanner = Some(scanner);
     }
 
+    /// A page fault on `vaddr` of `asid`: a call of [`Operation::SwapIn`] when the page is
+    /// swapped out, else of [`Operation::Fault`].
     #[cold]
     fn fault(&mut self, asid: Asid, vaddr: u64) -> std::result::Result<Walk, OutOfMemory> {
+        let swapped_in = self.policy.evicts() && self.translations.store_mut().object(asid, vaddr).is_some_and(|o| o.presence == Presence::Swapped);
+        let op = if swapped_in { Operation::SwapIn } else { Operation::Fault };
+        self.call(op, |os| os.fault_in(asid, vaddr, swapped_in))
+    }
+
+    /// Runs `f` as a call of `op`, which the kernel's work it does counts for.
+    fn call<R>(&mut self, op: Operation, f: impl FnOnce(&mut Os) -> R) -> R {
+        let outer = self.translations.meter().enter(op);
+        let result = f(self);
+        self.translations.meter().leave(outer);
+        result
+    }
+
+    /// The fault's work: reads the page's entry (none, or a swap entry), reads ahead and
+    /// places tables and the page as needed, and maps it.
+    fn fault_in(&mut self, asid: Asid, vaddr: u64, swapped_in: bool) -> std::result::Result<Walk, OutOfMemory> {
         let size = self.spec.page_size;
         let page = vaddr >> size.shift();
         let vpn = size.first_vpn(vaddr);
-        let swapped_in = self.policy.evicts() && self.translations.swapped(asid, vaddr);
+        self.translations.read_entry(asid, vaddr);
         if swapped_in {
             if let Some(ra) = &mut self.readahead {
                 if let Some(found) = ra.hit(asid, page) {
@@ -439,6 +480,10 @@ impl Os {
         }
         let placed = self.place_tables(asid, vpn).and_then(|()| self.choose_frame(asid, vpn));
         let (frame, cpfn) = placed.map_err(|reason| OutOfMemory { asid, vaddr, reason })?;
+        let work = self.translations.meter().add();
+        work.frame_allocations += 1;
+        // A first touch of anonymous memory maps a zeroed page; a swap-in reads it.
+        work.data_bytes_zeroed += if swapped_in { 0 } else { size.bytes() };
         self.install(asid, vpn, frame, swapped_in, true);
         let t = self.map(asid, vpn, frame, cpfn).map_err(|reason| OutOfMemory { asid, vaddr, reason })?;
         self.stats.page_faults += 1;
@@ -593,6 +638,7 @@ impl Os {
             self.clock += 1;
             read = true;
             let (frame, tag) = self.choose_frame(asid, vpn)?;
+            self.translations.meter().add().frame_allocations += 1;
             self.install(asid, vpn, frame, true, false);
             self.readahead.as_mut().expect("readahead is on").insert(asid, other, frame, tag);
             self.stats.swap_ins += 1;
@@ -728,7 +774,13 @@ impl Os {
     /// written and the swap area is full, changing nothing here (what the caller did to
     /// choose the victim, such as unlinking it from the Linux lists, stays: the error ends
     /// the run).
+    /// A call of [`Operation::SwapOut`].
     fn evict(&mut self, frame: u64) -> std::result::Result<(), NoFrame> {
+        self.call(Operation::SwapOut, |os| os.evict_page(frame))
+    }
+
+    /// [`Os::evict`]'s work.
+    fn evict_page(&mut self, frame: u64) -> std::result::Result<(), NoFrame> {
         // A page whose copy in swap is up to date goes without being written.
         let copy = self.swap_copy.get_mut(frame as usize).is_some_and(std::mem::take);
         if !copy && !self.swap.write() {
@@ -751,6 +803,7 @@ impl Os {
         let mapped = !stale && !self.readahead.as_mut().is_some_and(|ra| ra.evicted(asid, page));
         if mapped {
             self.translations.swap_out(asid, vpn);
+            self.translations.meter().add().shootdowns += 1;
             self.stats.shootdowns += 1;
             self.shootdowns.push(Page { asid, vpn, size: self.spec.page_size });
         }
@@ -812,6 +865,11 @@ impl Os {
             Placer::Iceberg(layout) => Some(layout),
             _ => None,
         }
+    }
+
+    /// The kernel's page-table work so far (`results.json`'s `kernel_work`).
+    pub fn kernel_work(&self) -> KernelWorkStats {
+        self.translations.kernel_work(&self.spec.kernel_work)
     }
 
     /// What the page-table driver did and holds (`results.json`'s `page_table`).

@@ -27,6 +27,7 @@
 //! cache's copy flag), as the kernel's reverse map sees them; write protection is not
 //! modelled (every page is writable).
 
+use super::kernel_work::{KernelWorkSpec, KernelWorkStats, Meter};
 use super::page_table::{Leaf, PageTable};
 use crate::mmu::{Driver, Placed, TableFull, TableNeed, WalkSink};
 use crate::os::OsSpec;
@@ -61,21 +62,38 @@ pub struct TranslationObject {
 /// `Break` ends the iteration.
 pub type Visit<'a> = &'a mut dyn FnMut(u64, TranslationObject) -> ControlFlow<()>;
 
-/// The basic operation the customizable ones are written over.
+/// The basic operation the customizable ones are written over, and the meter their work
+/// is counted in.
 pub trait Find {
-    /// The object of the page holding `vaddr` in `asid`, if it has one.
+    /// The object of the page holding `vaddr` in `asid`, if it has one, counting the work
+    /// of finding it.
     fn find(&mut self, asid: Asid, vaddr: u64) -> Option<TranslationObject>;
     /// The size of the pages found.
     fn page_size(&self) -> PageSize;
+    /// Where the work of the operation is counted.
+    fn meter(&mut self) -> &mut Meter;
 }
 
-impl Find for PageTable {
+/// The store found through a driver: each find costs what a find in the driver's format
+/// does ([`crate::mmu::PageTableDriver::find_work`]).
+struct Metered<'a> {
+    store: &'a mut PageTable,
+    driver: &'a Driver,
+    meter: &'a mut Meter,
+}
+
+impl Find for Metered<'_> {
     fn find(&mut self, asid: Asid, vaddr: u64) -> Option<TranslationObject> {
-        self.object(asid, vaddr)
+        self.driver.find_work(asid, vaddr, self.store.page_size(), self.meter);
+        self.store.object(asid, vaddr)
     }
 
     fn page_size(&self) -> PageSize {
-        PageTable::page_size(self)
+        self.store.page_size()
+    }
+
+    fn meter(&mut self) -> &mut Meter {
+        self.meter
     }
 }
 
@@ -99,13 +117,15 @@ pub fn iterate_by_find(db: &mut dyn Find, asid: Asid, range: Range<u64>, visit: 
 pub struct Translations {
     store: PageTable,
     driver: Driver,
+    /// The kernel's work on them.
+    meter: Meter,
 }
 
 impl Translations {
     /// Empty databases of pages of `spec.page_size` in the format of `spec.page_table`; an
     /// unmapped page's tag is `no_tag`.
     pub fn new(spec: &OsSpec, no_tag: u8) -> Translations {
-        Translations { store: PageTable::new(spec.page_size, no_tag), driver: Driver::new(spec) }
+        Translations { store: PageTable::new(spec.page_size, no_tag), driver: Driver::new(spec), meter: Meter::default() }
     }
 
     /// Find, on a TLB miss: the present page holding `vaddr`, and where the store holds it
@@ -126,7 +146,7 @@ impl Translations {
     /// where the store holds it; fails when the driver finds no slot for it.
     pub fn map(&mut self, t: Translation, tag: u8) -> Result<Leaf, TableFull> {
         let leaf = self.store.insert_tagged(t, tag);
-        self.driver.mapped(&t)?;
+        self.driver.mapped(&t, &mut self.meter)?;
         Ok(leaf)
     }
 
@@ -135,7 +155,7 @@ impl Translations {
     /// nothing) when it was not present.
     pub fn swap_out(&mut self, asid: Asid, vpn: Vpn) -> Option<u64> {
         let frame = self.store.swap_out(asid, vpn.addr().0)?;
-        self.driver.unmapped(asid, vpn, self.store.page_size());
+        self.driver.unmapped(asid, vpn, self.store.page_size(), &mut self.meter);
         Some(frame)
     }
 
@@ -144,30 +164,55 @@ impl Translations {
     pub fn remove(&mut self, asid: Asid, vpn: Vpn) -> Option<u64> {
         let frame = self.store.remove(asid, vpn.addr().0);
         if frame.is_some() {
-            self.driver.unmapped(asid, vpn, self.store.page_size());
+            self.driver.unmapped(asid, vpn, self.store.page_size(), &mut self.meter);
         }
         frame
     }
 
+    /// The store, found through the driver and counted.
+    fn metered(&mut self) -> (&Driver, Metered<'_>) {
+        (&self.driver, Metered { store: &mut self.store, driver: &self.driver, meter: &mut self.meter })
+    }
+
     /// Visits each object in `range` of `asid`, in address order, until `visit` breaks.
     pub fn iterate(&mut self, asid: Asid, range: Range<u64>, visit: Visit) -> ControlFlow<()> {
-        self.driver.iterate(&mut self.store, asid, range, visit)
+        let (driver, mut db) = self.metered();
+        driver.iterate(&mut db, asid, range, visit)
     }
 
     /// True when no page of `range` of `asid` has an object.
     pub fn range_is_void(&mut self, asid: Asid, range: Range<u64>) -> bool {
-        self.driver.range_is_void(&mut self.store, asid, range)
+        let (driver, mut db) = self.metered();
+        driver.range_is_void(&mut db, asid, range)
     }
 
     /// True when a page of `size` may map the aligned range of that size holding `vaddr`:
     /// no smaller page of it has an object.
     pub fn huge_eligible(&mut self, asid: Asid, vaddr: u64, size: PageSize) -> bool {
-        self.driver.huge_eligible(&mut self.store, asid, vaddr, size)
+        let (driver, mut db) = self.metered();
+        driver.huge_eligible(&mut db, asid, vaddr, size)
     }
 
     /// True when the page holding `vaddr` is swapped out: its entry holds a swap entry.
     pub fn swapped(&mut self, asid: Asid, vaddr: u64) -> bool {
-        self.driver.swapped(&mut self.store, asid, vaddr)
+        let (driver, mut db) = self.metered();
+        driver.swapped(&mut db, asid, vaddr)
+    }
+
+    /// Counts the work of finding the entry of the page holding `vaddr` in `asid` (what
+    /// the OS reads of an entry beside finding it, as a scan's accessed bit, is in it).
+    pub fn read_entry(&mut self, asid: Asid, vaddr: u64) {
+        self.driver.find_work(asid, vaddr, self.store.page_size(), &mut self.meter);
+    }
+
+    /// Where the kernel's work is counted, for the OS's own primitives and operations.
+    pub fn meter(&mut self) -> &mut Meter {
+        &mut self.meter
+    }
+
+    /// The kernel's work so far, its instructions estimated with `weights`.
+    pub fn kernel_work(&self, weights: &KernelWorkSpec) -> KernelWorkStats {
+        self.meter.stats(weights)
     }
 
     /// The next table page the driver needs placed before a page of `size` at `vpn` of
@@ -178,7 +223,7 @@ impl Translations {
 
     /// The OS placed `table` as [`Translations::need`] asked.
     pub fn given(&mut self, asid: Asid, vpn: Vpn, size: PageSize, table: Placed) {
-        self.driver.given(asid, vpn, size, table);
+        self.driver.given(asid, vpn, size, table, &mut self.meter);
     }
 
     /// Moves the frames of the table pages the driver let go of into `out`.

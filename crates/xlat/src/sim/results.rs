@@ -183,6 +183,7 @@ mod tests {
             os: Default::default(),
             walker: Default::default(),
             page_table: Default::default(),
+            kernel_work: None,
             timing: None,
             loops: vec![],
         };

@@ -3,6 +3,7 @@
 
 use crate::mmu::walker::WalkerStats;
 use crate::sim::machine::cpu::timing::TimingStats;
+use crate::os::kernel_work::KernelWorkStats;
 use crate::os::OsStats;
 use crate::sim::machine::cpu::loop_path::LoopUse;
 use crate::tlb::mosaic::{MosaicCounters, MosaicGeometry};
@@ -39,6 +40,9 @@ pub struct MachineStats {
     /// What the page-table driver did and holds: its tables, and ECPT's resizes, kicks and
     /// walk caches, FPT's fallbacks (`null` under `map`).
     pub page_table: serde_json::Value,
+    /// The kernel's page-table work (a model: see [`crate::os::kernel_work`]); `None` for
+    /// a kind of machine without an OS model.
+    pub kernel_work: Option<KernelWorkStats>,
     /// Where a timed machine's cycles went (EMT's cycle model); `None` for a machine that is
     /// not timed.
     pub timing: Option<TimingStats>,
@@ -114,6 +118,9 @@ pub struct ResultRow {
     /// Pages shot down in every TLB of the machine (evictions of mapped pages and
     /// accessed-bit scans).
     pub shootdowns: u64,
+    /// Estimated kernel instructions of page-table work (the kernel-work model); empty for
+    /// a machine without an OS model.
+    pub kernel_instructions: Option<f64>,
     /// Associativity conflicts of the placement.
     pub conflicts: u64,
     /// Memory utilization at the first associativity conflict.
@@ -176,6 +183,7 @@ impl MachineStats {
             swap_outs: os.swap_outs,
             evictions: os.evictions,
             shootdowns: os.shootdowns,
+            kernel_instructions: self.kernel_work.as_ref().map(|k| k.instructions),
             conflicts: os.conflicts,
             first_conflict_utilization: os.first_conflict_utilization,
             steady_state_utilization: os.steady_state_utilization,

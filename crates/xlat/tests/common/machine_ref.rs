@@ -179,6 +179,7 @@ impl RefMachine {
             os: self.os.stats(),
             walker: Default::default(),
             page_table: Default::default(),
+            kernel_work: None,
             timing: None,
             loops: Vec::new(),
         }

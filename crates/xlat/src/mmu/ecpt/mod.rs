@@ -29,9 +29,10 @@ pub mod cwt;
 pub mod ways;
 
 use self::cwt::{Cwt, Present};
-use self::ways::{Growth, WayCounts, Ways};
+use self::ways::{Growth, WayCounts, Ways, CLUSTER_BYTES};
 use super::{DriverSpec, PageTableDriver, Placed, Step, TableFull, TableNeed, WalkRead, WalkSink};
 use crate::cache::tags::{Lookups, TagArray};
+use crate::os::kernel_work::{Meter, Operation};
 use crate::os::OsSpec;
 use crate::tlb::Policy;
 use crate::types::{Asid, PageSize, Pfn, PhysAddr, Translation, Vpn};
@@ -292,7 +293,9 @@ impl PageTableDriver for Ecpt {
         incomplete.then_some(TableNeed::Page)
     }
 
-    fn given(&mut self, asid: Asid, _: Vpn, size: PageSize, table: Placed) {
+    /// Adds the page to the table waiting for it, zeroed; the pages of a resize's new table
+    /// are the work of the resize.
+    fn given(&mut self, asid: Asid, _: Vpn, size: PageSize, table: Placed, meter: &mut Meter) {
         let Placed::Page(frame) = table else { unreachable!("ECPT asks for pages only") };
         let (spec, page_bytes) = (self.spec, self.page_bytes);
         let space = self.spaces.entry(asid).or_insert_with(|| Space {
@@ -301,42 +304,65 @@ impl PageTableDriver for Ecpt {
             pud: Cwt::new(PUD_SECTION_SHIFT, 4, spec.pud_cwt_lines, page_bytes),
         });
         if !space.pmd.complete() {
+            meter.table_allocated(page_bytes);
             return space.pmd.give(frame);
         }
         if !space.pud.complete() {
+            meter.table_allocated(page_bytes);
             return space.pud.give(frame);
         }
         let c = class(size);
         let ways = space.sizes[c].get_or_insert_with(|| Ways::new(c as u64, usize::from(spec.ways), spec.initial_clusters, spec.seed, page_bytes));
-        let table = match ways.incomplete() {
-            Some(table) => table,
+        let (table, resize) = match ways.incomplete() {
+            Some(found) => found,
             None => space.sizes.iter_mut().flatten().find_map(Ways::incomplete).expect("a table was asked for"),
         };
+        let outer = resize.then(|| meter.enter(Operation::Resize));
+        let left = table.slots() * CLUSTER_BYTES - table.pages.len() as u64 * page_bytes;
+        meter.table_allocated(left.min(page_bytes));
+        if let Some(outer) = outer {
+            meter.leave(outer);
+        }
         table.pages.push(frame);
     }
 
-    fn mapped(&mut self, t: &Translation) -> Result<(), TableFull> {
+    /// The kernel finds the cluster (a hash and a read per way tried) and sets the page's
+    /// entry, or inserts the cluster (kicking, rehashing); then updates both CWTs.
+    fn mapped(&mut self, t: &Translation, meter: &mut Meter) -> Result<(), TableFull> {
         let (c, vaddr) = (class(t.size), t.vpn.addr().0);
         let growth = self.growth;
         let rng = &mut self.rng;
         let space = self.spaces.get_mut(&t.asid).expect("an address space with tables");
         let ways = space.sizes[c].as_mut().expect("the size's ways were placed");
-        let new = ways.map(vaddr >> t.size.shift(), &growth, rng)?;
+        let new = ways.map(vaddr >> t.size.shift(), &growth, rng, meter)?;
         ways.finish_resizes(&mut self.released);
         if new {
             space.pmd.changed(vaddr, c, true);
             space.pud.changed(vaddr, c, true);
         }
+        // The artifact's kernel updates both CWTs on every placement.
+        meter.add().cwt_updates += 2;
         Ok(())
     }
 
-    fn unmapped(&mut self, asid: Asid, vpn: Vpn, size: PageSize) {
+    /// The kernel finds the cluster and clears the page's entry; a cluster left empty is
+    /// removed and both CWTs updated.
+    fn unmapped(&mut self, asid: Asid, vpn: Vpn, size: PageSize, meter: &mut Meter) {
         let (c, vaddr) = (class(size), vpn.addr().0);
         let space = self.space(asid);
-        let removed = space.sizes[c].as_mut().is_some_and(|w| w.unmap(vaddr >> size.shift()));
+        let removed = space.sizes[c].as_mut().is_some_and(|w| w.unmap(vaddr >> size.shift(), meter));
         if removed {
             space.pmd.changed(vaddr, c, false);
             space.pud.changed(vaddr, c, false);
+            meter.add().cwt_updates += 2;
+        }
+    }
+
+    /// A hash and a read per way tried, in order, until the cluster is found.
+    fn find_work(&self, asid: Asid, vaddr: u64, size: PageSize, meter: &mut Meter) {
+        let c = class(size);
+        if let Some(ways) = self.spaces.get(&asid).and_then(|s| s.sizes[c].as_ref()) {
+            ways.find_work(key(vaddr, c), meter);
         }
     }
 

@@ -8,12 +8,13 @@ struct Rig {
     ecpt: Ecpt,
     next_frame: u64,
     live: BTreeSet<u64>,
+    meter: Meter,
 }
 
 impl Rig {
     fn new(spec: EcptSpec) -> Rig {
         let os = OsSpec::simple(1 << 40, PlacementSpec::Sequential);
-        Rig { ecpt: Ecpt::new(&spec, &os), next_frame: 1, live: BTreeSet::new() }
+        Rig { ecpt: Ecpt::new(&spec, &os), next_frame: 1, live: BTreeSet::new(), meter: Meter::default() }
     }
 
     /// Maps page `page` (4 KiB) of `asid` as the OS does: tables first, then the page, then
@@ -23,10 +24,10 @@ impl Rig {
         while let Some(need) = self.ecpt.need(asid, t.vpn, t.size) {
             assert_eq!(need, TableNeed::Page);
             self.live.insert(self.next_frame);
-            self.ecpt.given(asid, t.vpn, t.size, Placed::Page(Pfn(self.next_frame)));
+            self.ecpt.given(asid, t.vpn, t.size, Placed::Page(Pfn(self.next_frame)), &mut self.meter);
             self.next_frame += 1;
         }
-        self.ecpt.mapped(&t)?;
+        self.ecpt.mapped(&t, &mut self.meter)?;
         let mut released = Vec::new();
         self.ecpt.take_released(&mut released);
         for frame in released {
@@ -36,7 +37,7 @@ impl Rig {
     }
 
     fn unmap(&mut self, asid: Asid, page: u64) {
-        self.ecpt.unmapped(asid, Vpn(page), PageSize::Size4K);
+        self.ecpt.unmapped(asid, Vpn(page), PageSize::Size4K, &mut self.meter);
     }
 
     /// Checks every invariant against `mapped`, the pages mapped per address space.

@@ -12,6 +12,7 @@
 
 use super::hash_slot;
 use crate::mmu::TableFull;
+use crate::os::kernel_work::{Meter, Operation};
 use crate::types::Pfn;
 use rand::Rng;
 use rand_xoshiro::Xoshiro256PlusPlus;
@@ -128,9 +129,10 @@ impl Ways {
         Ways { size_class, seed, ways: (0..ways).map(|_| way()).collect(), counts: WayCounts::default() }
     }
 
-    /// The table waiting for pages, if any: a first table, then new tables of resizes.
-    pub fn incomplete(&mut self) -> Option<&mut Table> {
-        self.ways.iter_mut().find_map(|w| if !w.table.complete() { Some(&mut w.table) } else { w.next.as_mut().filter(|t| !t.complete()) })
+    /// The table waiting for pages, if any, and whether it is a resize's: a first table,
+    /// then new tables of resizes.
+    pub fn incomplete(&mut self) -> Option<(&mut Table, bool)> {
+        self.ways.iter_mut().find_map(|w| if !w.table.complete() { Some((&mut w.table, false)) } else { w.next.as_mut().filter(|t| !t.complete()).map(|t| (t, true)) })
     }
 
     /// True when a table waits for pages.
@@ -169,6 +171,22 @@ impl Ways {
         (0..self.ways.len()).map(|w| (w, self.loc(w, key))).find(|&(w, (new, slot))| self.table(w, new).slots[slot as usize].is_some_and(|c| c.key == key))
     }
 
+    /// [`Ways::find`] as the kernel does it, counting in `meter` a hash and an entry read per
+    /// way tried.
+    fn find_counting(&self, key: u64, meter: &mut Meter) -> Option<(usize, Loc)> {
+        let found = self.find(key);
+        let tried = found.map_or(self.ways.len(), |(w, _)| w + 1) as u64;
+        let work = meter.add();
+        work.hashes += tried;
+        work.entries_read += tried;
+        found
+    }
+
+    /// Counts in `meter` what finding `key` costs the kernel.
+    pub fn find_work(&self, key: u64, meter: &mut Meter) {
+        self.find_counting(key, meter);
+    }
+
     /// Physical address of `key`'s candidate slot in way `w`, in pages of `page_bytes`.
     pub fn address(&self, w: usize, key: u64, page_bytes: u64) -> u64 {
         let (new, slot) = self.loc(w, key);
@@ -176,25 +194,27 @@ impl Ways {
     }
 
     /// Sets page `page`'s bit in its cluster, inserting the cluster if it is new; then
-    /// rehashes. Returns whether the cluster is new.
-    pub fn map(&mut self, page: u64, growth: &Growth, rng: &mut Xoshiro256PlusPlus) -> Result<bool, TableFull> {
+    /// rehashes. Returns whether the cluster is new. Counts the kernel's work in `meter`.
+    pub fn map(&mut self, page: u64, growth: &Growth, rng: &mut Xoshiro256PlusPlus, meter: &mut Meter) -> Result<bool, TableFull> {
         let (key, bit) = (page >> 3, 1u8 << (page & 7));
-        if let Some((w, loc)) = self.find(key) {
+        if let Some((w, loc)) = self.find_counting(key, meter) {
             self.slot(w, loc).as_mut().expect("found").mask |= bit;
+            meter.add().entries_written += 1;
             return Ok(false);
         }
         self.counts.inserts += 1;
-        self.insert(Cluster { key, mask: bit }, growth.max_kicks, rng)?;
-        self.rehash(growth, rng)?;
-        self.start_resizes(growth);
+        self.insert(Cluster { key, mask: bit }, growth.max_kicks, rng, meter)?;
+        self.rehash(growth, rng, meter)?;
+        self.start_resizes(growth, meter);
         Ok(true)
     }
 
     /// Clears page `page`'s bit; removes its cluster when no page of it is left. Returns
     /// whether the cluster was removed.
-    pub fn unmap(&mut self, page: u64) -> bool {
+    pub fn unmap(&mut self, page: u64, meter: &mut Meter) -> bool {
         let (key, bit) = (page >> 3, 1u8 << (page & 7));
-        let Some((w, loc)) = self.find(key) else { return false };
+        let Some((w, loc)) = self.find_counting(key, meter) else { return false };
+        meter.add().entries_written += 1;
         let slot = self.slot(w, loc);
         let cluster = slot.as_mut().expect("found");
         cluster.mask &= !bit;
@@ -209,10 +229,17 @@ impl Ways {
     /// Puts `entry`, a key in no way, into a random empty candidate slot, else kicks: swaps
     /// it with the occupant of a random way's slot (a way other than the last), which then
     /// looks for an empty slot of its own, up to `max_kicks` times.
-    fn insert(&mut self, mut entry: Cluster, max_kicks: u32, rng: &mut Xoshiro256PlusPlus) -> Result<(), TableFull> {
+    /// Counts in `meter` a hash and a read per candidate slot looked at, a write per entry
+    /// placed and a kick per entry moved out.
+    fn insert(&mut self, mut entry: Cluster, max_kicks: u32, rng: &mut Xoshiro256PlusPlus, meter: &mut Meter) -> Result<(), TableFull> {
         let n = self.ways.len();
         let mut last = None;
         for _ in 0..=max_kicks {
+            let candidates = (0..n).filter(|&w| Some(w) != last).count() as u64;
+            let work = meter.add();
+            work.hashes += candidates;
+            work.entries_read += candidates;
+            work.entries_written += 1;
             let empty: Vec<usize> = (0..n).filter(|&w| Some(w) != last && self.slot(w, self.loc(w, entry.key)).is_none()).collect();
             if !empty.is_empty() {
                 let w = empty[rng.random_range(0..empty.len())];
@@ -221,6 +248,7 @@ impl Ways {
                 self.ways[w].used += 1;
                 return Ok(());
             }
+            meter.add().kicks += 1;
             let choices: Vec<usize> = (0..n).filter(|&w| Some(w) != last || n == 1).collect();
             let w = choices[rng.random_range(0..choices.len())];
             let loc = self.loc(w, entry.key);
@@ -233,7 +261,21 @@ impl Ways {
 
     /// Moves the next `step` old slots of every way being resized into its new table: to
     /// its slot there, or when that is taken, anywhere by kicking.
-    fn rehash(&mut self, growth: &Growth, rng: &mut Xoshiro256PlusPlus) -> Result<(), TableFull> {
+    /// Counts the work in `meter` as a call of [`Operation::Rehash`] when some way is being
+    /// resized: a read per old slot looked at; per entry moved, a hash, a read of its new
+    /// slot and a write (or an insertion's work).
+    fn rehash(&mut self, growth: &Growth, rng: &mut Xoshiro256PlusPlus, meter: &mut Meter) -> Result<(), TableFull> {
+        if !self.ways.iter().any(|w| w.next.as_ref().is_some_and(Table::complete)) {
+            return Ok(());
+        }
+        let outer = meter.enter(Operation::Rehash);
+        let moved = self.rehash_ways(growth, rng, meter);
+        meter.leave(outer);
+        moved
+    }
+
+    /// [`Ways::rehash`] of every way being resized.
+    fn rehash_ways(&mut self, growth: &Growth, rng: &mut Xoshiro256PlusPlus, meter: &mut Meter) -> Result<(), TableFull> {
         for w in 0..self.ways.len() {
             if !self.ways[w].next.as_ref().is_some_and(Table::complete) {
                 continue;
@@ -245,15 +287,20 @@ impl Ways {
                 }
                 let moved = way.table.slots[way.pointer as usize].take();
                 way.pointer += 1;
+                meter.add().entries_read += 1;
                 if let Some(entry) = moved {
                     way.used -= 1;
                     self.counts.rehashed += 1;
                     let loc = self.loc(w, entry.key);
+                    let work = meter.add();
+                    work.hashes += 1;
+                    work.entries_read += 1;
                     if self.slot(w, loc).is_none() {
                         *self.slot(w, loc) = Some(entry);
                         self.ways[w].used += 1;
+                        meter.add().entries_written += 1;
                     } else {
-                        self.insert(entry, growth.max_kicks, rng)?;
+                        self.insert(entry, growth.max_kicks, rng, meter)?;
                     }
                 }
             }
@@ -276,9 +323,13 @@ impl Ways {
 
     /// Starts the resize of every way whose occupancy reached the threshold: a new table
     /// `factor` times larger, whose pages the driver then asks for.
-    fn start_resizes(&mut self, growth: &Growth) {
+    /// Each is a call of [`Operation::Resize`] in `meter` (its tables' allocation is counted
+    /// as they are given).
+    fn start_resizes(&mut self, growth: &Growth, meter: &mut Meter) {
         for way in &mut self.ways {
             if way.next.is_none() && way.used as f64 >= growth.threshold * way.table.slots() as f64 {
+                let outer = meter.enter(Operation::Resize);
+                meter.leave(outer);
                 way.next = Some(Table::new(way.table.slots() * growth.factor, growth.page_bytes));
             }
         }

@@ -7,6 +7,7 @@ use rand::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
 use std::collections::{HashMap, VecDeque};
 
+mod kernel_work;
 mod swap_cache;
 
 /// A TLB miss of a machine's first TLB, through the one walk API: the tests' shorthand.

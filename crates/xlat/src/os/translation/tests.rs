@@ -168,7 +168,7 @@ fn an_iteration_stops_where_the_visit_breaks() {
 #[test]
 fn the_radix_iterator_finds_only_under_tables_that_exist() {
     /// A store that counts its finds.
-    struct Counting<'a>(&'a mut PageTable, u64);
+    struct Counting<'a>(&'a mut PageTable, u64, Meter);
     impl Find for Counting<'_> {
         fn find(&mut self, asid: Asid, vaddr: u64) -> Option<TranslationObject> {
             self.1 += 1;
@@ -177,11 +177,14 @@ fn the_radix_iterator_finds_only_under_tables_that_exist() {
         fn page_size(&self) -> PageSize {
             PageSize::Size4K
         }
+        fn meter(&mut self) -> &mut Meter {
+            &mut self.2
+        }
     }
     let mut rig = Rig::new(PageTableSpec::Radix(RadixSpec { levels: 4 }));
     rig.map(0, 0x12345, 7);
-    let Translations { store, driver } = &mut rig.db;
-    let mut counting = Counting(store, 0);
+    let Translations { store, driver, .. } = &mut rig.db;
+    let mut counting = Counting(store, 0, Meter::default());
     let mut found = Vec::new();
     let flow = driver.iterate(&mut counting, 0, 0..1 << 40, &mut |vaddr, _| {
         found.push(vaddr);

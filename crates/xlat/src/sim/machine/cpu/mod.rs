@@ -686,6 +686,7 @@ impl Machine for CpuMachine {
             os,
             walker: self.walker.stats(),
             page_table: self.os.page_table_stats(),
+            kernel_work: Some(self.os.kernel_work()),
             timing: self.timing.as_ref().map(|t| t.stats(self.counters.instructions)),
             loops: self.loops.uses().to_vec(),
         }
