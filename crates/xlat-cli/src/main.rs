@@ -81,6 +81,9 @@ pub enum Outcome {
     Done,
     /// Stopped by Ctrl-C after writing partial results.
     Interrupted,
+    /// `trace record`: the recorded program failed (a non-zero exit status or a fatal
+    /// signal); the trace is complete.
+    ProgramFailed,
 }
 
 fn main() -> ExitCode {
@@ -108,6 +111,7 @@ fn main() -> ExitCode {
     match result {
         Ok(Outcome::Done) => ExitCode::SUCCESS,
         Ok(Outcome::Interrupted) => ExitCode::from(130),
+        Ok(Outcome::ProgramFailed) => ExitCode::from(3),
         Err(e) if matches!(e.downcast_ref::<xlat::Error>(), Some(xlat::Error::Interrupted)) => {
             eprintln!("interrupted: nothing was written");
             ExitCode::from(130)

@@ -125,7 +125,8 @@ fn recordings_are_reproducible() {
     assert!(a == b, "two recordings of the same command differ");
 }
 
-/// A failing program still gives a complete trace whose header keeps its exit status;
+/// A failing program still gives a complete trace whose header keeps its exit status, and
+/// xlat exits with code 3 (0 with `--allow-failure`), also for a death by a signal;
 /// fetches are recorded on request, one instruction each.
 #[test]
 fn failing_program_is_recorded_with_its_status() {
@@ -133,11 +134,19 @@ fn failing_program_is_recorded_with_its_status() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    let out = xlat(&["trace", "record", "--ifetch", "-o", "fail.xlat", "--", "sh", "-c", "exit 3"], dir.path(), None);
-    assert!(out.status.success(), "{}", text(&out.stderr));
-    assert!(text(&out.stderr).contains("exited with status 3"), "{}", text(&out.stderr));
+    let out = xlat(&["trace", "record", "--ifetch", "-o", "fail.xlat", "--", "sh", "-c", "exit 4"], dir.path(), None);
+    assert_eq!(out.status.code(), Some(3), "{}", text(&out.stderr));
+    assert!(text(&out.stderr).contains("error: ") && text(&out.stderr).contains("exited with status 4"), "{}", text(&out.stderr));
+    let allowed = xlat(&["trace", "record", "--allow-failure", "-o", "allowed.xlat", "--", "sh", "-c", "exit 4"], dir.path(), None);
+    assert!(allowed.status.success(), "{}", text(&allowed.stderr));
+    assert!(text(&allowed.stderr).contains("note: ") && text(&allowed.stderr).contains("exited with status 4"), "{}", text(&allowed.stderr));
+    let signalled = xlat(&["trace", "record", "-q", "-o", "killed.xlat", "--", "sh", "-c", "kill -SEGV $$"], dir.path(), None);
+    assert_eq!(signalled.status.code(), Some(3), "{}", text(&signalled.stderr));
+    assert!(text(&signalled.stderr).contains("killed by signal 11"), "{}", text(&signalled.stderr));
+    let info = info_json(dir.path(), "killed.xlat");
+    assert_eq!(info["metadata"]["recording"]["exit_status"], "killed by signal 11", "{info}");
     let info = info_json(dir.path(), "fail.xlat");
-    assert_eq!(info["metadata"]["recording"]["exit_status"], "exited with status 3", "{info}");
+    assert_eq!(info["metadata"]["recording"]["exit_status"], "exited with status 4", "{info}");
     assert_eq!(
         (&info["metadata"]["recording"]["stopped"], &info["metadata"]["partial"]),
         (&"exit".into(), &false.into())

@@ -49,6 +49,11 @@ pub struct RecordArgs {
     /// Let the first N references pass unrecorded before recording starts.
     #[arg(long, value_name = "N", default_value_t = 0)]
     skip: u64,
+    /// Exit with 0 when the program fails (a non-zero exit status or a fatal signal), as
+    /// when it succeeds; without it such a recording exits with code 3 (the trace is kept
+    /// either way).
+    #[arg(long)]
+    allow_failure: bool,
     /// Print no progress and no summary.
     #[arg(long, short)]
     quiet: bool,
@@ -106,11 +111,14 @@ pub fn run(args: &RecordArgs, interrupt: &AtomicBool) -> Result<Outcome> {
     let started = Instant::now();
     let watched = watch(child, &stop_child, interrupt, &progress, &mut bar);
     bar.update(Progress::Finish);
+    let ended = Instant::now();
     let (writer, got) = reader.join().map_err(|_| anyhow!("the trace writer thread panicked"))?;
     let status = watched?;
     let got = got.map_err(|e| anyhow!("recording into {}: {e}", output.display()))?;
     let interrupted = ended_by_interrupt(got.stop, status, interrupt.load(Ordering::Relaxed));
-    let end = Ending { got, status, interrupted, seconds: started.elapsed().as_secs_f64() };
+    let recording_from = got.first_record.unwrap_or(ended).min(ended);
+    let seconds = Seconds { skipping: (recording_from - started).as_secs_f64(), recording: (ended - recording_from).as_secs_f64() };
+    let end = Ending { got, status, interrupted, seconds };
     finish(args, &program, &output, writer, metadata, &end)
 }
 
@@ -265,7 +273,14 @@ struct Ending {
     got: Received,
     status: ExitStatus,
     interrupted: bool,
-    seconds: f64,
+    seconds: Seconds,
+}
+
+/// Where a recording's time went: before the first record arrived (Valgrind starting, and
+/// the skipped references), and from it to the end.
+struct Seconds {
+    skipping: f64,
+    recording: f64,
 }
 
 impl Ending {
@@ -318,28 +333,62 @@ fn finish(
     metadata["partial"] = json!(partial);
     writer.finish_with_metadata(&metadata)?;
     if !args.quiet {
-        let refs = end.got.references();
-        let rate = refs as f64 / end.seconds.max(1e-9) / 1e6;
-        eprintln!(
-            "{refs} references ({loads} loads, {stores} stores, {ifetches} fetches) of {name} in {:.1} s ({rate:.1} M/s) written to {}",
-            end.seconds,
-            output.display()
-        );
+        eprintln!("{}", summary(args.skip, end, &name.to_string(), output));
     }
     match stopped {
         "interrupted" => eprintln!("interrupted: the trace holds the references recorded so far and is marked partial"),
         "killed" => eprintln!("warning: {name} was {} before Valgrind could finish; the trace is marked partial", describe(end.status)),
         "exec" => eprintln!("note: {name} called execve; recording stopped there (Valgrind does not follow exec: record the final program directly)"),
-        "exit" if !end.status.success() => eprintln!("note: {name} {} (kept in the trace metadata)", describe(end.status)),
         _ => {}
     }
-    Ok(if end.interrupted { Outcome::Interrupted } else { Outcome::Done })
+    let failed = stopped == "exit" && !end.status.success();
+    Ok(match (end.interrupted, failed, args.allow_failure) {
+        (true, _, _) => Outcome::Interrupted,
+        (false, true, false) => {
+            eprintln!("error: {name} {}; the trace is complete, its exit status in the header (--allow-failure exits with 0)", describe(end.status));
+            Outcome::ProgramFailed
+        }
+        (false, true, true) => {
+            eprintln!("note: {name} {} (kept in the trace metadata)", describe(end.status));
+            Outcome::Done
+        }
+        (false, false, _) => Outcome::Done,
+    })
+}
+
+/// The summary line: what was recorded, at what rate over the time recording (from the
+/// first record on), and the skipped references apart with the time they took (Valgrind's
+/// start-up included).
+fn summary(skip: u64, end: &Ending, name: &str, output: &Path) -> String {
+    let [loads, stores, ifetches] = end.got.counts;
+    let refs = end.got.references();
+    let Seconds { skipping, recording } = end.seconds;
+    let rate = refs as f64 / recording.max(1e-9) / 1e6;
+    let skipped = if skip > 0 { format!(", after skipping {skip} references in {skipping:.1} s") } else { String::new() };
+    format!(
+        "{refs} references ({loads} loads, {stores} stores, {ifetches} fetches) of {name} recorded in {recording:.1} s ({rate:.1} M/s){skipped}, written to {}",
+        output.display()
+    )
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use std::os::unix::process::ExitStatusExt;
+
+    /// The rate is over the time recording; the skipped references and their time apart.
+    #[test]
+    fn the_summary_gives_the_rate_of_recording_and_the_skip_apart() {
+        let got = Received { counts: [6_000_000, 3_000_000, 1_000_000], stop: Some(Stop::Limit), ..Received::default() };
+        let end = Ending { got, status: ExitStatus::from_raw(9), interrupted: false, seconds: Seconds { skipping: 30.0, recording: 2.0 } };
+        let line = summary(500, &end, "bfs", Path::new("bfs.xlat"));
+        assert_eq!(
+            line,
+            "10000000 references (6000000 loads, 3000000 stores, 1000000 fetches) of bfs recorded in 2.0 s (5.0 M/s), \
+             after skipping 500 references in 30.0 s, written to bfs.xlat"
+        );
+        assert!(!summary(0, &end, "bfs", Path::new("bfs.xlat")).contains("skipping"));
+    }
 
     #[test]
     fn a_recording_ends_by_interrupt_only_when_the_interrupt_ended_it() {

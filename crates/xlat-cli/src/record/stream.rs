@@ -7,6 +7,7 @@
 use anyhow::{bail, Result};
 use std::io::Read;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Instant;
 use xlat::trace::NativeWriter;
 use xlat::{AccessKind, MemRef};
 
@@ -34,6 +35,9 @@ pub struct Received {
     pub stop: Option<Stop>,
     /// Instructions the program executed up to the stop, as the tool counted them.
     pub instructions: Option<u64>,
+    /// When the first record arrived: the end of the skipped references, where recording
+    /// began (`None` when nothing came).
+    pub first_record: Option<Instant>,
 }
 
 impl Received {
@@ -57,6 +61,7 @@ pub fn receive(input: &mut dyn Read, writer: &mut NativeWriter, progress: &Atomi
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
             Err(e) => return Err(e.into()),
         };
+        got.first_record.get_or_insert_with(Instant::now);
         filled += n;
         let whole = filled / RECORD * RECORD;
         for rec in buf[..whole].chunks_exact(RECORD) {
