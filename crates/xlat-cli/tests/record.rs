@@ -214,3 +214,44 @@ fn record_errors_are_clear() {
     }
     assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0, "errors leave no file");
 }
+
+/// A program with a function called three times, each call storing 4096 words.
+const PHASES: &str = r#"
+#include <stdlib.h>
+static volatile long sink;
+__attribute__((noinline)) void phase(long *a, long n) { for (long i = 0; i < n; i++) a[i] = i; sink = a[n - 1]; }
+int main(void) { long *a = malloc(8 * 4096); for (int r = 0; r < 3; r++) phase(a, 4096); return 0; }
+"#;
+
+/// `--start-at phase:2 --stop-at phase:3` records the second call alone, the header giving
+/// the region; a name the program lacks, or an entry it never makes, is an error leaving no
+/// file.
+#[test]
+fn start_and_stop_points_cut_the_recording_to_a_region() {
+    if !tools_present("start_and_stop_points_cut_the_recording_to_a_region") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("phases.c"), PHASES).unwrap();
+    let cc = Command::new("cc").args(["-O1", "-o", "phases", "phases.c"]).current_dir(dir.path()).status().unwrap();
+    assert!(cc.success());
+    let out = xlat(&["trace", "record", "--start-at", "phase:2", "--stop-at", "phase:3", "-o", "roi.xlat", "--", "./phases"], dir.path(), None);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(text(&out.stderr).contains("after skipping"), "{}", text(&out.stderr));
+    let info = info_json(dir.path(), "roi.xlat");
+    let stores = info["stores"].as_u64().unwrap();
+    assert!((4096..4110).contains(&stores) && info["loads"].as_u64().unwrap() < 10, "{info}");
+    let recording = &info["metadata"]["recording"];
+    assert_eq!(recording["stopped"], "stop-at", "{info}");
+    let region = &recording["region"];
+    assert_eq!((&region["start"], &region["stop"], &region["stop_reached"]), (&"phase:2".into(), &"phase:3".into(), &true.into()), "{info}");
+    // Before the second call: the program's start-up and the first call's 4096 stores.
+    assert!(region["references_before_start"].as_u64().unwrap() > 4096, "{info}");
+    assert!(region["instructions_before_start"].as_u64().unwrap() > 4096 * 2, "{info}");
+    for (point, says) in [("nothing_named_so", "has no function `nothing_named_so`"), ("phase:4", "never reached it")] {
+        let out = xlat(&["trace", "record", "--start-at", point, "-o", "bad.xlat", "--", "./phases"], dir.path(), None);
+        assert_eq!(out.status.code(), Some(1), "{point}: {}", text(&out.stderr));
+        assert!(text(&out.stderr).contains(says), "{point}: {}", text(&out.stderr));
+        assert!(!dir.path().join("bad.xlat").exists(), "{point}");
+    }
+}

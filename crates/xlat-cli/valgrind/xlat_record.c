@@ -16,10 +16,15 @@
  *     1 END    the program exited; addr = instructions it executed in all
  *     2 EXEC   the program is calling execve, which ends recording; addr as for END
  *     3 LIMIT  --xlat-limit references were recorded; addr as for END
+ *     4 START  the --xlat-start-at point was reached: addr = references the program made
+ *              before it (a SKIPPED record follows)
+ *     5 SKIPPED addr = instructions the program executed before the start point
+ *     6 STOP   the --xlat-stop-at point was reached; addr as for END
  * The Rust side (crates/xlat-cli/src/record/stream.rs) must agree with this layout.
  */
 
 #include "pub_tool_basics.h"
+#include "pub_tool_debuginfo.h"
 #include "pub_tool_tooliface.h"
 #include "pub_tool_libcassert.h"
 #include "pub_tool_libcbase.h"
@@ -49,6 +54,9 @@ extern UWord* VG_(client_auxv);
 #define SUB_END 1
 #define SUB_EXEC 2
 #define SUB_LIMIT 3
+#define SUB_START 4
+#define SUB_SKIPPED 5
+#define SUB_STOP 6
 
 /* The helper's second argument packs what is known when translating: kind (2 bits),
    size (16 bits) and the instructions begun since the previous reference in this
@@ -74,6 +82,13 @@ static Long clo_fd = -1;
 static Bool clo_ifetch = False;
 static Long clo_skip = 0;
 static Long clo_limit = 0; /* 0: no limit */
+/* Recording starts at the clo_start_count-th entry of function clo_start_at (and --xlat-skip
+   counts from there), and stops at the clo_stop_count-th entry of clo_stop_at (counted from
+   the program's start) if it comes after the start. */
+static const HChar* clo_start_at = NULL;
+static Long clo_start_count = 1;
+static const HChar* clo_stop_at = NULL;
+static Long clo_stop_count = 1;
 
 static Int out_fd = -1;
 /* False once the limit is reached, after a fork (in the child) or an execve. */
@@ -82,8 +97,14 @@ static Bool recording = True;
 static ULong pending;
 /* Instructions up to and including the last reference's. */
 static ULong counted;
-/* References seen, skipped ones included. */
+/* References seen since the start point, skipped ones included. */
 static ULong seen;
+/* False until the start point is reached (always True without --xlat-start-at). */
+static Bool started = True;
+/* References before the start point. */
+static ULong before_start;
+/* Entries of the start and stop functions so far. */
+static ULong start_entries, stop_entries;
 
 /* Writes `n` bytes, retrying short writes. If xlat has gone away there is nobody to
    report to: recording stops and the program runs on. */
@@ -143,12 +164,33 @@ static VG_REGPARM(2) void on_ref(Addr addr, UWord info)
    ULong instrs = pending;
    counted += pending;
    pending = 0;
+   if (!started) {
+      before_start++;
+      return;
+   }
    seen++;
    if (seen <= (ULong)clo_skip)
       return;
    push(addr, instrs, (info >> INFO_SIZE_SHIFT) & 0xFFFF, info & 3, 0);
    if (clo_limit > 0 && seen - (ULong)clo_skip == (ULong)clo_limit)
       stop(SUB_LIMIT);
+}
+
+/* Called on entry to a function named as the start point (`which` 0) or the stop point (1):
+   counts the entry, and at the count asked for starts or stops recording. */
+static VG_REGPARM(1) void on_entry(UWord which)
+{
+   if (!recording)
+      return;
+   if (which == 0 && !started && ++start_entries == (ULong)clo_start_count) {
+      started = True;
+      push(before_start, 0, 0, KIND_CONTROL, SUB_START);
+      push(counted + pending, 0, 0, KIND_CONTROL, SUB_SKIPPED);
+   } else if (which == 1 && ++stop_entries == (ULong)clo_stop_count && started) {
+      /* Entries count from the program's start, so that `--start-at f:2 --stop-at f:3`
+         records f's second call; a stop point before the start is never reached. */
+      stop(SUB_STOP);
+   }
 }
 
 /* Adds `k` to `pending` inline (no call): instructions that ran without a reference after
@@ -262,6 +304,28 @@ static void fix_random_bytes(void)
    }
 }
 
+/* Emits a call to on_entry when the instruction at `addr` is the first of a function named
+   as the start or the stop point. Instructions begun before it are counted first, so that
+   the start point's instruction count is exact. */
+static void emit_entry(IRSB* sb, Addr addr, UInt* k)
+{
+   if (clo_start_at == NULL && clo_stop_at == NULL)
+      return;
+   const HChar* name;
+   if (!VG_(get_fnname_if_entry)(VG_(current_DiEpoch)(), addr, &name))
+      return;
+   for (UWord which = 0; which < 2; which++) {
+      const HChar* wanted = which == 0 ? clo_start_at : clo_stop_at;
+      if (wanted == NULL || VG_(strcmp)(name, wanted) != 0)
+         continue;
+      add_pending(sb, *k);
+      *k = 0;
+      IRDirty* di = unsafeIRDirty_0_N(1, "xlat_on_entry", VG_(fnptr_to_fnentry)(on_entry),
+                                      mkIRExprVec_1(mkIRExpr_HWord(which)));
+      addStmtToIRSB(sb, IRStmt_Dirty(di));
+   }
+}
+
 static IRSB* instrument(VgCallbackClosure* closure, IRSB* in, const VexGuestLayout* layout,
                         const VexGuestExtents* vge, const VexArchInfo* archinfo,
                         IRType gWordTy, IRType hWordTy)
@@ -274,6 +338,7 @@ static IRSB* instrument(VgCallbackClosure* closure, IRSB* in, const VexGuestLayo
       if (!st || st->tag == Ist_NoOp)
          continue;
       if (st->tag == Ist_IMark) {
+         emit_entry(out, (Addr)st->Ist.IMark.addr, &k);
          k++;
          if (clo_ifetch)
             emit(out, KIND_FETCH, mkIRExpr_HWord((HWord)st->Ist.IMark.addr),
@@ -319,6 +384,10 @@ static Bool process_option(const HChar* arg)
    else if VG_BOOL_CLO(arg, "--xlat-ifetch", clo_ifetch) {}
    else if VG_INT_CLO(arg, "--xlat-skip", clo_skip) {}
    else if VG_INT_CLO(arg, "--xlat-limit", clo_limit) {}
+   else if VG_STR_CLO(arg, "--xlat-start-at", clo_start_at) {}
+   else if VG_INT_CLO(arg, "--xlat-start-count", clo_start_count) {}
+   else if VG_STR_CLO(arg, "--xlat-stop-at", clo_stop_at) {}
+   else if VG_INT_CLO(arg, "--xlat-stop-count", clo_stop_count) {}
    else
       return False;
    return True;
@@ -329,7 +398,11 @@ static void print_usage(void)
    VG_(printf)("    --xlat-fd=N               write records to file descriptor N (required)\n"
                "    --xlat-ifetch=no|yes      record instruction fetches [no]\n"
                "    --xlat-skip=N             references not recorded before recording starts [0]\n"
-               "    --xlat-limit=N            stop after recording N references, 0 = all [0]\n");
+               "    --xlat-limit=N            stop after recording N references, 0 = all [0]\n"
+               "    --xlat-start-at=NAME      start recording at an entry of function NAME\n"
+               "    --xlat-start-count=N      ... its N-th entry [1]\n"
+               "    --xlat-stop-at=NAME       stop recording at an entry of function NAME\n"
+               "    --xlat-stop-count=N       ... its N-th entry [1]\n");
 }
 
 static void print_debug_usage(void)
@@ -343,6 +416,9 @@ static void post_clo_init(void)
       VG_(fmsg_bad_option)("--xlat-fd", "the output file descriptor is required\n");
    if (clo_skip < 0 || clo_limit < 0)
       VG_(fmsg_bad_option)("--xlat-skip/--xlat-limit", "must not be negative\n");
+   if (clo_start_count < 1 || clo_stop_count < 1)
+      VG_(fmsg_bad_option)("--xlat-start-count/--xlat-stop-count", "must be at least 1\n");
+   started = clo_start_at == NULL;
    out_fd = VG_(safe_fd)((Int)clo_fd);
    if (out_fd < 0)
       VG_(fmsg_bad_option)("--xlat-fd", "not an open file descriptor\n");

@@ -5,6 +5,7 @@
 //! ([`stream`]) encodes them with the native writer while the main thread watches the
 //! program, Ctrl-C and the reference limit.
 
+mod point;
 mod stream;
 mod tool;
 
@@ -24,6 +25,7 @@ use std::process::{Child, Command, ExitStatus};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+use point::Point;
 use stream::{Received, Stop};
 use xlat::sim::Progress;
 use xlat::trace::{NativeWriter, TraceFormat};
@@ -46,9 +48,18 @@ pub struct RecordArgs {
     /// Stop after recording N references: the program is killed and the trace completed.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
     limit: Option<u64>,
-    /// Let the first N references pass unrecorded before recording starts.
+    /// Let the first N references pass unrecorded before recording starts (counted from the
+    /// start point with `--start-at`).
     #[arg(long, value_name = "N", default_value_t = 0)]
     skip: u64,
+    /// Start recording at the N-th entry (1 by default) of the program's function SYMBOL.
+    #[arg(long, value_name = "SYMBOL[:N]", value_parser = Point::parse)]
+    start_at: Option<Point>,
+    /// Stop recording at the N-th entry (1 by default, counted from the program's start) of
+    /// its function SYMBOL, if it comes after the start: the program is killed and the trace
+    /// completed.
+    #[arg(long, value_name = "SYMBOL[:N]", value_parser = Point::parse)]
+    stop_at: Option<Point>,
     /// Exit with 0 when the program fails (a non-zero exit status or a fatal signal), as
     /// when it succeeds; without it such a recording exits with code 3 (the trace is kept
     /// either way).
@@ -83,6 +94,11 @@ pub fn run(args: &RecordArgs, interrupt: &AtomicBool) -> Result<Outcome> {
     if let Some(other) = TraceFormat::from_extension(&output).filter(|&f| f != TraceFormat::Native) {
         bail!("{}: recording writes a native trace, not {other}; name it with .xlat (or `xlat trace convert` it afterwards)", output.display());
     }
+    for (point, option) in [(&args.start_at, "--start-at"), (&args.stop_at, "--stop-at")] {
+        if let Some(point) = point {
+            point::check_symbol(&program.path, point, option)?;
+        }
+    }
     let tool = tool::prepare()?;
     let mut metadata = json!({
         "program": program.identity,
@@ -93,6 +109,8 @@ pub fn run(args: &RecordArgs, interrupt: &AtomicBool) -> Result<Outcome> {
             "ifetch": args.ifetch,
             "skip": args.skip,
             "limit": args.limit,
+            "start_at": args.start_at.as_ref().map(Point::to_string),
+            "stop_at": args.stop_at.as_ref().map(Point::to_string),
         },
     });
     let writer = NativeWriter::create_with_room(&output, &metadata, METADATA_ROOM)?;
@@ -128,6 +146,11 @@ fn valgrind_command(args: &RecordArgs, tool: &tool::Tool, program: &Program, fd:
     command.env("VALGRIND_LIB", &tool.lib_dir).arg("-q").arg(format!("--tool={}", tool::TOOL_NAME));
     command.arg(format!("--xlat-fd={fd}")).arg(format!("--xlat-ifetch={}", if args.ifetch { "yes" } else { "no" }));
     command.arg(format!("--xlat-skip={}", args.skip)).arg(format!("--xlat-limit={}", args.limit.unwrap_or(0)));
+    for (point, which) in [(&args.start_at, "start"), (&args.stop_at, "stop")] {
+        if let Some(point) = point {
+            command.args(point.tool_args(which));
+        }
+    }
     command.arg(&program.path).args(&program.args);
     command
 }
@@ -145,7 +168,7 @@ fn spawn_reader(
 ) -> std::thread::JoinHandle<ReaderResult> {
     std::thread::spawn(move || {
         let got = stream::receive(&mut File::from(read_end), &mut writer, &progress);
-        if got.as_ref().map_or(true, |g| g.stop == Some(Stop::Limit)) {
+        if got.as_ref().map_or(true, |g| matches!(g.stop, Some(Stop::Limit | Stop::Point))) {
             stop_child.store(true, Ordering::Relaxed);
         }
         (writer, got)
@@ -264,7 +287,7 @@ fn ended_by_interrupt(stop: Option<Stop>, status: ExitStatus, interrupt: bool) -
     match stop {
         None => interrupt,
         Some(Stop::Exit) => interrupt && status.signal().is_some(),
-        Some(Stop::Limit | Stop::Exec) => false,
+        Some(Stop::Limit | Stop::Point | Stop::Exec) => false,
     }
 }
 
@@ -289,6 +312,7 @@ impl Ending {
         match (self.interrupted, self.got.stop) {
             (true, _) => ("interrupted", true),
             (false, Some(Stop::Limit)) => ("limit", false),
+            (false, Some(Stop::Point)) => ("stop-at", false),
             (false, Some(Stop::Exec)) => ("exec", false),
             (false, Some(Stop::Exit)) => ("exit", false),
             // Killed from outside (SIGKILL gives Valgrind no chance to finish).
@@ -319,6 +343,9 @@ fn finish(
     if end.got.references() == 0 && end.got.stop.is_none() && !end.interrupted {
         bail!("valgrind {} before {name} started (see its messages above); no trace was written", describe(end.status));
     }
+    if let (Some(point), None, false) = (&args.start_at, end.got.start, end.interrupted) {
+        bail!("--start-at {point}: {name} never reached it ({}, having entered `{}` fewer times); no trace was written", describe(end.status), point.name);
+    }
     let (stopped, partial) = end.stopped();
     let [loads, stores, ifetches] = end.got.counts;
     metadata["recording"] = json!({
@@ -329,11 +356,16 @@ fn finish(
         "stores": stores,
         "ifetches": ifetches,
         "instructions_executed": end.got.instructions,
+        "region": region(args, end),
     });
     metadata["partial"] = json!(partial);
     writer.finish_with_metadata(&metadata)?;
     if !args.quiet {
-        eprintln!("{}", summary(args.skip, end, &name.to_string(), output));
+        let skipped = args.skip + end.got.start.map_or(0, |s| s.references);
+        eprintln!("{}", summary(skipped, end, &name.to_string(), output));
+    }
+    if let (Some(point), false) = (&args.stop_at, matches!(stopped, "stop-at" | "limit" | "interrupted")) {
+        bail!("--stop-at {point}: {name} never reached it after the start ({}); the trace is complete up to there, in {}", describe(end.status), output.display());
     }
     match stopped {
         "interrupted" => eprintln!("interrupted: the trace holds the references recorded so far and is marked partial"),
@@ -354,6 +386,23 @@ fn finish(
         }
         (false, false, _) => Outcome::Done,
     })
+}
+
+/// What part of the run the trace holds, when a start or stop point was asked for: the
+/// points, and the references and instructions before the start point (the `--skip`ped
+/// references come after it).
+fn region(args: &RecordArgs, end: &Ending) -> Option<Value> {
+    if args.start_at.is_none() && args.stop_at.is_none() {
+        return None;
+    }
+    let start = end.got.start.unwrap_or_default();
+    Some(json!({
+        "start": args.start_at.as_ref().map(Point::to_string),
+        "stop": args.stop_at.as_ref().map(Point::to_string),
+        "stop_reached": end.got.stop == Some(Stop::Point),
+        "references_before_start": start.references,
+        "instructions_before_start": start.instructions,
+    }))
 }
 
 /// The summary line: what was recorded, at what rate over the time recording (from the

@@ -23,6 +23,17 @@ pub enum Stop {
     Exec,
     /// The reference limit was reached.
     Limit,
+    /// The stop point (`--stop-at`) was reached.
+    Point,
+}
+
+/// Where recording began, when it began at a start point (`--start-at`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Start {
+    /// References the program made before it.
+    pub references: u64,
+    /// Instructions it executed before it.
+    pub instructions: u64,
 }
 
 /// What came through the pipe.
@@ -35,6 +46,8 @@ pub struct Received {
     pub stop: Option<Stop>,
     /// Instructions the program executed up to the stop, as the tool counted them.
     pub instructions: Option<u64>,
+    /// The start point's, when one was reached.
+    pub start: Option<Start>,
     /// When the first record arrived: the end of the skipped references, where recording
     /// began (`None` when nothing came).
     pub first_record: Option<Instant>,
@@ -70,8 +83,9 @@ pub fn receive(input: &mut dyn Read, writer: &mut NativeWriter, progress: &Atomi
         buf.copy_within(whole..filled, 0);
         filled -= whole;
         progress.store(got.references(), Ordering::Relaxed);
-        if got.stop == Some(Stop::Limit) {
-            // The tool sends nothing after the limit; the program is about to be killed.
+        if matches!(got.stop, Some(Stop::Limit | Stop::Point)) {
+            // The tool sends nothing after the limit or the stop point; the program is about
+            // to be killed.
             break;
         }
     }
@@ -94,10 +108,21 @@ fn decode(rec: &[u8], writer: &mut NativeWriter, got: &mut Received, carry: &mut
     if kind == KIND_CONTROL {
         match sub {
             0 => *carry += addr,
-            1..=3 => {
-                got.stop = Some([Stop::Exit, Stop::Exec, Stop::Limit][usize::from(sub - 1)]);
+            1..=3 | 6 => {
+                got.stop = Some(match sub {
+                    1 => Stop::Exit,
+                    2 => Stop::Exec,
+                    3 => Stop::Limit,
+                    _ => Stop::Point,
+                });
                 got.instructions = Some(addr);
             }
+            4 if got.start.is_none() && got.references() == 0 => got.start = Some(Start { references: addr, instructions: 0 }),
+            5 => match &mut got.start {
+                Some(start) if start.instructions == 0 => start.instructions = addr,
+                _ => bail!("the recording tool sent an instruction count with no start point before it"),
+            },
+            4 => bail!("the recording tool sent a second start point, or one after references"),
             _ => bail!("the recording tool sent an unknown control record ({sub})"),
         }
         return Ok(());
@@ -158,6 +183,18 @@ mod tests {
         assert_eq!(refs, want);
     }
 
+    /// A start point gives the references and instructions before it; a stop point ends the
+    /// stream as the limit does.
+    #[test]
+    fn start_and_stop_points() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut w = NativeWriter::create(dir.path().join("s.xlat"), &serde_json::json!({})).unwrap();
+        let bytes = [rec(700, 0, 0, 3, 4), rec(2500, 0, 0, 3, 5), rec(0x10, 3, 8, 0, 0), rec(2600, 0, 0, 3, 6)].concat();
+        let got = receive(&mut &bytes[..], &mut w, &AtomicU64::new(0)).unwrap();
+        assert_eq!(got.start, Some(Start { references: 700, instructions: 2500 }));
+        assert_eq!((got.references(), got.stop, got.instructions), (1, Some(Stop::Point), Some(2600)));
+    }
+
     /// A stream cut by a kill (no final record, half a record) is accepted as far as it goes;
     /// records after the final one, or unknown kinds, are errors.
     #[test]
@@ -170,6 +207,8 @@ mod tests {
         assert_eq!((got.references(), got.stop), (1, None));
         let after_end = [rec(1, 0, 0, 3, 1), rec(0x10, 1, 8, 0, 0)].concat();
         assert!(receive(&mut &after_end[..], &mut w, &progress).unwrap_err().to_string().contains("after its final"));
+        let late_start = [rec(0x10, 1, 8, 0, 0), rec(5, 0, 0, 3, 4)].concat();
+        assert!(receive(&mut &late_start[..], &mut w, &progress).unwrap_err().to_string().contains("start point"));
         let bad_kind = rec(0x10, 1, 8, 7, 0);
         assert!(receive(&mut &bad_kind[..], &mut w, &progress)
             .unwrap_err()
