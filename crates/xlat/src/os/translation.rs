@@ -68,6 +68,9 @@ pub trait Find {
     /// The object of the page holding `vaddr` in `asid`, if it has one, counting the work
     /// of finding it.
     fn find(&mut self, asid: Asid, vaddr: u64) -> Option<TranslationObject>;
+    /// The object of the page holding `vaddr` in `asid` without counting any work: for an
+    /// override that counts the reads of its own format.
+    fn peek(&mut self, asid: Asid, vaddr: u64) -> Option<TranslationObject>;
     /// The size of the pages found.
     fn page_size(&self) -> PageSize;
     /// Where the work of the operation is counted.
@@ -85,6 +88,10 @@ struct Metered<'a> {
 impl Find for Metered<'_> {
     fn find(&mut self, asid: Asid, vaddr: u64) -> Option<TranslationObject> {
         self.driver.find_work(asid, vaddr, self.store.page_size(), self.meter);
+        self.store.object(asid, vaddr)
+    }
+
+    fn peek(&mut self, asid: Asid, vaddr: u64) -> Option<TranslationObject> {
         self.store.object(asid, vaddr)
     }
 

@@ -25,6 +25,7 @@ fn drivers() -> Vec<PageTableSpec> {
         fpt(FptMode::L4L3),
         fpt(FptMode::L4L3L2L1),
         PageTableSpec::Ecpt(ecpt),
+        PageTableSpec::Ecpt(EcptSpec { iterator: crate::mmu::ecpt::Iteration::Find, ..ecpt }),
     ]
 }
 
@@ -174,6 +175,9 @@ fn the_radix_iterator_finds_only_under_tables_that_exist() {
             self.1 += 1;
             self.0.object(asid, vaddr)
         }
+        fn peek(&mut self, asid: Asid, vaddr: u64) -> Option<TranslationObject> {
+            self.0.object(asid, vaddr)
+        }
         fn page_size(&self) -> PageSize {
             PageSize::Size4K
         }
@@ -193,4 +197,35 @@ fn the_radix_iterator_finds_only_under_tables_that_exist() {
     assert!(flow.is_continue());
     assert_eq!(found, [0x12345 << 12]);
     assert_eq!(counting.1, 512);
+}
+
+/// ECPT's cluster iterator over 64 mapped pages (8 clusters) and 64 unmapped ones: a lookup
+/// per cluster, the other entries read in place; the default finds every page.
+#[test]
+fn the_ecpt_cluster_iterator_hashes_once_a_cluster() {
+    let work = |iterator| {
+        let mut rig = Rig::new(PageTableSpec::Ecpt(EcptSpec { iterator, ..EcptSpec::default() }));
+        for page in 0..64 {
+            rig.map(0, 0x1000 + page, page);
+        }
+        let before = rig.db.kernel_work(&Default::default()).primitives;
+        rig.db.meter().enter(crate::os::kernel_work::Operation::Scan);
+        let mut seen = 0;
+        let flow = rig.db.iterate(0, 0x1000 << 12..0x1080 << 12, &mut |_, _| {
+            seen += 1;
+            ControlFlow::Continue(())
+        });
+        assert!(flow.is_continue());
+        assert_eq!(seen, 64);
+        let after = rig.db.kernel_work(&Default::default()).primitives;
+        (after.hashes - before.hashes, after.entries_read - before.entries_read)
+    };
+    let (cluster_hashes, cluster_reads) = work(crate::mmu::ecpt::Iteration::Cluster);
+    let (find_hashes, find_reads) = work(crate::mmu::ecpt::Iteration::Find);
+    // 16 lookups (8 found after 1 to 3 probes, 8 missing after 3) and 56 entries in place.
+    assert!((8 + 24..=24 + 24).contains(&cluster_hashes), "{cluster_hashes}");
+    assert_eq!(cluster_reads, cluster_hashes + 56);
+    // 128 lookups: at least one probe for each present page, three for each missing one.
+    assert!(find_hashes >= 64 + 64 * 3, "{find_hashes}");
+    assert_eq!(find_reads, find_hashes);
 }
