@@ -29,6 +29,71 @@ fn first_empty<T: Stored>(ways: &[T]) -> Option<usize> {
     ways.iter().position(|&t| t == T::EMPTY)
 }
 
+/// The way of `ways` holding `key`, if any.
+#[inline(always)]
+fn position<T: Stored>(ways: &[T], key: T) -> Option<usize> {
+    match ways.len() {
+        4 => position_of::<T, 4>(ways, key),
+        8 => position_of::<T, 8>(ways, key),
+        16 => position_of::<T, 16>(ways, key),
+        _ => ways.iter().position(|&t| t == key),
+    }
+}
+
+/// [`position`] for `W` ways, without a branch per way: the way a probe hits is random, so
+/// an early exit mispredicts; all `W` compares are made at once.
+#[inline(always)]
+fn position_of<T: Stored, const W: usize>(ways: &[T], key: T) -> Option<usize> {
+    let ways: &[T; W] = ways.try_into().expect("a set of W ways");
+    let hits = ways.iter().enumerate().fold(0u32, |hits, (i, &t)| hits | u32::from(t == key) << i);
+    (hits != 0).then(|| hits.trailing_zeros() as usize)
+}
+
+/// Moves way `way` of `ways` to the front, shifting the ways before it down one.
+#[inline(always)]
+fn to_front<T: Stored>(ways: &mut [T], way: usize) {
+    match ways.len() {
+        4 => to_front_of::<T, 4>(ways, way),
+        8 => to_front_of::<T, 8>(ways, way),
+        16 => to_front_of::<T, 16>(ways, way),
+        _ => ways[..=way].rotate_right(1),
+    }
+}
+
+/// [`to_front`] for `W` ways: a select over the whole set, where a rotation of `way + 1`
+/// ways calls `memmove`.
+#[inline(always)]
+fn to_front_of<T: Stored, const W: usize>(ways: &mut [T], way: usize) {
+    let ways: &mut [T; W] = ways.try_into().expect("a set of W ways");
+    let old = *ways;
+    for i in 1..W {
+        ways[i] = if i <= way { old[i - 1] } else { old[i] };
+    }
+    ways[0] = old[way];
+}
+
+/// Puts `key` at the front of `ways`, shifting them all down one (the last drops out).
+#[inline(always)]
+fn push_front<T: Stored>(ways: &mut [T], key: T) {
+    match ways.len() {
+        4 => push_front_of::<T, 4>(ways, key),
+        8 => push_front_of::<T, 8>(ways, key),
+        16 => push_front_of::<T, 16>(ways, key),
+        _ => {
+            ways.rotate_right(1);
+            ways[0] = key;
+        }
+    }
+}
+
+/// [`push_front`] for `W` ways: a move of known length, without a call.
+#[inline(always)]
+fn push_front_of<T: Stored, const W: usize>(ways: &mut [T], key: T) {
+    let ways: &mut [T; W] = ways.try_into().expect("a set of W ways");
+    ways.copy_within(..W - 1, 1);
+    ways[0] = key;
+}
+
 /// The tags of every set, ways of a set adjacent.
 #[derive(Clone, Debug)]
 enum Tags {
@@ -120,7 +185,7 @@ impl TagArray {
     fn find(&mut self, tag: u64) -> (usize, Option<usize>) {
         let set = self.set_of(tag);
         let range = set * self.ways..(set + 1) * self.ways;
-        (set, with_tags!(self, tag, |tags, key| tags[range].iter().position(|&t| t == key)))
+        (set, with_tags!(self, tag, |tags, key| position(&tags[range], key)))
     }
 
     /// Looks `tag` up, counting the outcome: true on a hit, which updates the replacement
@@ -136,9 +201,9 @@ impl TagArray {
         debug_assert!(matches!(self.tags, Tags::Wide(_)) || tag >> self.set_bits < u64::from(u32::MAX), "tag {tag:#x} above the array's bound");
         match self.find(tag) {
             (set, Some(way)) => {
-                let front = set * self.ways..=set * self.ways + way;
+                let range = set * self.ways..(set + 1) * self.ways;
                 match &mut self.repl {
-                    None => with_tags!(self, tag, |tags, _key| tags[front].rotate_right(1)),
+                    None => with_tags!(self, tag, |tags, _key| to_front(&mut tags[range], way)),
                     Some(repl) => repl.touch(set, way),
                 }
                 self.lookups.hits += 1;
@@ -163,11 +228,7 @@ impl TagArray {
     fn insert_in(&mut self, set: usize, tag: u64) {
         let range = set * self.ways..(set + 1) * self.ways;
         if self.repl.is_none() {
-            with_tags!(self, tag, |tags, key| {
-                let ways = &mut tags[range];
-                ways.rotate_right(1);
-                ways[0] = key;
-            });
+            with_tags!(self, tag, |tags, key| push_front(&mut tags[range], key));
             return;
         }
         let empty = with_tags!(self, tag, |tags, _key| first_empty(&tags[range.clone()]));
