@@ -45,26 +45,63 @@ fn position<T: Stored>(ways: &[T], key: T) -> Option<usize> {
 #[inline(always)]
 fn position_of<T: Stored, const W: usize>(ways: &[T], key: T) -> Option<usize> {
     let ways: &[T; W] = ways.try_into().expect("a set of W ways");
+    position_in(ways, key)
+}
+
+/// [`position_of`] in a set of known length.
+#[inline(always)]
+fn position_in<T: Stored, const W: usize>(ways: &[T; W], key: T) -> Option<usize> {
     let hits = ways.iter().enumerate().fold(0u32, |hits, (i, &t)| hits | u32::from(t == key) << i);
     (hits != 0).then(|| hits.trailing_zeros() as usize)
 }
 
-/// Moves way `way` of `ways` to the front, shifting the ways before it down one.
+/// An access of `key` to `ways`, an LRU set in order of use: true on a hit, which moves
+/// `key` to the front; with `FILL`, a miss puts it there ([`push_front`]). The set's shape is
+/// told apart once, not at each step.
 #[inline(always)]
-fn to_front<T: Stored>(ways: &mut [T], way: usize) {
+fn lru_access<T: Stored, const FILL: bool>(ways: &mut [T], key: T) -> bool {
     match ways.len() {
-        4 => to_front_of::<T, 4>(ways, way),
-        8 => to_front_of::<T, 8>(ways, way),
-        16 => to_front_of::<T, 16>(ways, way),
-        _ => ways[..=way].rotate_right(1),
+        4 => lru_access_of::<T, 4, FILL>(ways, key),
+        8 => lru_access_of::<T, 8, FILL>(ways, key),
+        16 => lru_access_of::<T, 16, FILL>(ways, key),
+        _ => match ways.iter().position(|&t| t == key) {
+            Some(way) => {
+                ways[..=way].rotate_right(1);
+                true
+            }
+            None => {
+                if FILL {
+                    ways.rotate_right(1);
+                    ways[0] = key;
+                }
+                false
+            }
+        },
     }
 }
 
-/// [`to_front`] for `W` ways: a select over the whole set, where a rotation of `way + 1`
-/// ways calls `memmove`.
+/// [`lru_access`] for `W` ways.
 #[inline(always)]
-fn to_front_of<T: Stored, const W: usize>(ways: &mut [T], way: usize) {
+fn lru_access_of<T: Stored, const W: usize, const FILL: bool>(ways: &mut [T], key: T) -> bool {
     let ways: &mut [T; W] = ways.try_into().expect("a set of W ways");
+    match position_of::<T, W>(ways, key) {
+        Some(way) => {
+            to_front_of(ways, way);
+            true
+        }
+        None => {
+            if FILL {
+                push_front_of(ways, key);
+            }
+            false
+        }
+    }
+}
+
+/// Moves way `way` of `ways` to the front, shifting the ways before it down one: a select
+/// over the whole set, where a rotation of `way + 1` ways calls `memmove`.
+#[inline(always)]
+fn to_front_of<T: Stored, const W: usize>(ways: &mut [T; W], way: usize) {
     let old = *ways;
     for i in 1..W {
         ways[i] = if i <= way { old[i - 1] } else { old[i] };
@@ -76,9 +113,9 @@ fn to_front_of<T: Stored, const W: usize>(ways: &mut [T], way: usize) {
 #[inline(always)]
 fn push_front<T: Stored>(ways: &mut [T], key: T) {
     match ways.len() {
-        4 => push_front_of::<T, 4>(ways, key),
-        8 => push_front_of::<T, 8>(ways, key),
-        16 => push_front_of::<T, 16>(ways, key),
+        4 => push_front_of::<T, 4>(ways.try_into().expect("4 ways"), key),
+        8 => push_front_of::<T, 8>(ways.try_into().expect("8 ways"), key),
+        16 => push_front_of::<T, 16>(ways.try_into().expect("16 ways"), key),
         _ => {
             ways.rotate_right(1);
             ways[0] = key;
@@ -88,8 +125,7 @@ fn push_front<T: Stored>(ways: &mut [T], key: T) {
 
 /// [`push_front`] for `W` ways: a move of known length, without a call.
 #[inline(always)]
-fn push_front_of<T: Stored, const W: usize>(ways: &mut [T], key: T) {
-    let ways: &mut [T; W] = ways.try_into().expect("a set of W ways");
+fn push_front_of<T: Stored, const W: usize>(ways: &mut [T; W], key: T) {
     ways.copy_within(..W - 1, 1);
     ways[0] = key;
 }
@@ -191,29 +227,39 @@ impl TagArray {
     /// Looks `tag` up, counting the outcome: true on a hit, which updates the replacement
     /// state as a use.
     pub fn lookup(&mut self, tag: u64) -> bool {
-        self.probe(tag).is_ok()
+        self.probe::<false>(tag).is_ok()
     }
 
-    /// [`TagArray::lookup`], giving on a miss the set of `tag`.
+    /// [`TagArray::lookup`], giving on a miss the set of `tag`; with `FILL`, a miss of an LRU
+    /// array inserts `tag` too (other policies leave the insertion to the caller).
     #[inline]
-    fn probe(&mut self, tag: u64) -> Result<(), usize> {
+    fn probe<const FILL: bool>(&mut self, tag: u64) -> Result<(), usize> {
         debug_assert_ne!(tag, u64::EMPTY, "a tag of all ones");
         debug_assert!(matches!(self.tags, Tags::Wide(_)) || tag >> self.set_bits < u64::from(u32::MAX), "tag {tag:#x} above the array's bound");
-        match self.find(tag) {
-            (set, Some(way)) => {
-                let range = set * self.ways..(set + 1) * self.ways;
-                match &mut self.repl {
-                    None => with_tags!(self, tag, |tags, _key| to_front(&mut tags[range], way)),
-                    Some(repl) => repl.touch(set, way),
-                }
-                self.lookups.hits += 1;
+        let hit = if self.repl.is_none() {
+            let set = self.set_of(tag);
+            let range = set * self.ways..(set + 1) * self.ways;
+            if with_tags!(self, tag, |tags, key| lru_access::<_, FILL>(&mut tags[range], key)) {
                 Ok(())
-            }
-            (set, None) => {
-                self.lookups.misses += 1;
+            } else {
                 Err(set)
             }
+        } else {
+            self.probe_policy(tag)
+        };
+        match hit {
+            Ok(()) => self.lookups.hits += 1,
+            Err(_) => self.lookups.misses += 1,
         }
+        hit
+    }
+
+    /// [`TagArray::probe`] of an array under a policy other than LRU, without counting it.
+    fn probe_policy(&mut self, tag: u64) -> Result<(), usize> {
+        let (set, way) = self.find(tag);
+        let repl = self.repl.as_mut().expect("a policy other than LRU");
+        repl.touch(set, way.ok_or(set)?);
+        Ok(())
     }
 
     /// Inserts `tag`, which a lookup just missed: into the set's first invalid way, else in
@@ -246,10 +292,12 @@ impl TagArray {
     /// [`TagArray::lookup`], and on a miss [`TagArray::insert`]: true on a hit. The set is
     /// found once.
     pub fn access(&mut self, tag: u64) -> bool {
-        match self.probe(tag) {
+        match self.probe::<true>(tag) {
             Ok(()) => true,
             Err(set) => {
-                self.insert_in(set, tag);
+                if self.repl.is_some() {
+                    self.insert_in(set, tag);
+                }
                 false
             }
         }
