@@ -56,24 +56,23 @@ fn position_in<T: Stored, const W: usize>(ways: &[T; W], key: T) -> Option<usize
 }
 
 /// An access of `key` to `ways`, an LRU set in order of use: true on a hit, which moves
-/// `key` to the front; with `FILL`, a miss puts it there ([`push_front`]). The set's shape is
-/// told apart once, not at each step.
+/// `key` to the front; a miss puts it there, shifting the set down one (the last way, the
+/// least recent or an invalid one, drops out). The set's shape is told apart once, not at
+/// each step.
 #[inline(always)]
-fn lru_access<T: Stored, const FILL: bool>(ways: &mut [T], key: T) -> bool {
+fn lru_access<T: Stored>(ways: &mut [T], key: T) -> bool {
     match ways.len() {
-        4 => lru_access_of::<T, 4, FILL>(ways, key),
-        8 => lru_access_of::<T, 8, FILL>(ways, key),
-        16 => lru_access_of::<T, 16, FILL>(ways, key),
+        4 => lru_access_of::<T, 4>(ways, key),
+        8 => lru_access_of::<T, 8>(ways, key),
+        16 => lru_access_of::<T, 16>(ways, key),
         _ => match ways.iter().position(|&t| t == key) {
             Some(way) => {
                 ways[..=way].rotate_right(1);
                 true
             }
             None => {
-                if FILL {
-                    ways.rotate_right(1);
-                    ways[0] = key;
-                }
+                ways.rotate_right(1);
+                ways[0] = key;
                 false
             }
         },
@@ -82,7 +81,7 @@ fn lru_access<T: Stored, const FILL: bool>(ways: &mut [T], key: T) -> bool {
 
 /// [`lru_access`] for `W` ways.
 #[inline(always)]
-fn lru_access_of<T: Stored, const W: usize, const FILL: bool>(ways: &mut [T], key: T) -> bool {
+fn lru_access_of<T: Stored, const W: usize>(ways: &mut [T], key: T) -> bool {
     let ways: &mut [T; W] = ways.try_into().expect("a set of W ways");
     match position_of::<T, W>(ways, key) {
         Some(way) => {
@@ -90,9 +89,7 @@ fn lru_access_of<T: Stored, const W: usize, const FILL: bool>(ways: &mut [T], ke
             true
         }
         None => {
-            if FILL {
-                push_front_of(ways, key);
-            }
+            push_front_of(ways, key);
             false
         }
     }
@@ -109,21 +106,8 @@ fn to_front_of<T: Stored, const W: usize>(ways: &mut [T; W], way: usize) {
     ways[0] = old[way];
 }
 
-/// Puts `key` at the front of `ways`, shifting them all down one (the last drops out).
-#[inline(always)]
-fn push_front<T: Stored>(ways: &mut [T], key: T) {
-    match ways.len() {
-        4 => push_front_of::<T, 4>(ways.try_into().expect("4 ways"), key),
-        8 => push_front_of::<T, 8>(ways.try_into().expect("8 ways"), key),
-        16 => push_front_of::<T, 16>(ways.try_into().expect("16 ways"), key),
-        _ => {
-            ways.rotate_right(1);
-            ways[0] = key;
-        }
-    }
-}
-
-/// [`push_front`] for `W` ways: a move of known length, without a call.
+/// Puts `key` at the front of `ways`, shifting them all down one (the last drops out): a
+/// move of known length, without a call.
 #[inline(always)]
 fn push_front_of<T: Stored, const W: usize>(ways: &mut [T; W], key: T) {
     ways.copy_within(..W - 1, 1);
@@ -224,22 +208,17 @@ impl TagArray {
         (set, with_tags!(self, tag, |tags, key| position(&tags[range], key)))
     }
 
-    /// Looks `tag` up, counting the outcome: true on a hit, which updates the replacement
-    /// state as a use.
-    pub fn lookup(&mut self, tag: u64) -> bool {
-        self.probe::<false>(tag).is_ok()
-    }
-
-    /// [`TagArray::lookup`], giving on a miss the set of `tag`; with `FILL`, a miss of an LRU
-    /// array inserts `tag` too (other policies leave the insertion to the caller).
+    /// Looks `tag` up, counting the outcome, and on a miss of an LRU array inserts it (see
+    /// `TagArray::repl`); gives on a miss the set of `tag`, which other policies fill with
+    /// [`TagArray::insert_in`]. A hit updates the replacement state as a use.
     #[inline]
-    fn probe<const FILL: bool>(&mut self, tag: u64) -> Result<(), usize> {
+    fn probe(&mut self, tag: u64) -> Result<(), usize> {
         debug_assert_ne!(tag, u64::EMPTY, "a tag of all ones");
         debug_assert!(matches!(self.tags, Tags::Wide(_)) || tag >> self.set_bits < u64::from(u32::MAX), "tag {tag:#x} above the array's bound");
         let hit = if self.repl.is_none() {
             let set = self.set_of(tag);
             let range = set * self.ways..(set + 1) * self.ways;
-            if with_tags!(self, tag, |tags, key| lru_access::<_, FILL>(&mut tags[range], key)) {
+            if with_tags!(self, tag, |tags, key| lru_access(&mut tags[range], key)) {
                 Ok(())
             } else {
                 Err(set)
@@ -262,23 +241,14 @@ impl TagArray {
         Ok(())
     }
 
-    /// Inserts `tag`, which a lookup just missed: into the set's first invalid way, else in
-    /// place of the policy's victim.
-    pub fn insert(&mut self, tag: u64) {
-        debug_assert!(self.find(tag).1.is_none(), "insertion of a present tag");
-        self.insert_in(self.set_of(tag), tag);
-    }
-
-    /// [`TagArray::insert`] of `tag` into `set`, its set.
+    /// Inserts `tag`, which a probe of an array under a policy other than LRU just missed,
+    /// into `set`, its set: into the set's first invalid way, else in place of the policy's
+    /// victim.
     #[inline]
     fn insert_in(&mut self, set: usize, tag: u64) {
         let range = set * self.ways..(set + 1) * self.ways;
-        if self.repl.is_none() {
-            with_tags!(self, tag, |tags, key| push_front(&mut tags[range], key));
-            return;
-        }
         let empty = with_tags!(self, tag, |tags, _key| first_empty(&tags[range.clone()]));
-        let repl = self.repl.as_mut().expect("checked above");
+        let repl = self.repl.as_mut().expect("a policy other than LRU");
         let way = match empty {
             Some(way) => {
                 repl.fill(set, way);
@@ -289,10 +259,10 @@ impl TagArray {
         with_tags!(self, tag, |tags, key| tags[range.start + way] = key);
     }
 
-    /// [`TagArray::lookup`], and on a miss [`TagArray::insert`]: true on a hit. The set is
-    /// found once.
+    /// Looks `tag` up and on a miss inserts it, counting the outcome: true on a hit, which
+    /// updates the replacement state as a use. The set is found once.
     pub fn access(&mut self, tag: u64) -> bool {
-        match self.probe::<true>(tag) {
+        match self.probe(tag) {
             Ok(()) => true,
             Err(set) => {
                 if self.repl.is_some() {
