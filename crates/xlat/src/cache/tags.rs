@@ -41,7 +41,7 @@ fn position<T: Stored>(ways: &[T], key: T) -> Option<usize> {
 }
 
 /// [`position`] for `W` ways, without a branch per way: the way a probe hits is random, so
-/// an early exit mispredicts; all `W` compares are made at once.
+/// an early exit mispredicts; all `W` compares are made, into a bit mask.
 #[inline(always)]
 fn position_of<T: Stored, const W: usize>(ways: &[T], key: T) -> Option<usize> {
     let ways: &[T; W] = ways.try_into().expect("a set of W ways");
