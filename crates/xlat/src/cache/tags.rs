@@ -29,6 +29,91 @@ fn first_empty<T: Stored>(ways: &[T]) -> Option<usize> {
     ways.iter().position(|&t| t == T::EMPTY)
 }
 
+/// The way of `ways` holding `key`, if any.
+#[inline(always)]
+fn position<T: Stored>(ways: &[T], key: T) -> Option<usize> {
+    match ways.len() {
+        4 => position_of::<T, 4>(ways, key),
+        8 => position_of::<T, 8>(ways, key),
+        16 => position_of::<T, 16>(ways, key),
+        _ => ways.iter().position(|&t| t == key),
+    }
+}
+
+/// [`position`] for `W` ways, without a branch per way: the way a probe hits is random, so
+/// an early exit mispredicts; all `W` compares are made, into a bit mask.
+#[inline(always)]
+fn position_of<T: Stored, const W: usize>(ways: &[T], key: T) -> Option<usize> {
+    let ways: &[T; W] = ways.try_into().expect("a set of W ways");
+    position_in(ways, key)
+}
+
+/// [`position_of`] in a set of known length.
+#[inline(always)]
+fn position_in<T: Stored, const W: usize>(ways: &[T; W], key: T) -> Option<usize> {
+    let hits = ways.iter().enumerate().fold(0u32, |hits, (i, &t)| hits | u32::from(t == key) << i);
+    (hits != 0).then(|| hits.trailing_zeros() as usize)
+}
+
+/// An access of `key` to `ways`, an LRU set in order of use: true on a hit, which moves
+/// `key` to the front; a miss puts it there, shifting the set down one (the last way, the
+/// least recent or an invalid one, drops out). The set's shape is told apart once, not at
+/// each step.
+#[inline(always)]
+fn lru_access<T: Stored>(ways: &mut [T], key: T) -> bool {
+    match ways.len() {
+        4 => lru_access_of::<T, 4>(ways, key),
+        8 => lru_access_of::<T, 8>(ways, key),
+        16 => lru_access_of::<T, 16>(ways, key),
+        _ => match ways.iter().position(|&t| t == key) {
+            Some(way) => {
+                ways[..=way].rotate_right(1);
+                true
+            }
+            None => {
+                ways.rotate_right(1);
+                ways[0] = key;
+                false
+            }
+        },
+    }
+}
+
+/// [`lru_access`] for `W` ways.
+#[inline(always)]
+fn lru_access_of<T: Stored, const W: usize>(ways: &mut [T], key: T) -> bool {
+    let ways: &mut [T; W] = ways.try_into().expect("a set of W ways");
+    match position_of::<T, W>(ways, key) {
+        Some(way) => {
+            to_front_of(ways, way);
+            true
+        }
+        None => {
+            push_front_of(ways, key);
+            false
+        }
+    }
+}
+
+/// Moves way `way` of `ways` to the front, shifting the ways before it down one: a select
+/// over the whole set, where a rotation of `way + 1` ways calls `memmove`.
+#[inline(always)]
+fn to_front_of<T: Stored, const W: usize>(ways: &mut [T; W], way: usize) {
+    let old = *ways;
+    for i in 1..W {
+        ways[i] = if i <= way { old[i - 1] } else { old[i] };
+    }
+    ways[0] = old[way];
+}
+
+/// Puts `key` at the front of `ways`, shifting them all down one (the last drops out): a
+/// move of known length, without a call.
+#[inline(always)]
+fn push_front_of<T: Stored, const W: usize>(ways: &mut [T; W], key: T) {
+    ways.copy_within(..W - 1, 1);
+    ways[0] = key;
+}
+
 /// The tags of every set, ways of a set adjacent.
 #[derive(Clone, Debug)]
 enum Tags {
@@ -120,58 +205,50 @@ impl TagArray {
     fn find(&mut self, tag: u64) -> (usize, Option<usize>) {
         let set = self.set_of(tag);
         let range = set * self.ways..(set + 1) * self.ways;
-        (set, with_tags!(self, tag, |tags, key| tags[range].iter().position(|&t| t == key)))
+        (set, with_tags!(self, tag, |tags, key| position(&tags[range], key)))
     }
 
-    /// Looks `tag` up, counting the outcome: true on a hit, which updates the replacement
-    /// state as a use.
-    pub fn lookup(&mut self, tag: u64) -> bool {
-        self.probe(tag).is_ok()
-    }
-
-    /// [`TagArray::lookup`], giving on a miss the set of `tag`.
+    /// Looks `tag` up, counting the outcome, and on a miss of an LRU array inserts it (see
+    /// `TagArray::repl`); gives on a miss the set of `tag`, which other policies fill with
+    /// [`TagArray::insert_in`]. A hit updates the replacement state as a use.
     #[inline]
     fn probe(&mut self, tag: u64) -> Result<(), usize> {
         debug_assert_ne!(tag, u64::EMPTY, "a tag of all ones");
         debug_assert!(matches!(self.tags, Tags::Wide(_)) || tag >> self.set_bits < u64::from(u32::MAX), "tag {tag:#x} above the array's bound");
-        match self.find(tag) {
-            (set, Some(way)) => {
-                let front = set * self.ways..=set * self.ways + way;
-                match &mut self.repl {
-                    None => with_tags!(self, tag, |tags, _key| tags[front].rotate_right(1)),
-                    Some(repl) => repl.touch(set, way),
-                }
-                self.lookups.hits += 1;
+        let hit = if self.repl.is_none() {
+            let set = self.set_of(tag);
+            let range = set * self.ways..(set + 1) * self.ways;
+            if with_tags!(self, tag, |tags, key| lru_access(&mut tags[range], key)) {
                 Ok(())
-            }
-            (set, None) => {
-                self.lookups.misses += 1;
+            } else {
                 Err(set)
             }
+        } else {
+            self.probe_policy(tag)
+        };
+        match hit {
+            Ok(()) => self.lookups.hits += 1,
+            Err(_) => self.lookups.misses += 1,
         }
+        hit
     }
 
-    /// Inserts `tag`, which a lookup just missed: into the set's first invalid way, else in
-    /// place of the policy's victim.
-    pub fn insert(&mut self, tag: u64) {
-        debug_assert!(self.find(tag).1.is_none(), "insertion of a present tag");
-        self.insert_in(self.set_of(tag), tag);
+    /// [`TagArray::probe`] of an array under a policy other than LRU, without counting it.
+    fn probe_policy(&mut self, tag: u64) -> Result<(), usize> {
+        let (set, way) = self.find(tag);
+        let repl = self.repl.as_mut().expect("a policy other than LRU");
+        repl.touch(set, way.ok_or(set)?);
+        Ok(())
     }
 
-    /// [`TagArray::insert`] of `tag` into `set`, its set.
+    /// Inserts `tag`, which a probe of an array under a policy other than LRU just missed,
+    /// into `set`, its set: into the set's first invalid way, else in place of the policy's
+    /// victim.
     #[inline]
     fn insert_in(&mut self, set: usize, tag: u64) {
         let range = set * self.ways..(set + 1) * self.ways;
-        if self.repl.is_none() {
-            with_tags!(self, tag, |tags, key| {
-                let ways = &mut tags[range];
-                ways.rotate_right(1);
-                ways[0] = key;
-            });
-            return;
-        }
         let empty = with_tags!(self, tag, |tags, _key| first_empty(&tags[range.clone()]));
-        let repl = self.repl.as_mut().expect("checked above");
+        let repl = self.repl.as_mut().expect("a policy other than LRU");
         let way = match empty {
             Some(way) => {
                 repl.fill(set, way);
@@ -182,13 +259,15 @@ impl TagArray {
         with_tags!(self, tag, |tags, key| tags[range.start + way] = key);
     }
 
-    /// [`TagArray::lookup`], and on a miss [`TagArray::insert`]: true on a hit. The set is
-    /// found once.
+    /// Looks `tag` up and on a miss inserts it, counting the outcome: true on a hit, which
+    /// updates the replacement state as a use. The set is found once.
     pub fn access(&mut self, tag: u64) -> bool {
         match self.probe(tag) {
             Ok(()) => true,
             Err(set) => {
-                self.insert_in(set, tag);
+                if self.repl.is_some() {
+                    self.insert_in(set, tag);
+                }
                 false
             }
         }

@@ -73,25 +73,17 @@ impl PageWalkCache {
     pub fn serve(&mut self, asid: Asid, vaddr: u64, reads: &[WalkRead]) -> (usize, u32) {
         let chain = reads.iter().take_while(|r| r.step == super::Step::Chain).count();
         let Some((_, upper)) = reads[..chain].split_last() else { return (0, 0) };
-        let mut missed = [0u8; MAX_LEVELS + 1];
-        let mut count = 0;
-        let mut served = 0;
         let mut probes = 0;
         for (i, read) in upper.iter().enumerate().rev() {
             let Some(Some(cache)) = self.levels.get_mut(usize::from(read.level)) else { break };
             probes += 1;
-            if cache.lookup(tag(asid, vaddr, read.level)) {
-                served = i + 1;
-                break;
+            // A level that misses is filled at once: each level's cache is probed once a
+            // walk, so filling it now or after the walk's last probe is the same.
+            if cache.access(tag(asid, vaddr, read.level)) {
+                return (i + 1, probes);
             }
-            missed[count] = read.level;
-            count += 1;
         }
-        for &level in &missed[..count] {
-            let cache = self.levels[usize::from(level)].as_mut().expect("probed above");
-            cache.insert(tag(asid, vaddr, level));
-        }
-        (served, probes)
+        (0, probes)
     }
 
     /// Lookups of each level's cache, top level first.

@@ -468,6 +468,8 @@ impl CpuMachine {
             log.steps.push(Step::new(asid, vaddr, kind, pfn));
         }
         if self.timing.is_some() {
+            // Without a frame from the TLBs, a walk's gives it, sparing a lookup in the map.
+            let pfn = pfn.or_else(|| walked.map(|w| w.translation.pfn_of(vaddr)));
             self.time_reference(asid, vaddr, kind, pfn);
         }
         Ok(())
