@@ -1,0 +1,29 @@
+//! What every trace target does: the input written to a file (the readers open paths), then
+//! read to its end or its first error. A panic, a hang or an allocation past libFuzzer's limit
+//! is a finding; an error is the expected answer to a bad file.
+
+use std::io::Write;
+use xlat::source::RefSource;
+use xlat::Batch;
+
+/// Writes `data` to a temporary file named `name` (its extension may tell the format) in a
+/// fresh directory, in memory when the host has /dev/shm.
+pub fn file(name: &str, data: &[u8]) -> (tempfile::TempDir, std::path::PathBuf) {
+    let shm = std::path::Path::new("/dev/shm");
+    let dir = if shm.is_dir() { tempfile::tempdir_in(shm) } else { tempfile::tempdir() }.expect("a temporary directory");
+    let path = dir.path().join(name);
+    std::fs::File::create(&path).and_then(|mut f| f.write_all(data)).expect("the input written");
+    (dir, path)
+}
+
+/// Reads `source` to its end or its first error, in batches of varied sizes.
+pub fn drain(mut source: Box<dyn RefSource>) {
+    let mut batch = Batch::with_capacity(4096);
+    for max in [1usize, 7, 4096].into_iter().cycle() {
+        batch.clear();
+        match source.fill(&mut batch, max) {
+            Ok(0) | Err(_) => return,
+            Ok(n) => assert!(n <= max && batch.refs.len() == n, "fill returned {n} of at most {max}"),
+        }
+    }
+}
