@@ -18,8 +18,10 @@ pub const RESULT_COLUMNS: [&str; 30] = [
 pub const AGE_COLUMNS: [&str; 5] = ["workload", "config", "window", "mean_age", "max_age"];
 
 /// The columns of `timing.csv`.
-pub const TIMING_COLUMNS: [&str; 10] =
-    ["workload", "config", "walks", "mean_walk_cycles", "walk_cycles", "tlb_cycles", "data_cycles", "instruction_cycles", "total_cycles", "ipc"];
+pub const TIMING_COLUMNS: [&str; 12] = [
+    "workload", "config", "walks", "mean_walk_cycles", "walk_cycles", "tlb_cycles", "data_cycles", "instruction_cycles", "total_cycles",
+    "kernel_cycles", "cycles_with_kernel", "ipc",
+];
 
 /// The columns of either table that hold text, not numbers: they can name bar groups, series
 /// and panels, but not be drawn as values or as a line's x.

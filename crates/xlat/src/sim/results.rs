@@ -146,6 +146,8 @@ struct TimingRow<'a> {
     data_cycles: f64,
     instruction_cycles: f64,
     total_cycles: f64,
+    kernel_cycles: f64,
+    cycles_with_kernel: f64,
     ipc: Option<f64>,
 }
 
@@ -163,6 +165,8 @@ fn write_timing(dir: &Path, result: &ExperimentResult) -> Result<()> {
             data_cycles: t.data_cycles,
             instruction_cycles: t.instruction_cycles,
             total_cycles: t.total_cycles,
+            kernel_cycles: t.kernel_cycles,
+            cycles_with_kernel: t.cycles_with_kernel,
             ipc: t.ipc,
         })
         .collect();

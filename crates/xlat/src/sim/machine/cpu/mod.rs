@@ -680,6 +680,7 @@ impl Machine for CpuMachine {
                 tlb.stats()
             }
         };
+        let kernel_work = self.os.kernel_work();
         MachineStats {
             machine: self.name.clone(),
             counters: self.counters.clone(),
@@ -688,8 +689,8 @@ impl Machine for CpuMachine {
             os,
             walker: self.walker.stats(),
             page_table: self.os.page_table_stats(),
-            kernel_work: Some(self.os.kernel_work()),
-            timing: self.timing.as_ref().map(|t| t.stats(self.counters.instructions)),
+            timing: self.timing.as_ref().map(|t| t.stats(self.counters.instructions, kernel_work.instructions)),
+            kernel_work: Some(kernel_work),
             loops: self.loops.uses().to_vec(),
         }
     }

@@ -97,6 +97,12 @@ pub struct TimingStats {
     pub instruction_cycles: f64,
     /// Their sum.
     pub total_cycles: f64,
+    /// The kernel's page-table work (the kernel-work model's estimated instructions) at the
+    /// model's cycles per instruction.
+    pub kernel_cycles: f64,
+    /// `total_cycles` and `kernel_cycles`: the whole program's, as EMT's whole-program
+    /// figures count them.
+    pub cycles_with_kernel: f64,
     /// Instructions per cycle; `None` when the source counts no instructions.
     pub ipc: Option<f64>,
     /// Lookups of every cache level, data and walk reads apart.
@@ -137,13 +143,16 @@ impl Timing {
     }
 
     /// The cycles so far of a machine whose references span `instructions` instructions.
-    pub fn stats(&self, instructions: u64) -> TimingStats {
+    /// The cycles so far of `instructions` instructions, and of `kernel_instructions` the
+    /// kernel's work on page tables took (the kernel-work model's estimate).
+    pub fn stats(&self, instructions: u64, kernel_instructions: f64) -> TimingStats {
         let s = &self.spec;
         let tlb_cycles = self.accesses as f64 * s.tlb;
         let walk_cycles = self.walk_probes as f64 * s.pwc + self.hashed_walks as f64 * s.hash.max(s.cwc) + self.walk_latency as f64;
         let data_cycles = self.data_latency as f64 / s.data_parallelism;
         let instruction_cycles = instructions.saturating_sub(self.data_accesses) as f64 * s.instruction;
         let total_cycles = tlb_cycles + walk_cycles + data_cycles + instruction_cycles;
+        let kernel_cycles = kernel_instructions * s.instruction;
         TimingStats {
             tlb_cycles,
             walk_cycles,
@@ -152,6 +161,8 @@ impl Timing {
             data_cycles,
             instruction_cycles,
             total_cycles,
+            kernel_cycles,
+            cycles_with_kernel: total_cycles + kernel_cycles,
             ipc: (instructions > 0 && total_cycles > 0.0).then(|| instructions as f64 / total_cycles),
             caches: self.caches.lookups(),
         }
@@ -196,7 +207,7 @@ mod tests {
         t.reference(PhysAddr(0x9000), AccessKind::Load);
         t.reference(PhysAddr(0x9008), AccessKind::Store);
         t.reference(PhysAddr(0x9010), AccessKind::IFetch);
-        let s = t.stats(12);
+        let s = t.stats(12, 1000.0);
         assert_eq!(s.walk_cycles, 4.0 + 4.0 * 180.0 + 16.0);
         assert_eq!(s.mean_walk_cycles, Some(s.walk_cycles / 2.0));
         assert_eq!(s.tlb_cycles, 3.0);
@@ -204,6 +215,8 @@ mod tests {
         assert_eq!(s.instruction_cycles, 10.0 * 0.5);
         assert_eq!(s.total_cycles, s.tlb_cycles + s.walk_cycles + s.data_cycles + s.instruction_cycles);
         assert_eq!(s.ipc, Some(12.0 / s.total_cycles));
+        // The kernel's 1000 estimated instructions at 0.5 cycles each, apart from the IPC.
+        assert_eq!((s.kernel_cycles, s.cycles_with_kernel), (500.0, s.total_cycles + 500.0));
         assert_eq!(s.caches[1].walk.misses, 4, "the walk reads entered at the L2");
         assert_eq!(s.caches[0].walk.hits + s.caches[0].walk.misses, 0, "and never the L1");
     }
@@ -219,7 +232,7 @@ mod tests {
         // after max(hash 2, CWC 1); the fills cost nothing but are in the L2 after.
         t.walk(0, &[read(0x1000, Step::Probe), read(0x2000, Step::Probe), read(0x3000, Step::Probe), read(0x4000, Step::Fill), read(0x5000, Step::Fill)]);
         t.walk(0, &[read(0x4000, Step::Probe), read(0x5000, Step::Probe)]);
-        let s = t.stats(0);
+        let s = t.stats(0, 0.0);
         assert_eq!(s.walk_cycles, 180.0 + (2.0 + 180.0) + (2.0 + 16.0));
         assert_eq!(s.walks, 3);
     }
