@@ -151,6 +151,12 @@ pub trait PageTableDriver {
     fn mapped(&mut self, t: &Translation, meter: &mut Meter) -> Result<(), TableFull>;
     /// The OS unmapped the page of `size` at `vpn` in `asid`, counting the work in `meter`.
     fn unmapped(&mut self, asid: Asid, vpn: Vpn, size: PageSize, meter: &mut Meter);
+    /// The OS swapped out the page of `size` at `vpn` in `asid`: its entry now holds a swap
+    /// entry, which a format that keeps entries in place keeps there. The default: as
+    /// [`Self::unmapped`] (a format whose structure an entry's value does not change).
+    fn swapped_out(&mut self, asid: Asid, vpn: Vpn, size: PageSize, meter: &mut Meter) {
+        self.unmapped(asid, vpn, size, meter);
+    }
     /// Counts in `meter` the entries the kernel reads (and hashes it computes) to find the
     /// entry of the page of `size` holding `vaddr` in `asid`, in software: the work of
     /// [`Find::find`] in this format.
@@ -269,6 +275,13 @@ macro_rules! page_table_drivers {
             pub fn unmapped(&mut self, asid: Asid, vpn: Vpn, size: PageSize, meter: &mut Meter) {
                 match self {
                     $(Driver::$variant(d) => d.unmapped(asid, vpn, size, meter),)+
+                }
+            }
+
+            /// See [`PageTableDriver::swapped_out`].
+            pub fn swapped_out(&mut self, asid: Asid, vpn: Vpn, size: PageSize, meter: &mut Meter) {
+                match self {
+                    $(Driver::$variant(d) => d.swapped_out(asid, vpn, size, meter),)+
                 }
             }
 

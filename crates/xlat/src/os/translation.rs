@@ -162,7 +162,7 @@ impl Translations {
     /// nothing) when it was not present.
     pub fn swap_out(&mut self, asid: Asid, vpn: Vpn) -> Option<u64> {
         let frame = self.store.swap_out(asid, vpn.addr().0)?;
-        self.driver.unmapped(asid, vpn, self.store.page_size(), &mut self.meter);
+        self.driver.swapped_out(asid, vpn, self.store.page_size(), &mut self.meter);
         Some(frame)
     }
 

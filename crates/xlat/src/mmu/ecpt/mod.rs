@@ -387,10 +387,7 @@ impl PageTableDriver for Ecpt {
         let mut vaddr = range.start & !(size.bytes() - 1);
         while vaddr < range.end {
             let cluster_end = ((vaddr >> size.shift() | 7) + 1) << size.shift();
-            let present = ways.is_some_and(|w| {
-                w.find_work(key(vaddr, 0), db.meter());
-                w.find(key(vaddr, 0)).is_some()
-            });
+            let present = ways.is_some_and(|w| w.find_counting(key(vaddr, 0), db.meter()).is_some());
             if present {
                 let first = vaddr;
                 while vaddr < cluster_end.min(range.end) {
@@ -408,11 +405,19 @@ impl PageTableDriver for Ecpt {
         ControlFlow::Continue(())
     }
 
+    /// The swap entry stays in its cluster, as the kernel keeps it in the PTE: the kernel
+    /// finds the cluster and writes the entry; the cluster stays in its way (and in the
+    /// CWTs), so that iterations over the range find the page.
+    fn swapped_out(&mut self, asid: Asid, vpn: Vpn, size: PageSize, meter: &mut Meter) {
+        self.find_work(asid, vpn.addr().0, size, meter);
+        meter.add().entries_written += 1;
+    }
+
     /// A hash and a read per way tried, in order, until the cluster is found.
     fn find_work(&self, asid: Asid, vaddr: u64, size: PageSize, meter: &mut Meter) {
         let c = class(size);
         if let Some(ways) = self.spaces.get(&asid).and_then(|s| s.sizes[c].as_ref()) {
-            ways.find_work(key(vaddr, c), meter);
+            ways.find_counting(key(vaddr, c), meter);
         }
     }
 

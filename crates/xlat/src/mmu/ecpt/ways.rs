@@ -173,18 +173,13 @@ impl Ways {
 
     /// [`Ways::find`] as the kernel does it, counting in `meter` a hash and an entry read per
     /// way tried.
-    fn find_counting(&self, key: u64, meter: &mut Meter) -> Option<(usize, Loc)> {
+    pub fn find_counting(&self, key: u64, meter: &mut Meter) -> Option<(usize, Loc)> {
         let found = self.find(key);
         let tried = found.map_or(self.ways.len(), |(w, _)| w + 1) as u64;
         let work = meter.add();
         work.hashes += tried;
         work.entries_read += tried;
         found
-    }
-
-    /// Counts in `meter` what finding `key` costs the kernel.
-    pub fn find_work(&self, key: u64, meter: &mut Meter) {
-        self.find_counting(key, meter);
     }
 
     /// Physical address of `key`'s candidate slot in way `w`, in pages of `page_bytes`.
