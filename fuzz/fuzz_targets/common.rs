@@ -4,7 +4,18 @@
 
 use std::io::Write;
 use xlat::source::RefSource;
+use xlat::trace::TraceFormat;
 use xlat::Batch;
+
+/// The target of one reader: `data` as a file of `format` named with its extension `ext`,
+/// read to its end or its first error.
+#[allow(dead_code)] // `detect` and `experiment` do not read a given format
+pub fn read_as(data: &[u8], ext: &str, format: TraceFormat) {
+    let (_dir, path) = file(&format!("input.{ext}"), data);
+    if let Ok(source) = xlat::trace::open(&path, Some(format)) {
+        drain(source);
+    }
+}
 
 /// Writes `data` to a temporary file named `name` (its extension may tell the format) in a
 /// fresh directory, in memory when the host has /dev/shm.

@@ -4,11 +4,5 @@
 mod common;
 
 use libfuzzer_sys::fuzz_target;
-use xlat::trace::TraceFormat;
 
-fuzz_target!(|data: &[u8]| {
-    let (_dir, path) = common::file("input.lackey", data);
-    if let Ok(source) = xlat::trace::open(&path, Some(TraceFormat::Lackey)) {
-        common::drain(source);
-    }
-});
+fuzz_target!(|data: &[u8]| common::read_as(data, "lackey", xlat::trace::TraceFormat::Lackey));

@@ -4,11 +4,5 @@
 mod common;
 
 use libfuzzer_sys::fuzz_target;
-use xlat::trace::TraceFormat;
 
-fuzz_target!(|data: &[u8]| {
-    let (_dir, path) = common::file("input.xlat", data);
-    if let Ok(source) = xlat::trace::open(&path, Some(TraceFormat::Native)) {
-        common::drain(source);
-    }
-});
+fuzz_target!(|data: &[u8]| common::read_as(data, "xlat", xlat::trace::TraceFormat::Native));

@@ -53,7 +53,8 @@ impl fmt::Display for Point {
 pub fn check_symbol(program: &Path, point: &Point, option: &str) -> Result<()> {
     let data = std::fs::read(program).with_context(|| format!("reading {}", program.display()))?;
     let file = object::File::parse(&*data).map_err(|e| anyhow!("{}: not an ELF executable ({e})", program.display()))?;
-    let named = |s: object::Symbol| s.name().is_ok_and(|n| n == point.name || n.split('@').next() == Some(&point.name));
+    // A versioned symbol (`malloc@GLIBC_2.2.5`) names its function before the `@`.
+    let named = |s: object::Symbol| s.name().is_ok_and(|n| n.split('@').next() == Some(&point.name));
     if file.symbols().any(named) || file.dynamic_symbols().any(named) {
         return Ok(());
     }

@@ -188,16 +188,19 @@ struct OpWork {
     work: Primitives,
 }
 
+/// Operations, `Idle` included.
+const OPERATIONS: usize = Operation::REPORTED.len() + 1;
+
 /// The running count: which operation is running, and what each did.
 #[derive(Clone, Debug)]
 pub struct Meter {
     running: Operation,
-    ops: [OpWork; 7],
+    ops: [OpWork; OPERATIONS],
 }
 
 impl Default for Meter {
     fn default() -> Meter {
-        Meter { running: Operation::Idle, ops: [OpWork::default(); 7] }
+        Meter { running: Operation::Idle, ops: [OpWork::default(); OPERATIONS] }
     }
 }
 

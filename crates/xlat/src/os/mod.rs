@@ -367,17 +367,14 @@ impl Os {
             scanner.forget(frame);
         }
         let (new, cpfn) = self.choose_frame(asid, vpn).map_err(|reason| OutOfMemory { asid, vaddr: vpn.addr().0, reason })?;
-        let work = self.translations.meter().add();
-        work.frame_allocations += 1;
-        work.shootdowns += 1;
+        self.translations.meter().add().frame_allocations += 1;
         self.install(asid, vpn, new, false, true);
         // A tick after the new page's stamp, so that the next reference's walk (a use under
         // recency on fill, stamped with the clock as it stands) comes after it.
         self.clock += 1;
         self.map(asid, vpn, new, cpfn).map_err(|reason| OutOfMemory { asid, vaddr: vpn.addr().0, reason })?;
         self.stats.store_copies += 1;
-        self.stats.shootdowns += 1;
-        self.shootdowns.push(Page { asid, vpn, size: self.spec.page_size });
+        self.shoot_down(asid, vpn);
         Ok(new)
     }
 
@@ -435,12 +432,9 @@ impl Os {
                 self.retime(frame);
             }
             if visit.cleared {
-                let work = self.translations.meter().add();
-                work.entries_written += 1;
-                work.shootdowns += 1;
+                self.translations.meter().add().entries_written += 1;
                 self.stats.scan_shootdowns += 1;
-                self.stats.shootdowns += 1;
-                self.shootdowns.push(Page { asid: page.0, vpn: page.1, size: self.spec.page_size });
+                self.shoot_down(page.0, page.1);
             }
         }
         self.scanner = Some(scanner);
@@ -803,9 +797,7 @@ impl Os {
         let mapped = !stale && !self.readahead.as_mut().is_some_and(|ra| ra.evicted(asid, page));
         if mapped {
             self.translations.swap_out(asid, vpn);
-            self.translations.meter().add().shootdowns += 1;
-            self.stats.shootdowns += 1;
-            self.shootdowns.push(Page { asid, vpn, size: self.spec.page_size });
+            self.shoot_down(asid, vpn);
         }
         self.policy.evicted(frame, asid, vpn, stamp);
         if let Placer::Fully(alloc) = &mut self.placer {
@@ -818,6 +810,14 @@ impl Os {
         self.stats.swap_outs += u64::from(!copy);
         self.stats.mapped_pages = self.translations.store().len() as u64;
         Ok(())
+    }
+
+    /// Leaves page `vpn` of `asid` for a TLB shootdown, counted in the statistics and in
+    /// the running operation's kernel work.
+    fn shoot_down(&mut self, asid: Asid, vpn: Vpn) {
+        self.translations.meter().add().shootdowns += 1;
+        self.stats.shootdowns += 1;
+        self.shootdowns.push(Page { asid, vpn, size: self.spec.page_size });
     }
 
     /// True if pages need a TLB shootdown since [`Os::take_shootdowns`] last took them.
