@@ -59,6 +59,8 @@ pub enum SecondCore {
     Hierarchy,
     /// The levels below the first of a machine on the express path.
     LowerLevels,
+    /// The cycle model of a timed machine: its caches and clock (`clock.rs`).
+    Timing,
 }
 
 /// How many batches a machine ran on one loop and second-core mode.

@@ -19,7 +19,8 @@ use crate::hash::page_key;
 use crate::memref::{AccessKind, Batch, MemRef};
 use crate::mmu::pwc::PwcSpec;
 use crate::mmu::walker::PageWalker;
-use timing::{Timing, TimingSpec};
+use clock::Clock;
+use timing::{Timing, TimingSpec, TimingStats};
 use crate::mmu::NoReads;
 use crate::os::{Os, OsSpec, OutOfMemory, Walk, WalkBy};
 use crate::tlb::mosaic::{MosaicGeometry, MosaicLookup, MosaicTlb};
@@ -134,7 +135,7 @@ pub struct CpuMachine {
     /// which give them no sink).
     walker: PageWalker,
     /// The caches and clock of a timed machine.
-    timing: Option<Timing>,
+    timing: Option<Clock>,
     /// The batches each loop ran.
     loops: LoopUses,
     /// Whether the next batch prefetches page-table entries: only when the last batch walked
@@ -198,7 +199,7 @@ impl CpuMachine {
             os,
             counters: RefCounters::default(),
             walker: PageWalker::new(spec.pwc.as_ref(), spec.seed ^ 0x7077),
-            timing: spec.timing.as_ref().map(|t| Timing::new(t, spec.os.memory, spec.seed ^ 0xca5e)),
+            timing: spec.timing.as_ref().map(|t| Clock::Model(Timing::new(t, spec.os.memory, spec.seed ^ 0xca5e))),
             loops: LoopUses::default(),
             prefetch: false,
             replay_pays: true,
@@ -259,13 +260,20 @@ impl CpuMachine {
             && self.os.uniform_page_size() == Some(PageSize::Size4K)
     }
 
-    /// Replays in the conventional hierarchy what [`CpuMachine::process_on_two_cores`] left.
+    /// Replays in the conventional hierarchy and the cycle model what
+    /// [`CpuMachine::process_on_two_cores`] left.
     fn catch_up(&mut self) {
-        if let Some(tlb) = self.tlb.as_mut().filter(|_| !self.unreplayed.is_empty()) {
+        if self.unreplayed.is_empty() {
+            return;
+        }
+        if let Some(tlb) = self.tlb.as_mut() {
             let walks = replay(tlb, &self.unreplayed);
             self.os.count_replayed_walks(walks);
-            self.unreplayed.clear();
         }
+        if let Some(Clock::Model(timing)) = &mut self.timing {
+            timing.replay(&self.unreplayed.timed);
+        }
+        self.unreplayed.clear();
     }
 
     /// The loop this machine's next batch runs on: decided from its shape alone, so the same
@@ -374,7 +382,8 @@ impl CpuMachine {
         self.counters.instructions += batch.instructions;
         let walked = self.os.walks() - walks;
         self.prefetch = walked * PREFETCH_WALK_RATIO > refs && self.os.page_table_bytes() > PREFETCH_ABOVE_TABLE_BYTES;
-        self.replay_pays = walked * REPLAY_WALK_RATIO > refs;
+        // A cycle model has work on every reference (a data access), walks or not.
+        self.replay_pays = self.timing.is_some() || walked * REPLAY_WALK_RATIO > refs;
     }
 
     /// [`CpuMachine::process`] for a machine on the express path, whose first level's data array
@@ -616,6 +625,22 @@ impl CpuMachine {
 
 }
 
+impl CpuMachine {
+    /// The cycle model's statistics, with the last batch replayed into a copy of it when a
+    /// second core has not yet (see [`CpuMachine::process_on_two_cores`]), for a machine
+    /// whose kernel work took `kernel_instructions`.
+    fn timing_stats(&self, kernel_instructions: f64) -> Option<TimingStats> {
+        let Some(Clock::Model(timing)) = &self.timing else { return None };
+        let stats = |t: &Timing| t.stats(self.counters.instructions, kernel_instructions);
+        if self.unreplayed.timed.is_empty() {
+            return Some(stats(timing));
+        }
+        let mut timing = timing.clone();
+        timing.replay(&self.unreplayed.timed);
+        Some(stats(&timing))
+    }
+}
+
 impl Machine for CpuMachine {
     fn name(&self) -> &str {
         &self.name
@@ -663,6 +688,22 @@ impl Machine for CpuMachine {
             self.tlb.as_mut().expect("descends_apart checked").put_lower(lower);
             return led;
         }
+        if let Some(Clock::Model(mut timing)) = self.timing.take() {
+            let led = self.overlap(batch, |log| {
+                timing.replay(&log.timed);
+                0
+            }, |m, log| {
+                m.timing = Some(Clock::Log(std::mem::take(&mut log.timed)));
+                let led = m.simulate(&batch.refs, SecondCore::Timing);
+                // The clock stays, empty, for the batch's end to see a timed machine.
+                if let Some(Clock::Log(timed)) = &mut m.timing {
+                    log.timed = std::mem::take(timed);
+                }
+                led
+            });
+            self.timing = Some(Clock::Model(timing));
+            return led;
+        }
         self.process(batch)
     }
 
@@ -689,13 +730,14 @@ impl Machine for CpuMachine {
             os,
             walker: self.walker.stats(),
             page_table: self.os.page_table_stats(),
-            timing: self.timing.as_ref().map(|t| t.stats(self.counters.instructions, kernel_work.instructions)),
+            timing: self.timing_stats(kernel_work.instructions),
             kernel_work: Some(kernel_work),
             loops: self.loops.uses().to_vec(),
         }
     }
 }
 
+mod clock;
 mod decoded;
 pub mod loop_path;
 mod replay;

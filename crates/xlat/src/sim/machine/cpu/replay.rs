@@ -25,6 +25,7 @@
 //! statistics; after one, the machine's statistics are not those of the sequential loop,
 //! which had counted the failing translation's lookups.
 
+use super::clock::TimingLog;
 use crate::memref::AccessKind;
 use crate::tlb::{Descent, SingleLevel, TlbHierarchy};
 use crate::types::{Asid, PageSize, Pfn, Translation, Vpn, BASE_PAGE_SHIFT};
@@ -70,23 +71,26 @@ pub(super) struct Log {
     /// ...and the size of every page they translated (the express path runs over an OS that
     /// maps one size).
     pub descent_size: PageSize,
+    /// For a timed machine's cycle model replayed apart: its accesses.
+    pub timed: TimingLog,
 }
 
 impl Default for Log {
     fn default() -> Log {
-        Log { steps: Vec::new(), shootdowns: Vec::new(), descents: Vec::new(), descent_size: PageSize::Size4K }
+        Log { steps: Vec::new(), shootdowns: Vec::new(), descents: Vec::new(), descent_size: PageSize::Size4K, timed: TimingLog::default() }
     }
 }
 
 impl Log {
     pub fn is_empty(&self) -> bool {
-        self.steps.is_empty() && self.shootdowns.is_empty() && self.descents.is_empty()
+        self.steps.is_empty() && self.shootdowns.is_empty() && self.descents.is_empty() && self.timed.is_empty()
     }
 
     pub fn clear(&mut self) {
         self.steps.clear();
         self.shootdowns.clear();
         self.descents.clear();
+        self.timed.clear();
     }
 
     /// Records that page `vpn` of `asid` was shot down during the translation being made.

@@ -670,7 +670,7 @@ fn a_timed_machine_accounts_for_every_reference_and_walk() {
     }
     let (a, b) = (a.stats(), b.stats());
     assert_eq!((&a.levels, &a.os, &a.walker), (&b.levels, &b.os, &b.walker));
-    assert!(b.loops.iter().all(|u| u.second_core == SecondCore::None), "{:?}", b.loops);
+    assert!(b.loops.iter().all(|u| u.second_core == SecondCore::Timing), "{:?}", b.loops);
     let t = b.timing.expect("timed");
     let pages = b.counters.refs + (b.levels[0].counters.accesses - b.counters.refs);
     assert_eq!(t.tlb_cycles, pages as f64);
@@ -680,6 +680,37 @@ fn a_timed_machine_accounts_for_every_reference_and_walk() {
     let walk_reads: u64 = b.walker.memory_reads.iter().sum();
     assert_eq!((t.caches[1].walk.hits + t.caches[1].walk.misses, t.walks), (walk_reads, b.os.walks));
     assert!(t.mean_walk_cycles.is_some_and(|c| c > 16.0) && t.ipc.is_some_and(|ipc| ipc > 0.0 && ipc < 2.0), "{t:?}");
+}
+
+/// A timed machine whose cycle model replays each batch's accesses on a second core
+/// (`Machine::process_on_two_cores`) gives, after every batch and with sequential batches
+/// mixed in, the statistics of the same machine simulated in sequence: over every driver,
+/// with walk caches or without, with eviction (and the swap cache's copies) or without.
+#[test]
+fn replaying_the_cycle_model_on_a_second_core_changes_no_statistic() {
+    let refs = sparse(&mixed_refs(30_000, 900.0, 0x7173));
+    let drivers = [crate::mmu::PageTableSpec::named("radix").unwrap(), crate::mmu::PageTableSpec::default()].into_iter().chain(other_drivers());
+    let mut cases = 0;
+    for (d, driver) in drivers.enumerate() {
+        for evict in [false, true] {
+            let mut os = OsSpec { page_table: driver, ..OsSpec::simple(if evict { 8 << 20 } else { 1 << 30 }, PlacementSpec::Sequential) };
+            if evict {
+                os.eviction = EvictionSpec::Lru(Default::default());
+                (os.swap_cache, os.swap_cache_cow) = (true, true);
+            }
+            let spec = CpuSpec { os, tlb: vec![level(64, 4)], pwc: (d % 2 == 0).then(Default::default), timing: Some(timing::TimingSpec::default()), ..spec() };
+            let case = format!("{driver:?}, eviction {evict}");
+            let s = same_on_two_cores(&spec, &refs, true, &case);
+            let t = s.timing.expect("timed");
+            // `map` walks read nothing: no walk is timed.
+            assert!((t.walks > 1000) == (driver.name() != "map") && t.caches[2].data.misses > 0, "{case}: {t:?}");
+            if evict {
+                assert!(s.os.swap_outs > 100, "{case}: {:?}", s.os);
+            }
+            cases += 1;
+        }
+    }
+    assert_eq!(cases, 14);
 }
 
 /// The drivers other than radix, as configurations write them.

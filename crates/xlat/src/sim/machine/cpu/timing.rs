@@ -136,8 +136,12 @@ impl Timing {
     /// A `kind` access to `addr` by a reference (one page of it): a TLB access and a data
     /// access.
     pub fn reference(&mut self, addr: PhysAddr, kind: AccessKind) {
+        self.access(addr, if kind == AccessKind::IFetch { Access::Fetch } else { Access::Data });
+    }
+
+    /// [`Timing::reference`] by a data access or a fetch (`access`).
+    pub(super) fn access(&mut self, addr: PhysAddr, access: Access) {
         self.accesses += 1;
-        let access = if kind == AccessKind::IFetch { Access::Fetch } else { Access::Data };
         self.data_accesses += u64::from(access == Access::Data);
         self.data_latency += u64::from(self.caches.access(addr, access, 0));
     }
