@@ -19,12 +19,18 @@ pub fn read_as(data: &[u8], ext: &str, format: TraceFormat) {
 
 /// Writes `data` to a temporary file named `name` (its extension may tell the format) in a
 /// fresh directory, in memory when the host has /dev/shm.
+#[allow(dead_code)] // `convert` writes its own files
 pub fn file(name: &str, data: &[u8]) -> (tempfile::TempDir, std::path::PathBuf) {
-    let shm = std::path::Path::new("/dev/shm");
-    let dir = if shm.is_dir() { tempfile::tempdir_in(shm) } else { tempfile::tempdir() }.expect("a temporary directory");
+    let dir = scratch_dir();
     let path = dir.path().join(name);
     std::fs::File::create(&path).and_then(|mut f| f.write_all(data)).expect("the input written");
     (dir, path)
+}
+
+/// A fresh temporary directory, in memory when the host has /dev/shm.
+pub fn scratch_dir() -> tempfile::TempDir {
+    let shm = std::path::Path::new("/dev/shm");
+    if shm.is_dir() { tempfile::tempdir_in(shm) } else { tempfile::tempdir() }.expect("a temporary directory")
 }
 
 /// Reads `source` to its end or its first error, in batches of varied sizes.
