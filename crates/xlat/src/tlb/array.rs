@@ -536,6 +536,11 @@ impl TlbArray {
         self.repl.invalidate(set, slot - set * self.ways);
     }
 
+    /// Every valid entry, for checks against the OS's mappings. Changes nothing.
+    pub fn valid_translations(&self) -> impl Iterator<Item = Translation> + '_ {
+        (0..self.tags.len()).filter(|&slot| self.metas[slot] & VALID != 0).map(|slot| self.translation_at(slot))
+    }
+
     /// True when the array holds no valid entry.
     pub fn is_empty(&self) -> bool {
         self.valid_per_size.iter().all(|&v| v == 0)

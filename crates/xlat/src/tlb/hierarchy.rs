@@ -462,6 +462,13 @@ impl TlbHierarchy {
         rows
     }
 
+    /// Every valid entry of every level and side, for checks against the OS's mappings.
+    /// Changes nothing.
+    pub fn valid_translations(&self) -> impl Iterator<Item = Translation> + '_ {
+        let sides = self.levels.iter().flat_map(|level| std::iter::once(&level.data).chain(&level.instr));
+        sides.flat_map(|side| &side.arrays).flat_map(TlbArray::valid_translations)
+    }
+
     /// Number of levels.
     pub fn depth(&self) -> usize {
         self.levels.len()

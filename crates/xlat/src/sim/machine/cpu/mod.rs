@@ -25,7 +25,7 @@ use crate::mmu::NoReads;
 use crate::os::{Os, OsSpec, OutOfMemory, Walk, WalkBy};
 use crate::tlb::mosaic::{MosaicGeometry, MosaicLookup, MosaicTlb};
 use crate::tlb::{Descent, LevelGeometry, TlbHierarchy, SingleLevel, Walker};
-use crate::types::{Asid, PageSize, Pfn, PhysAddr, Vpn, BASE_PAGE_SHIFT};
+use crate::types::{Asid, PageSize, Pfn, PhysAddr, Translation, Vpn, BASE_PAGE_SHIFT};
 use crate::Result;
 use serde::Serialize;
 
@@ -534,6 +534,20 @@ impl CpuMachine {
                         m.name, vpn.0
                     ));
                 }
+            }
+        }
+        Ok(())
+    }
+
+    /// Checks that every entry of the conventional TLBs is the OS's mapping of its page now:
+    /// that no TLB holds a translation the OS no longer has (an evicted, moved or
+    /// re-placed page not shot down). For tests: it reads every entry.
+    pub fn check_tlb_entries(&mut self) -> std::result::Result<(), String> {
+        let held: Vec<Translation> = self.tlb.iter().flat_map(TlbHierarchy::valid_translations).collect();
+        for t in held {
+            let mapped = self.os.mapping(t.asid, t.vpn.addr().0);
+            if mapped != Some(t) {
+                return Err(format!("a TLB holds {t:?}; the OS maps the page as {mapped:?}"));
             }
         }
         Ok(())

@@ -118,6 +118,52 @@ fn evicted_pages_are_shot_down_in_every_tlb() {
     assert!(s.os.swap_outs > 1000 && s.os.swap_ins > 1000, "{:?}", s.os);
 }
 
+/// No TLB ever holds a translation the OS no longer has: checked after every reference, on
+/// machines that evict constantly under every eviction policy (with the swap cache's copies
+/// at stores and accessed-bit scans, which shoot pages down too), over one level, two with an
+/// inclusive second, a split first level, and pages of 2 MiB.
+#[test]
+fn tlbs_never_hold_a_translation_the_os_no_longer_has() {
+    let refs = mixed_refs(6_000, 600.0, 0x5ca1_ab1e);
+    let inclusive = LevelGeometry { name: "L2".into(), inclusive: true, ..level(64, 4) };
+    let split = LevelGeometry { instr_arrays: vec![ArrayGeometry { entries: 8, ways: 2, policy: Policy::Fifo, page_sizes: vec![PageSize::Size4K] }], ..level(16, 4) };
+    let hierarchies = [vec![level(32, 4)], vec![level(16, 4), inclusive], vec![split, level(64, 8)]];
+    let linux = EvictionSpec::Linux(crate::os::eviction::LinuxSpec { reserve: 0.0, inactive_ratio: crate::os::InactiveRatio::Kernel, workingset: true, look_twice: true });
+    let scan = Recency::Scan { period: 500, hot_sample: 0.2, history: 8 };
+    let iceberg = PlacementSpec::Iceberg(IcebergSpec::default());
+    let policies = [
+        (EvictionSpec::Lru(Default::default()), Recency::Access, PlacementSpec::Random),
+        (linux, Recency::Access, PlacementSpec::Random),
+        (EvictionSpec::HorizonLru(Default::default()), scan, iceberg.clone()),
+        (EvictionSpec::LazyIcebergLru(crate::os::eviction::LazyIcebergLruSpec { delta: 0.05 }), scan, iceberg),
+    ];
+    for (h, tlb) in hierarchies.iter().enumerate() {
+        for (p, (eviction, recency, placement)) in policies.iter().enumerate() {
+            let mut os = OsSpec { eviction: *eviction, recency: *recency, ..OsSpec::simple(2 * 64 * 4096 * 3, placement.clone()) };
+            (os.swap_cache, os.swap_cache_cow) = (true, true);
+            let mut m = CpuMachine::new(&CpuSpec { os, tlb: tlb.clone(), ..spec() });
+            for (i, r) in refs.iter().enumerate() {
+                m.process(&Batch { refs: vec![*r], instructions: 0 }).unwrap();
+                if let Err(e) = m.check_tlb_entries() {
+                    panic!("hierarchy {h}, policy {p}, after reference {i} ({r:?}): {e}");
+                }
+            }
+            let s = m.stats();
+            assert!(s.os.swap_outs > 500 && s.os.shootdowns > 500, "hierarchy {h}, policy {p}: {:?}", s.os);
+        }
+    }
+    // Pages of 2 MiB, evicted whole.
+    let size = PageSize::Size2M;
+    let sized = ArrayGeometry { entries: 16, ways: 4, policy: Policy::Lru, page_sizes: vec![size] };
+    let os = OsSpec { page_size: size, eviction: EvictionSpec::Lru(Default::default()), ..OsSpec::simple(64 << 21, PlacementSpec::Random) };
+    let mut m = CpuMachine::new(&CpuSpec { os, tlb: vec![LevelGeometry { arrays: vec![sized], ..level(16, 4) }], ..spec() });
+    for r in &refs {
+        m.process(&Batch { refs: vec![MemRef { vaddr: r.vaddr << 9, ..*r }], instructions: 0 }).unwrap();
+        m.check_tlb_entries().unwrap();
+    }
+    assert!(m.stats().os.swap_outs > 500);
+}
+
 #[test]
 fn a_refaulted_page_decodes_its_new_cpfn() {
     // 128 Mosaic-4 pages in 64 sets of 4 ways: every Mosaic page keeps its entry while
