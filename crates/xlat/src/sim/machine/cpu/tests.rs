@@ -134,12 +134,12 @@ fn tlbs_never_hold_a_translation_the_os_no_longer_has() {
     let policies = [
         (EvictionSpec::Lru(Default::default()), Recency::Access, PlacementSpec::Random),
         (linux, Recency::Access, PlacementSpec::Random),
-        (EvictionSpec::HorizonLru(Default::default()), scan, iceberg.clone()),
+        (EvictionSpec::HorizonLru(Default::default()), scan, iceberg),
         (EvictionSpec::LazyIcebergLru(crate::os::eviction::LazyIcebergLruSpec { delta: 0.05 }), scan, iceberg),
     ];
     for (h, tlb) in hierarchies.iter().enumerate() {
         for (p, (eviction, recency, placement)) in policies.iter().enumerate() {
-            let mut os = OsSpec { eviction: *eviction, recency: *recency, ..OsSpec::simple(2 * 64 * 4096 * 3, placement.clone()) };
+            let mut os = OsSpec { eviction: *eviction, recency: *recency, ..OsSpec::simple(2 * 64 * 4096 * 3, *placement) };
             (os.swap_cache, os.swap_cache_cow) = (true, true);
             let mut m = CpuMachine::new(&CpuSpec { os, tlb: tlb.clone(), ..spec() });
             for (i, r) in refs.iter().enumerate() {
