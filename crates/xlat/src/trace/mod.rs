@@ -5,6 +5,7 @@
 //! [`info::info`] summarizes a stream. The native format is specified in
 //! `docs/trace-format.md`.
 
+pub mod accelsim;
 mod block;
 mod blocks;
 pub mod champsim;
@@ -15,6 +16,7 @@ pub mod native;
 mod native_reader;
 mod varint;
 
+pub use accelsim::AccelSimReader;
 pub use champsim::{ChampSimReader, ChampSimWriter};
 pub use info::{info, TraceInfo};
 pub use lackey::{LackeyReader, LackeyWriter};
@@ -40,11 +42,14 @@ pub enum TraceFormat {
     Lackey,
     /// ChampSim 64-byte binary records, raw or compressed.
     ChampSim,
+    /// Accel-Sim's GPU traces (NVBit): a directory with `kernelslist.g` and the kernels'
+    /// `.traceg` files; read only.
+    AccelSim,
 }
 
 impl TraceFormat {
     /// Every format.
-    pub const ALL: [TraceFormat; 3] = [TraceFormat::Native, TraceFormat::Lackey, TraceFormat::ChampSim];
+    pub const ALL: [TraceFormat; 4] = [TraceFormat::Native, TraceFormat::Lackey, TraceFormat::ChampSim, TraceFormat::AccelSim];
 
     /// The lower-case name used on the command line and in identities.
     pub fn name(self) -> &'static str {
@@ -52,6 +57,7 @@ impl TraceFormat {
             TraceFormat::Native => "native",
             TraceFormat::Lackey => "lackey",
             TraceFormat::ChampSim => "champsim",
+            TraceFormat::AccelSim => "accelsim",
         }
     }
 
@@ -62,7 +68,8 @@ impl TraceFormat {
 
     /// The format a file name suggests, ignoring a compression suffix: `.xlat` is native;
     /// `.champsim`, `.champsimtrace`, or a bare `.xz`/`.gz`/`.zst` is ChampSim; `.lackey`,
-    /// `.txt` and `.log` are Lackey. A compressed `.xlat` name still says native, so that
+    /// `.txt` and `.log` are Lackey; `.g` (`kernelslist.g`) and `.traceg` (one kernel) are
+    /// Accel-Sim. A compressed `.xlat` name still says native, so that
     /// writing one fails with a clear message (see [`NativeWriter::create`]) rather than
     /// making a ChampSim file.
     pub fn from_extension(path: &Path) -> Option<TraceFormat> {
@@ -72,6 +79,7 @@ impl TraceFormat {
             Some("xlat") => Some(TraceFormat::Native),
             Some("champsim" | "champsimtrace") => Some(TraceFormat::ChampSim),
             Some("lackey" | "txt" | "log") => Some(TraceFormat::Lackey),
+            Some("g" | "traceg") => Some(TraceFormat::AccelSim),
             _ if compressed => Some(TraceFormat::ChampSim),
             _ => None,
         }
@@ -104,7 +112,14 @@ pub fn detect(path: &Path) -> Result<TraceFormat> {
     // A FIFO or a device cannot be read twice: what detection read would be lost to the
     // reader, which opens the path again. As for standard input, the name decides, else Lackey.
     let meta = std::fs::metadata(path).map_err(|e| Error::io(path, e))?;
-    if !meta.is_file() && !meta.is_dir() {
+    if meta.is_dir() {
+        if path.join(accelsim::KERNEL_LIST).is_file() {
+            return Ok(TraceFormat::AccelSim);
+        }
+        let message = format!("a directory without {}: the one trace a directory holds is Accel-Sim's", accelsim::KERNEL_LIST);
+        return Err(Error::config(path.display().to_string(), message));
+    }
+    if !meta.is_file() {
         return Ok(TraceFormat::from_extension(path).unwrap_or(TraceFormat::Lackey));
     }
     let mut head = [0u8; 8];
@@ -152,6 +167,10 @@ pub fn open(path: impl AsRef<Path>, format: Option<TraceFormat>) -> Result<Box<d
         TraceFormat::Native => Box::new(NativeReader::open(path)?),
         TraceFormat::Lackey => Box::new(LackeyReader::open(path)?),
         TraceFormat::ChampSim => Box::new(ChampSimReader::open(path)?),
+        TraceFormat::AccelSim if path == Path::new("-") => {
+            return Err(Error::config("input", "Accel-Sim traces cannot be read from stdin (they are a directory of files)"))
+        }
+        TraceFormat::AccelSim => Box::new(AccelSimReader::open(path)?),
     })
 }
 
@@ -210,6 +229,9 @@ pub fn create_writer(
         TraceFormat::Native => Box::new(NativeWriter::create(path, metadata)?),
         TraceFormat::Lackey => Box::new(LackeyWriter::create(path)?),
         TraceFormat::ChampSim => Box::new(ChampSimWriter::create(path)?),
+        TraceFormat::AccelSim => {
+            return Err(Error::config(path.display().to_string(), "xlat reads Accel-Sim traces but does not write them: write native, Lackey or ChampSim"))
+        }
     })
 }
 
