@@ -818,3 +818,23 @@ pwc = {}
     assert_eq!(t["caches"].as_array().unwrap().len(), 3);
     assert_eq!(json["experiment"]["machines"][0]["timing"]["walk_level"], 1);
 }
+
+/// An Accel-Sim GPU trace (a directory with `kernelslist.g`) runs as a trace workload, its
+/// format detected: one warp's load of 32 consecutive 4-byte words (one 128-byte request)
+/// and its store of 32 consecutive 8-byte words (two), in two kernels.
+#[test]
+fn an_accelsim_trace_directory_runs_as_a_trace_workload() {
+    let dir = tempfile::tempdir().unwrap();
+    let kernel = |inst: &str| format!("-accelsim tracer version = 4\n#BEGIN_TB\nthread block = 0,0,0\nwarp = 0\ninsts = 2\n0000 ffffffff 1 R1 IMAD 0 0\n{inst}\n#END_TB\n");
+    std::fs::write(dir.path().join("kernel-1.traceg"), kernel("0010 ffffffff 1 R2 LDG.E 1 R4 4 1 0x7f1000000000 4")).unwrap();
+    std::fs::write(dir.path().join("kernel-2.traceg"), kernel("0020 ffffffff 0 STG.E.64 2 R4 R5 8 1 0x7f1000200000 8")).unwrap();
+    std::fs::write(dir.path().join("kernelslist.g"), "MemcpyHtoD,0x7f1000000000,128\nkernel-1.traceg\nkernel-2.traceg\n").unwrap();
+    let text = format!(
+        "schema = 1\n[[workload]]\nname = \"gpu\"\ntype = \"trace\"\npath = {:?}\n[[machine]]\nname = \"tlb\"\npreset = \"single-tlb\"\n",
+        dir.path().display().to_string()
+    );
+    let (_, result) = run_text(&text, Path::new("."));
+    let rows = result.unwrap().rows();
+    let row = rows.iter().find(|r| r.side != "instr").unwrap();
+    assert_eq!((row.refs, row.accesses, row.misses, row.page_faults), (3, 3, 2, 2), "{row:?}");
+}
