@@ -1,29 +1,10 @@
 //! Tests of the `xlat` binary: help, exit codes, results files, presets.
 
+mod common;
+
+use common::{interrupt, text, wait_at_most, xlat, EXPERIMENT};
 use std::path::Path;
 use std::process::{Command, Output};
-
-fn xlat(args: &[&str], dir: &Path) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_xlat")).args(args).current_dir(dir).output().expect("xlat runs")
-}
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
-}
-
-const EXPERIMENT: &str = r#"
-[[workload]]
-name = "uniform"
-type = "uniform"
-footprint = "4MiB"
-refs = 20000
-
-[[machine]]
-name = "m"
-preset = "single-tlb"
-entries = 64
-ways = 4
-"#;
 
 #[test]
 fn help_everywhere() {
@@ -195,19 +176,6 @@ fn ctrl_c_writes_partial_results_and_exits_130() {
     assert!(csv.lines().nth(1).unwrap().ends_with(",true"), "{csv}");
 }
 
-/// Waits for `child` at most `limit`, killing it if it is still running then.
-fn wait_at_most(child: &mut std::process::Child, limit: std::time::Duration) -> std::process::ExitStatus {
-    let started = std::time::Instant::now();
-    while started.elapsed() < limit {
-        if let Some(status) = child.try_wait().unwrap() {
-            return status;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    }
-    child.kill().unwrap();
-    panic!("still running after {limit:?}");
-}
-
 #[test]
 fn ctrl_c_stops_a_run_waiting_for_its_input() {
     let dir = tempfile::tempdir().unwrap();
@@ -334,11 +302,6 @@ fn interrupted_after(args: &[&str], dir: &Path, after: std::time::Duration) -> O
     std::thread::sleep(after);
     interrupt(&child);
     child.wait_with_output().unwrap()
-}
-
-/// Sends SIGINT to `child`.
-fn interrupt(child: &std::process::Child) {
-    assert!(Command::new("kill").args(["-INT", &child.id().to_string()]).status().unwrap().success());
 }
 
 #[test]
@@ -867,9 +830,7 @@ fn a_plot_that_fails_leaves_no_temporary_file_and_no_old_drawing() {
     assert_eq!(out.status.code(), Some(1), "{err}");
     assert!(err.contains("drawing log.png: no point of `swap_io_bytes` against `entries` can be drawn (a log axis shows positive values only)"), "{err}");
     assert!(err.contains("drawing both.png: rows disagree at workload = uniform: "), "{err}");
-    let mut left: Vec<String> = std::fs::read_dir(dir.path().join("res")).unwrap().map(|e| e.unwrap().file_name().into_string().unwrap()).collect();
-    left.sort();
-    assert_eq!(left, ["good.png", "results.csv", "results.json"]);
+    assert_eq!(common::listing(&dir.path().join("res")), ["good.png", "results.csv", "results.json"]);
 }
 
 /// A log axis leaves out the points it cannot show, saying so, and draws the others.

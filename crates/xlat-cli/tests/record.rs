@@ -4,6 +4,9 @@
 //! `XLAT_REQUIRE_RECORD=1`, which turns their absence into a failure; otherwise the tests
 //! that need them print a note and return.
 
+mod common;
+
+use common::text;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
@@ -33,10 +36,6 @@ fn xlat(args: &[&str], dir: &Path, stdin: Option<&Path>) -> Output {
         cmd.stdin(std::fs::File::open(file).unwrap());
     }
     cmd.output().expect("xlat runs")
-}
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
 }
 
 /// True when valgrind, sqlite3 and cc are installed. When they are not: a failure under
