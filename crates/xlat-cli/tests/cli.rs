@@ -849,8 +849,7 @@ fn a_log_axis_leaves_out_values_of_0_and_says_so() {
 
 /// `xlat run FILE -q` in `dir` under `ulimit -v 4000000` (3.81 GiB of address space).
 fn run_in_4gb(dir: &Path, file: &str) -> Output {
-    let script = format!("ulimit -v 4000000 && exec '{}' run {file} -q", env!("CARGO_BIN_EXE_xlat"));
-    Command::new("sh").args(["-c", &script]).current_dir(dir).output().unwrap()
+    common::xlat_in_kib(4_000_000, &["run", file, "-q"], dir)
 }
 
 #[test]
@@ -874,8 +873,7 @@ fn a_lackey_line_that_never_ends_is_an_error_not_an_abort() {
     // /dev/zero holds no newline: buffered whole, its one line would take all the memory
     // `ulimit -v` leaves (976 MiB) within a second and abort.
     let dir = tempfile::tempdir().unwrap();
-    let script = format!("ulimit -v 1000000 && exec '{}' trace info /dev/zero --format lackey", env!("CARGO_BIN_EXE_xlat"));
-    let out = Command::new("sh").args(["-c", &script]).current_dir(dir.path()).output().unwrap();
+    let out = common::xlat_in_kib(1_000_000, &["trace", "info", "/dev/zero", "--format", "lackey"], dir.path());
     let err = text(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{:?}: {err}", out.status);
     assert!(err.contains("/dev/zero:1: line longer than 1024 KiB, the most a Lackey line may hold"), "{err}");
@@ -928,8 +926,7 @@ fn native_sizes_are_checked_before_allocating() {
         ("entries.xlat", "entries.xlat: at byte offset 8589934610: index entry 0: block offset 0 is out of place"),
         ("frame.xlat", "frame.xlat: at byte offset 18: block 0: compressed length 4294967295 is more than zstd needs for 2 bytes"),
     ] {
-        let script = format!("ulimit -v 1000000 && exec '{}' trace info {file}", env!("CARGO_BIN_EXE_xlat"));
-        let out = Command::new("sh").args(["-c", &script]).current_dir(dir.path()).output().unwrap();
+        let out = common::xlat_in_kib(1_000_000, &["trace", "info", file], dir.path());
         let err = text(&out.stderr);
         assert_eq!(out.status.code(), Some(1), "{file}: {:?}: {err}", out.status);
         assert!(err.contains(want), "{file}: {err}");

@@ -56,3 +56,10 @@ pub fn listing(dir: &Path) -> Vec<String> {
     names.sort();
     names
 }
+
+/// Runs xlat with `args` in `dir` under an address-space limit of `kib` KiB (`ulimit -v`),
+/// so that a test can show what happens where memory runs out without using it.
+pub fn xlat_in_kib(kib: u64, args: &[&str], dir: &Path) -> Output {
+    let script = format!("ulimit -v {kib} && exec '{}' \"$@\"", env!("CARGO_BIN_EXE_xlat"));
+    Command::new("sh").args(["-c", &script, "xlat"]).args(args).current_dir(dir).output().unwrap()
+}
