@@ -105,3 +105,17 @@ fn a_trillion_references_run_in_bounded_memory() {
     let refs = json["results"][0]["refs"].as_u64().unwrap();
     assert!(json["partial"] == true && refs > 1_000_000, "{refs} references");
 }
+
+/// A built-in workload's own arrays (a GUPS table of 2^36 words, 512 GiB) are allocated
+/// fallibly: an error naming the workload and what it could not allocate, never an abort.
+#[test]
+fn a_workload_too_large_for_the_host_is_a_clear_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let gups = "[[workload]]\nname = \"g\"\ntype = \"gups\"\nscale = \"tiny\"\nparams = { table_log2 = 36 }\n\n\
+                [[machine]]\nname = \"m\"\npreset = \"single-tlb\"\n";
+    std::fs::write(dir.path().join("exp.toml"), gups).unwrap();
+    let out = xlat_in_kib(LIMIT_KIB, &["run", "exp.toml", "-q"], dir.path());
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{:?}: {err}", out.status);
+    assert!(err.contains("cannot allocate 512GiB of host memory for the GUPS table") && !err.contains("panicked"), "{err}");
+}
