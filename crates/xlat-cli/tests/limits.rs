@@ -119,3 +119,18 @@ fn a_workload_too_large_for_the_host_is_a_clear_error() {
     assert_eq!(out.status.code(), Some(1), "{:?}: {err}", out.status);
     assert!(err.contains("cannot allocate 512GiB of host memory for the GUPS table") && !err.contains("panicked"), "{err}");
 }
+
+/// Uniform references over 1 PiB touch a new 2 MiB region each, and each region's page-table
+/// leaf takes 2.5 KiB of host memory, which no up-front estimate bounds (it depends on the
+/// addresses): the table's growth past the host's memory ends the run with an error naming
+/// the workload and machine, not an abort.
+#[test]
+fn a_page_table_outgrowing_the_host_is_an_error_not_an_abort() {
+    let dir = tempfile::tempdir().unwrap();
+    let sparse = "[[workload]]\nname = \"u\"\ntype = \"uniform\"\nfootprint = \"1PiB\"\nrefs = 2_000_000\n\n[[machine]]\nname = \"m\"\npreset = \"single-tlb\"\n";
+    std::fs::write(dir.path().join("exp.toml"), sparse).unwrap();
+    let out = xlat_in_kib(LIMIT_KIB, &["run", "exp.toml", "-q"], dir.path());
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{:?}: {err}", out.status);
+    assert!(err.contains("workload `u`: machine `m`: cannot allocate host memory for more of the page table when asid 0 touches"), "{err}");
+}
