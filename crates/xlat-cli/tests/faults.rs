@@ -76,6 +76,14 @@ fn lackey_loads(dir: &Path, name: &str, lines: u64) -> PathBuf {
     path
 }
 
+/// Writes `small.lackey` and `big.lackey` of `small` and `big` loads into `dir`, and the
+/// conversion of the small one to `earlier`: an earlier output for a later one to replace.
+fn small_big_and_earlier(dir: &Path, small: u64, big: u64, earlier: &str) {
+    lackey_loads(dir, "small.lackey", small);
+    lackey_loads(dir, "big.lackey", big);
+    assert!(xlat(&["trace", "convert", "small.lackey", earlier], dir).status.success());
+}
+
 /// SplitMix64's finalizer: a hash of `i` whose successive values do not compress (as a
 /// multiple of `i` would, to almost nothing), so that traces take some room.
 fn splitmix(i: u64) -> u64 {
@@ -192,9 +200,7 @@ fn with_file_size_limit(args: &[&str], dir: &Path) -> Output {
 #[test]
 fn a_write_failing_part_way_keeps_earlier_outputs_whole() {
     let dir = tempfile::tempdir().unwrap();
-    lackey_loads(dir.path(), "small.lackey", 10);
-    lackey_loads(dir.path(), "big.lackey", 20_000);
-    assert!(xlat(&["trace", "convert", "small.lackey", "out.xlat"], dir.path()).status.success());
+    small_big_and_earlier(dir.path(), 10, 20_000, "out.xlat");
     let before = std::fs::read(dir.path().join("out.xlat")).unwrap();
     let out = with_file_size_limit(&["trace", "convert", "big.lackey", "out.xlat"], dir.path());
     assert_write_failed(&out, "out.xlat", "File too large");
@@ -410,9 +416,7 @@ fn copy_dir(from: &Path, to: &Path) {
 #[test]
 fn a_conversion_killed_at_any_point_leaves_old_or_new_never_cut() {
     let dir = tempfile::tempdir().unwrap();
-    lackey_loads(dir.path(), "small.lackey", 1000);
-    lackey_loads(dir.path(), "big.lackey", 300_000);
-    assert!(xlat(&["trace", "convert", "small.lackey", "old.xlat"], dir.path()).status.success());
+    small_big_and_earlier(dir.path(), 1000, 300_000, "old.xlat");
     let points = KILL_DELAYS_MS.iter().map(|&ms| Some(ms)).chain([None, None, None]);
     for (i, delay) in points.enumerate() {
         let sub = dir.path().join(format!("k{i}"));

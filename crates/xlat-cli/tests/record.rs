@@ -214,6 +214,13 @@ fn record_errors_are_clear() {
     assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0, "errors leave no file");
 }
 
+/// Compiles the C program `source` into `dir/name`.
+fn compile(dir: &Path, name: &str, source: &str) {
+    std::fs::write(dir.join(format!("{name}.c")), source).unwrap();
+    let cc = Command::new("cc").args(["-O1", "-o", name, &format!("{name}.c")]).current_dir(dir).status().unwrap();
+    assert!(cc.success(), "compiling {name}.c");
+}
+
 /// A program with a function called three times, each call storing 4096 words.
 const PHASES: &str = r#"
 #include <stdlib.h>
@@ -231,9 +238,7 @@ fn start_and_stop_points_cut_the_recording_to_a_region() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    std::fs::write(dir.path().join("phases.c"), PHASES).unwrap();
-    let cc = Command::new("cc").args(["-O1", "-o", "phases", "phases.c"]).current_dir(dir.path()).status().unwrap();
-    assert!(cc.success());
+    compile(dir.path(), "phases", PHASES);
     let out = xlat(&["trace", "record", "--start-at", "phase:2", "--stop-at", "phase:3", "-o", "roi.xlat", "--", "./phases"], dir.path(), None);
     assert!(out.status.success(), "{}", text(&out.stderr));
     assert!(text(&out.stderr).contains("after skipping"), "{}", text(&out.stderr));
@@ -301,9 +306,7 @@ fn a_forking_program_records_the_parent_alone() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    std::fs::write(dir.path().join("forks.c"), FORKS).unwrap();
-    let cc = Command::new("cc").args(["-O1", "-o", "forks", "forks.c"]).current_dir(dir.path()).status().unwrap();
-    assert!(cc.success());
+    compile(dir.path(), "forks", FORKS);
     let out = xlat(&["trace", "record", "-q", "-o", "f.xlat", "--", "./forks"], dir.path(), None);
     assert!(out.status.success(), "{}", text(&out.stderr));
     let info = info_json(dir.path(), "f.xlat");
