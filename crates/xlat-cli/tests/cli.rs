@@ -1,29 +1,10 @@
 //! Tests of the `xlat` binary: help, exit codes, results files, presets.
 
+mod common;
+
+use common::{interrupt, text, wait_at_most, xlat, EXPERIMENT};
 use std::path::Path;
 use std::process::{Command, Output};
-
-fn xlat(args: &[&str], dir: &Path) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_xlat")).args(args).current_dir(dir).output().expect("xlat runs")
-}
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
-}
-
-const EXPERIMENT: &str = r#"
-[[workload]]
-name = "uniform"
-type = "uniform"
-footprint = "4MiB"
-refs = 20000
-
-[[machine]]
-name = "m"
-preset = "single-tlb"
-entries = 64
-ways = 4
-"#;
 
 #[test]
 fn help_everywhere() {
@@ -195,19 +176,6 @@ fn ctrl_c_writes_partial_results_and_exits_130() {
     assert!(csv.lines().nth(1).unwrap().ends_with(",true"), "{csv}");
 }
 
-/// Waits for `child` at most `limit`, killing it if it is still running then.
-fn wait_at_most(child: &mut std::process::Child, limit: std::time::Duration) -> std::process::ExitStatus {
-    let started = std::time::Instant::now();
-    while started.elapsed() < limit {
-        if let Some(status) = child.try_wait().unwrap() {
-            return status;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    }
-    child.kill().unwrap();
-    panic!("still running after {limit:?}");
-}
-
 #[test]
 fn ctrl_c_stops_a_run_waiting_for_its_input() {
     let dir = tempfile::tempdir().unwrap();
@@ -334,11 +302,6 @@ fn interrupted_after(args: &[&str], dir: &Path, after: std::time::Duration) -> O
     std::thread::sleep(after);
     interrupt(&child);
     child.wait_with_output().unwrap()
-}
-
-/// Sends SIGINT to `child`.
-fn interrupt(child: &std::process::Child) {
-    assert!(Command::new("kill").args(["-INT", &child.id().to_string()]).status().unwrap().success());
 }
 
 #[test]
@@ -867,9 +830,7 @@ fn a_plot_that_fails_leaves_no_temporary_file_and_no_old_drawing() {
     assert_eq!(out.status.code(), Some(1), "{err}");
     assert!(err.contains("drawing log.png: no point of `swap_io_bytes` against `entries` can be drawn (a log axis shows positive values only)"), "{err}");
     assert!(err.contains("drawing both.png: rows disagree at workload = uniform: "), "{err}");
-    let mut left: Vec<String> = std::fs::read_dir(dir.path().join("res")).unwrap().map(|e| e.unwrap().file_name().into_string().unwrap()).collect();
-    left.sort();
-    assert_eq!(left, ["good.png", "results.csv", "results.json"]);
+    assert_eq!(common::listing(&dir.path().join("res")), ["good.png", "results.csv", "results.json"]);
 }
 
 /// A log axis leaves out the points it cannot show, saying so, and draws the others.
@@ -888,8 +849,7 @@ fn a_log_axis_leaves_out_values_of_0_and_says_so() {
 
 /// `xlat run FILE -q` in `dir` under `ulimit -v 4000000` (3.81 GiB of address space).
 fn run_in_4gb(dir: &Path, file: &str) -> Output {
-    let script = format!("ulimit -v 4000000 && exec '{}' run {file} -q", env!("CARGO_BIN_EXE_xlat"));
-    Command::new("sh").args(["-c", &script]).current_dir(dir).output().unwrap()
+    common::xlat_in_kib(4_000_000, &["run", file, "-q"], dir)
 }
 
 #[test]
@@ -913,8 +873,7 @@ fn a_lackey_line_that_never_ends_is_an_error_not_an_abort() {
     // /dev/zero holds no newline: buffered whole, its one line would take all the memory
     // `ulimit -v` leaves (976 MiB) within a second and abort.
     let dir = tempfile::tempdir().unwrap();
-    let script = format!("ulimit -v 1000000 && exec '{}' trace info /dev/zero --format lackey", env!("CARGO_BIN_EXE_xlat"));
-    let out = Command::new("sh").args(["-c", &script]).current_dir(dir.path()).output().unwrap();
+    let out = common::xlat_in_kib(1_000_000, &["trace", "info", "/dev/zero", "--format", "lackey"], dir.path());
     let err = text(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{:?}: {err}", out.status);
     assert!(err.contains("/dev/zero:1: line longer than 1024 KiB, the most a Lackey line may hold"), "{err}");
@@ -967,8 +926,7 @@ fn native_sizes_are_checked_before_allocating() {
         ("entries.xlat", "entries.xlat: at byte offset 8589934610: index entry 0: block offset 0 is out of place"),
         ("frame.xlat", "frame.xlat: at byte offset 18: block 0: compressed length 4294967295 is more than zstd needs for 2 bytes"),
     ] {
-        let script = format!("ulimit -v 1000000 && exec '{}' trace info {file}", env!("CARGO_BIN_EXE_xlat"));
-        let out = Command::new("sh").args(["-c", &script]).current_dir(dir.path()).output().unwrap();
+        let out = common::xlat_in_kib(1_000_000, &["trace", "info", file], dir.path());
         let err = text(&out.stderr);
         assert_eq!(out.status.code(), Some(1), "{file}: {:?}: {err}", out.status);
         assert!(err.contains(want), "{file}: {err}");
@@ -1012,4 +970,28 @@ fn schema_prints_the_committed_schema() {
     assert!(out.status.success(), "{}", text(&out.stderr));
     let committed = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/experiment.schema.json")).unwrap();
     assert_eq!(text(&out.stdout), committed);
+}
+
+/// The same experiment gives byte-identical `results.csv` and `timing.csv` run twice, with
+/// another batch size, and confined to one core (`taskset -c 0`: machines then run in
+/// sequence and no lone machine replays its hierarchy on a second core), end to end through
+/// the binary.
+#[test]
+fn results_are_identical_across_runs_batch_sizes_and_core_counts() {
+    let dir = tempfile::tempdir().unwrap();
+    let experiment = "seed = 11\n[[workload]]\nname = \"z\"\ntype = \"zipf\"\nfootprint = \"32MiB\"\nexponent = 0.9\nrefs = 300_000\n\n\
+                      [[machine]]\nname = \"sky\"\npreset = \"skylake-like\"\n\n\
+                      [[machine]]\nname = \"mosaic\"\npreset = \"mosaic-paper\"\nos = { memory = \"64MiB\", page_table = \"radix\" }\ntiming = {}\n";
+    std::fs::write(dir.path().join("a.toml"), experiment).unwrap();
+    std::fs::write(dir.path().join("b.toml"), experiment.replace("seed = 11\n", "seed = 11\nbatch = 777\n")).unwrap();
+    let run = |program: &str, args: &[&str], out: &str| {
+        let status = Command::new(program).args(args).args(["--out", out, "-q"]).current_dir(dir.path()).status().unwrap();
+        assert!(status.success(), "{out}");
+        ["results.csv", "timing.csv"].map(|f| std::fs::read(dir.path().join(out).join(f)).unwrap())
+    };
+    let xlat = env!("CARGO_BIN_EXE_xlat");
+    let first = run(xlat, &["run", "a.toml"], "first");
+    assert_eq!(run(xlat, &["run", "a.toml"], "again"), first, "run twice");
+    assert_eq!(run(xlat, &["run", "b.toml"], "batch"), first, "batches of 777 references");
+    assert_eq!(run("taskset", &["-c", "0", xlat, "run", "a.toml"], "one-core"), first, "on one core");
 }

@@ -4,6 +4,9 @@
 //! `XLAT_REQUIRE_RECORD=1`, which turns their absence into a failure; otherwise the tests
 //! that need them print a note and return.
 
+mod common;
+
+use common::text;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
@@ -33,10 +36,6 @@ fn xlat(args: &[&str], dir: &Path, stdin: Option<&Path>) -> Output {
         cmd.stdin(std::fs::File::open(file).unwrap());
     }
     cmd.output().expect("xlat runs")
-}
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
 }
 
 /// True when valgrind, sqlite3 and cc are installed. When they are not: a failure under
@@ -215,6 +214,13 @@ fn record_errors_are_clear() {
     assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0, "errors leave no file");
 }
 
+/// Compiles the C program `source` into `dir/name`.
+fn compile(dir: &Path, name: &str, source: &str) {
+    std::fs::write(dir.join(format!("{name}.c")), source).unwrap();
+    let cc = Command::new("cc").args(["-O1", "-o", name, &format!("{name}.c")]).current_dir(dir).status().unwrap();
+    assert!(cc.success(), "compiling {name}.c");
+}
+
 /// A program with a function called three times, each call storing 4096 words.
 const PHASES: &str = r#"
 #include <stdlib.h>
@@ -232,9 +238,7 @@ fn start_and_stop_points_cut_the_recording_to_a_region() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    std::fs::write(dir.path().join("phases.c"), PHASES).unwrap();
-    let cc = Command::new("cc").args(["-O1", "-o", "phases", "phases.c"]).current_dir(dir.path()).status().unwrap();
-    assert!(cc.success());
+    compile(dir.path(), "phases", PHASES);
     let out = xlat(&["trace", "record", "--start-at", "phase:2", "--stop-at", "phase:3", "-o", "roi.xlat", "--", "./phases"], dir.path(), None);
     assert!(out.status.success(), "{}", text(&out.stderr));
     assert!(text(&out.stderr).contains("after skipping"), "{}", text(&out.stderr));
@@ -254,4 +258,95 @@ fn start_and_stop_points_cut_the_recording_to_a_region() {
         assert!(text(&out.stderr).contains(says), "{point}: {}", text(&out.stderr));
         assert!(!dir.path().join("bad.xlat").exists(), "{point}");
     }
+}
+
+/// A program killed from outside (SIGKILL, which Valgrind cannot catch: the tool dies with
+/// it, sending no end record) still gives a complete trace of what it did, its status in the
+/// header, and exit code 3.
+#[test]
+fn a_program_killed_by_sigkill_still_gives_a_complete_trace() {
+    if !tools_present("a_program_killed_by_sigkill_still_gives_a_complete_trace") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let out = xlat(&["trace", "record", "-q", "-o", "k.xlat", "--", "sh", "-c", "kill -KILL $$"], dir.path(), None);
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{err}");
+    assert!(err.contains("killed by signal 9"), "{err}");
+    let info = info_json(dir.path(), "k.xlat");
+    assert!(info["references"].as_u64().unwrap() > 1000, "{info}");
+    assert_eq!(info["metadata"]["recording"]["exit_status"], "killed by signal 9", "{info}");
+    assert_eq!(common::listing(dir.path()), ["k.xlat"]);
+}
+
+/// A program whose parent stores 4096 words and whose forked child stores 200,000 before the
+/// parent, waiting for it, exits.
+const FORKS: &str = r#"
+#include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
+static volatile long sink;
+int main(void) {
+    long *a = malloc(8 * 200000);
+    pid_t child = fork();
+    long n = child == 0 ? 200000 : 4096;
+    for (long i = 0; i < n; i++) a[i] = i;
+    sink = a[n - 1];
+    if (child == 0) _exit(0);
+    waitpid(child, 0, 0);
+    return 0;
+}
+"#;
+
+/// A program that forks: the parent is recorded, the child (running on under Valgrind) is
+/// not, and the recording ends with the parent, complete.
+#[test]
+fn a_forking_program_records_the_parent_alone() {
+    if !tools_present("a_forking_program_records_the_parent_alone") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    compile(dir.path(), "forks", FORKS);
+    let out = xlat(&["trace", "record", "-q", "-o", "f.xlat", "--", "./forks"], dir.path(), None);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let info = info_json(dir.path(), "f.xlat");
+    let stores = info["stores"].as_u64().unwrap();
+    // The parent's 4096 and the start-up's few thousand; the child's 200,000 are not there.
+    assert!((4096..100_000).contains(&stores), "{stores} stores: {info}");
+    assert_eq!((&info["metadata"]["recording"]["stopped"], &info["metadata"]["partial"]), (&"exit".into(), &false.into()), "{info}");
+}
+
+/// xlat itself killed (SIGKILL) while recording: no trace appears under the output's name
+/// (its temporary file may stay), and the recorded program does not run on for ever: the
+/// tool's next write into the closed pipe ends it.
+#[test]
+fn killing_xlat_while_recording_leaves_no_trace_and_no_program() {
+    use std::os::unix::process::CommandExt;
+    if !tools_present("killing_xlat_while_recording_leaves_no_trace_and_no_program") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_xlat"))
+        .args(["trace", "record", "-q", "-o", "loop.xlat", "--", "sh", "-c", "while :; do :; done"])
+        .current_dir(dir.path())
+        .env("XDG_CACHE_HOME", cache_dir())
+        .stderr(std::process::Stdio::null())
+        .process_group(0)
+        .spawn()
+        .unwrap();
+    // Long enough to build the tool on a cold cache and record for a while.
+    std::thread::sleep(std::time::Duration::from_millis(3000));
+    let group = child.id().to_string();
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let started = std::time::Instant::now();
+    let alive = || Command::new("pgrep").args(["-g", &group]).output().unwrap().status.success();
+    while alive() && started.elapsed() < std::time::Duration::from_secs(20) {
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    let survived = alive();
+    // Whatever the outcome, nothing of the test keeps running.
+    let _ = Command::new("kill").args(["-KILL", "--", &format!("-{group}")]).stderr(std::process::Stdio::null()).status();
+    assert!(!survived, "the recorded program outlived xlat");
+    assert!(!dir.path().join("loop.xlat").exists());
 }

@@ -118,6 +118,14 @@ pub fn remove_stale(path: &Path) -> Result<()> {
 /// Flushes `tmp` to disk, gives it ordinary permissions (temporary files are created
 /// owner-only) and renames it to `path`.
 pub fn persist(tmp: NamedTempFile, path: &Path) -> Result<()> {
+    make_durable(&tmp, path)?;
+    rename_into_place(tmp, path)
+}
+
+/// Flushes `tmp`, which will become `path`, to disk and gives it ordinary permissions
+/// (temporary files are created owner-only): all that can fail before the rename but the
+/// rename itself.
+fn make_durable(tmp: &NamedTempFile, path: &Path) -> Result<()> {
     tmp.as_file().sync_all().map_err(|e| Error::io(path, e))?;
     #[cfg(unix)]
     {
@@ -125,6 +133,11 @@ pub fn persist(tmp: NamedTempFile, path: &Path) -> Result<()> {
         let mode = std::fs::Permissions::from_mode(0o644);
         tmp.as_file().set_permissions(mode).map_err(|e| Error::io(path, e))?;
     }
+    Ok(())
+}
+
+/// Renames `tmp` to `path` and takes it off the list of pending temporaries.
+fn rename_into_place(tmp: NamedTempFile, path: &Path) -> Result<()> {
     let name = tmp.path().to_path_buf();
     let result = tmp.persist(path);
     pending().retain(|p| *p != name);
@@ -137,12 +150,56 @@ pub fn write_atomically(
     path: &Path,
     write: impl FnOnce(&mut std::io::BufWriter<&mut std::fs::File>) -> std::io::Result<()>,
 ) -> Result<()> {
-    let mut tmp = temp_for(path)?;
-    {
-        let mut out = std::io::BufWriter::new(tmp.as_file_mut());
-        write(&mut out).and_then(|()| out.flush()).map_err(|e| Error::io(path, e))?;
+    let mut set = Staged::default();
+    set.write(path, write)?;
+    set.persist()
+}
+
+/// A set of outputs that belong together (a run's result files), each written whole to its
+/// temporary file first and all renamed into place by [`Staged::persist`] only once every one
+/// is written: a failure writing any of them (a full disk) leaves every file of the set as an
+/// earlier run left it, rather than new files beside old ones. Dropped without `persist`, it
+/// deletes its temporaries and changes nothing.
+#[derive(Default)]
+pub struct Staged {
+    /// Temporaries written, with the paths they become.
+    written: Vec<(NamedTempFile, PathBuf)>,
+    /// Outputs of an earlier run to remove (see [`remove_stale`]).
+    stale: Vec<PathBuf>,
+}
+
+impl Staged {
+    /// Writes the file that will become `path` with `write`, flushed to disk.
+    pub fn write(
+        &mut self,
+        path: &Path,
+        write: impl FnOnce(&mut std::io::BufWriter<&mut std::fs::File>) -> std::io::Result<()>,
+    ) -> Result<()> {
+        let mut tmp = temp_for(path)?;
+        {
+            let mut out = std::io::BufWriter::new(tmp.as_file_mut());
+            write(&mut out).and_then(|()| out.flush()).map_err(|e| Error::io(path, e))?;
+        }
+        make_durable(&tmp, path)?;
+        self.written.push((tmp, path.to_path_buf()));
+        Ok(())
     }
-    persist(tmp, path)
+
+    /// Removes, when the set is persisted, the output `path` if an earlier run left one
+    /// ([`remove_stale`]); refuses now what is not a regular file.
+    pub fn remove(&mut self, path: &Path) -> Result<()> {
+        check_output(path)?;
+        self.stale.push(path.to_path_buf());
+        Ok(())
+    }
+
+    /// Renames every file written into place, then removes the stale ones.
+    pub fn persist(self) -> Result<()> {
+        for (tmp, path) in self.written {
+            rename_into_place(tmp, &path)?;
+        }
+        self.stale.iter().try_for_each(|path| remove_stale(path))
+    }
 }
 
 #[cfg(test)]
@@ -198,5 +255,34 @@ mod tests {
             use std::os::unix::fs::PermissionsExt;
             assert_eq!(std::fs::metadata(&path).unwrap().permissions().mode() & 0o777, 0o644);
         }
+    }
+
+    /// A set whose last file fails changes none of its files: the first, written whole, is
+    /// not renamed, and the stale file is not removed.
+    #[test]
+    fn a_staged_set_is_persisted_whole_or_not_at_all() {
+        let dir = tempfile::tempdir().unwrap();
+        let (a, b, old) = (dir.path().join("a"), dir.path().join("b"), dir.path().join("old"));
+        for path in [&a, &b, &old] {
+            std::fs::write(path, b"before").unwrap();
+        }
+        let mut set = Staged::default();
+        set.write(&a, |w| w.write_all(b"after")).unwrap();
+        set.remove(&old).unwrap();
+        let failed = set.write(&b, |w| {
+            w.write_all(b"half")?;
+            Err(std::io::Error::other("disk full"))
+        });
+        assert!(failed.unwrap_err().to_string().contains("disk full"));
+        drop(set);
+        for path in [&a, &b, &old] {
+            assert_eq!(std::fs::read(path).unwrap(), b"before", "{}", path.display());
+        }
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 3, "no temporary left");
+        let mut set = Staged::default();
+        set.write(&a, |w| w.write_all(b"after")).unwrap();
+        set.remove(&old).unwrap();
+        set.persist().unwrap();
+        assert_eq!((std::fs::read(&a).unwrap(), old.exists()), (b"after".to_vec(), false));
     }
 }

@@ -1,7 +1,8 @@
 //! Parsing of human-friendly sizes (`4KiB`, `2MiB`, `16GiB`, `1.5GB`, `4096`).
 
-/// Parses a byte size. Binary suffixes (`KiB`, `MiB`, `GiB`, `TiB`, also `K`, `M`, `G`, `T`)
-/// multiply by powers of 1024, decimal ones (`KB`, `MB`, `GB`, `TB`) by powers of 1000.
+/// Parses a byte size. Binary suffixes (`KiB`, `MiB`, `GiB`, `TiB`, `PiB`, also `K`, `M`, `G`,
+/// `T`, `P`) multiply by powers of 1024, decimal ones (`KB`, `MB`, `GB`, `TB`, `PB`) by powers
+/// of 1000.
 /// Underscores are allowed between digits, as separators. Returns a message on failure.
 pub fn parse_bytes(text: &str) -> Result<u64, String> {
     let t = text.trim();
@@ -15,10 +16,12 @@ pub fn parse_bytes(text: &str) -> Result<u64, String> {
         "m" | "mib" => 1 << 20,
         "g" | "gib" => 1 << 30,
         "t" | "tib" => 1 << 40,
+        "p" | "pib" => 1 << 50,
         "kb" => 1_000,
         "mb" => 1_000_000,
         "gb" => 1_000_000_000,
         "tb" => 1_000_000_000_000,
+        "pb" => 1_000_000_000_000_000,
         other => return Err(format!("unknown size suffix `{other}` in `{text}`")),
     };
     let not_a_size = || format!("`{text}` is not a size (expected e.g. `4KiB`, `16GiB`)");
@@ -45,7 +48,7 @@ pub fn parse_bytes(text: &str) -> Result<u64, String> {
 }
 
 /// The binary units sizes are written in, largest first.
-const UNITS: [(&str, u64); 4] = [("TiB", 1 << 40), ("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)];
+const UNITS: [(&str, u64); 5] = [("PiB", 1 << 50), ("TiB", 1 << 40), ("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)];
 
 /// Formats a byte count with the largest binary unit that divides it (`4KiB`, `1.5GiB` style
 /// for non-exact values).
@@ -95,6 +98,8 @@ mod tests {
         assert_eq!(parse_bytes("18446744073709551615"), Ok(u64::MAX));
         assert!(parse_bytes("18446744073709551616").is_err());
         assert!(parse_bytes("16777216TiB").is_err());
+        assert_eq!((parse_bytes("1PiB"), parse_bytes("2PB")), (Ok(1 << 50), Ok(2_000_000_000_000_000)));
+        assert!(parse_bytes("16384PiB").is_err());
     }
 
     #[test]
@@ -103,13 +108,14 @@ mod tests {
         assert_eq!(format_bytes(4096), "4KiB");
         assert_eq!(format_bytes(3 << 29), "1.50GiB");
         assert_eq!(format_bytes(12), "12B");
+        assert_eq!((format_bytes(1 << 50), exact_bytes(3 << 49)), ("1PiB".into(), "1536TiB".into()));
     }
 
     proptest::proptest! {
-        /// An exact size reads back as itself, whatever its unit (a shift up to 40 bits makes
+        /// An exact size reads back as itself, whatever its unit (a shift up to 50 bits makes
         /// every unit likely).
         #[test]
-        fn exact_sizes_read_back(n in proptest::prelude::any::<u64>(), shift in 0u32..41) {
+        fn exact_sizes_read_back(n in proptest::prelude::any::<u64>(), shift in 0u32..51) {
             let bytes = n >> shift << shift;
             proptest::prop_assert_eq!(parse_bytes(&exact_bytes(bytes)), Ok(bytes));
         }

@@ -64,6 +64,36 @@ fn malformed_lackey_lines_name_file_and_line() {
     }
 }
 
+/// A Lackey trace cut at any byte (copied while Valgrind writes it) reads as the records of its
+/// whole lines or is an error naming the cut line: never a record cut inside its size or
+/// address read as another one (` S 7ff0003a0,16` cut to `,1`).
+#[test]
+fn lackey_cut_at_every_offset_is_a_prefix_or_an_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = "==7== Lackey
+I  0400d7d4,8
+ L 7ff000398,8
+ S 7ff0003a0,16
+ M 0401f000,4
+";
+    let read = |bytes: &[u8]| collect(&mut LackeyReader::open(write(dir.path(), "lines.lackey", bytes)).unwrap());
+    for cut in 0..text.len() {
+        let p = write(dir.path(), "cut.lackey", &text.as_bytes()[..cut]);
+        let whole_lines = text[..cut].rfind('\n').map_or(0, |i| i + 1);
+        let lines = text[..cut].matches('\n').count() as u64;
+        match collect(&mut LackeyReader::open(&p).unwrap()) {
+            Ok((refs, _)) => assert_eq!(refs, read(&text.as_bytes()[..whole_lines]).unwrap().0, "cut at {cut}"),
+            Err(Error::AtLine { line, path, message }) => {
+                assert_eq!((line, &path), (lines + 1, &p), "cut at {cut}: {message}");
+            }
+            Err(other) => panic!("cut at {cut}: {other}"),
+        }
+    }
+    let cut = write(dir.path(), "size.lackey", &text.as_bytes()[..text.find(",16").unwrap() + 2]);
+    let err = collect(&mut LackeyReader::open(&cut).unwrap()).unwrap_err().to_string();
+    assert!(err.contains("size.lackey:4: the input ends inside this record"), "{err}");
+}
+
 #[test]
 fn lackey_modify_is_load_then_store_and_banners_are_skipped() {
     let dir = tempfile::tempdir().unwrap();

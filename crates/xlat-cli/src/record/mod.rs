@@ -94,6 +94,9 @@ pub fn run(args: &RecordArgs, interrupt: &AtomicBool) -> Result<Outcome> {
     if let Some(other) = TraceFormat::from_extension(&output).filter(|&f| f != TraceFormat::Native) {
         bail!("{}: recording writes a native trace, not {other}; name it with .xlat (or `xlat trace convert` it afterwards)", output.display());
     }
+    // Before the tool is built (a minute on a cold cache) or anything runs: an output that
+    // cannot take the trace (`/dev/full`, a directory) is then an error at once.
+    xlat::atomic::check_output(&output)?;
     for (point, option) in [(&args.start_at, "--start-at"), (&args.stop_at, "--stop-at")] {
         if let Some(point) = point {
             point::check_symbol(&program.path, point, option)?;

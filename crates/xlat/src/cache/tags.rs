@@ -171,6 +171,15 @@ macro_rules! with_tags {
 }
 
 impl TagArray {
+    /// Bytes of host memory an array of `entries` tags in sets of `ways` replaced by `policy`
+    /// takes at most: a whole tag (8 bytes) per entry, and the replacement state of the
+    /// policies other than LRU (which keeps its sets in order instead).
+    pub fn host_bytes(entries: u64, ways: u64, policy: Policy) -> u64 {
+        let sets = entries / ways.max(1);
+        let repl = if policy == Policy::Lru { 0 } else { ReplacementState::host_bytes(sets, ways) };
+        entries.saturating_mul(8).saturating_add(repl)
+    }
+
     /// An empty array of `entries` tags in sets of `ways` (which divides `entries`), replaced
     /// by `policy`; `seed` drives the random policy.
     pub fn new(entries: usize, ways: usize, policy: Policy, seed: u64) -> TagArray {

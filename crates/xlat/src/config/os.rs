@@ -160,13 +160,35 @@ fn shortfall(needed: u64, host: Option<u64>) -> Option<u64> {
     host.filter(|&host| needed > host)
 }
 
-/// Checks that the host, with `host` bytes for this process, can hold at once the frame state
-/// of the memories `oses` of the machines one workload runs on (all are built before it
-/// starts); `path` names the workload. Each memory alone was checked with its machine.
-pub(super) fn fit_together<'a>(oses: impl Iterator<Item = &'a OsSpec>, host: Option<u64>, path: &str) -> Result<()> {
-    let (count, memory, needed) = oses.fold((0, 0u64, 0u64), |(n, bytes, needed), os| {
-        let frames = os.memory / os.page_size.bytes();
-        (n + 1, bytes.saturating_add(os.memory), needed.saturating_add(host_bytes(frames, os.eviction, os.recency, os.swap_cache)))
+/// Bytes of host memory the frame state of `os` takes ([`host_bytes`]).
+fn frame_state_bytes(os: &OsSpec) -> u64 {
+    host_bytes(os.memory / os.page_size.bytes(), os.eviction, os.recency, os.swap_cache)
+}
+
+/// Checks that the host, with `host` bytes for this process, can hold machine `name` at
+/// `path`: its own structures (`structures` bytes: TLBs, walk caches, the cycle model's
+/// caches) and the frame state of its memory `os`, which alone was checked with
+/// `os.memory`. The message gives both parts, so that the user sees what to shrink.
+pub(super) fn machine_fits(os: &OsSpec, structures: u64, name: &str, host: Option<u64>, path: &str) -> Result<()> {
+    let frames = frame_state_bytes(os);
+    let Some(host) = shortfall(structures.saturating_add(frames), host) else { return Ok(()) };
+    let what = format!(
+        "machine `{name}`: {} for its TLBs and caches, {} for the frame state of its {} of simulated memory (this process may use {})",
+        format_bytes(structures),
+        format_bytes(frames),
+        format_bytes(os.memory),
+        format_bytes(host)
+    );
+    err(path, crate::host::cannot_allocate(structures.saturating_add(frames), &what))
+}
+
+/// Checks that the host, with `host` bytes for this process, can hold at once the machines
+/// one workload runs on (all are built before it starts), each given by its memory and the
+/// bytes of its own structures; `path` names the workload. Each machine alone was checked
+/// with its own fields.
+pub(super) fn fit_together<'a>(machines: impl Iterator<Item = (&'a OsSpec, u64)>, host: Option<u64>, path: &str) -> Result<()> {
+    let (count, memory, needed) = machines.fold((0, 0u64, 0u64), |(n, bytes, needed), (os, structures)| {
+        (n + 1, bytes.saturating_add(os.memory), needed.saturating_add(frame_state_bytes(os)).saturating_add(structures))
     });
     let Some(host) = shortfall(needed, host).filter(|_| count > 1) else { return Ok(()) };
     let what = format!(
@@ -298,13 +320,26 @@ mod tests {
         let os = |memory: u64| OsSpec { eviction: EvictionSpec::Lru(Default::default()), ..OsSpec::simple(memory, PlacementSpec::Sequential) };
         let (half, third) = (os(7 << 40), os(5 << 40));
         // 12 TiB of 4 KiB frames need 66.38 GiB; each memory alone (38.72, 27.66 GiB) fits 40 GiB.
-        let e = fit_together([&half, &third].into_iter(), Some(40 << 30), "workload[1]").unwrap_err().to_string();
+        let e = fit_together([&half, &third].into_iter().map(|os| (os, 0)), Some(40 << 30), "workload[1]").unwrap_err().to_string();
         assert!(e.starts_with("workload[1]: cannot allocate 66.38GiB of host memory for the 2 machines it runs on at once (12TiB of simulated memory in all; this process may use 40GiB)"), "{e}");
         let never_evicts = OsSpec::simple(12 << 40, PlacementSpec::Sequential);
-        assert!(fit_together([&never_evicts, &never_evicts].into_iter(), Some(1 << 30), "w").is_ok(), "a bit per frame: 768 MiB");
-        assert!(fit_together([&half, &third].into_iter(), Some(70 << 30), "w").is_ok());
-        assert!(fit_together([&half, &third].into_iter(), None, "w").is_ok(), "no check where the host's memory is unknown");
-        assert!(fit_together([&os(15 << 40)].into_iter(), Some(1 << 30), "w").is_ok(), "one machine is checked with its own field");
+        assert!(fit_together([&never_evicts, &never_evicts].into_iter().map(|os| (os, 0)), Some(1 << 30), "w").is_ok(), "a bit per frame: 768 MiB");
+        assert!(fit_together([&half, &third].into_iter().map(|os| (os, 0)), Some(70 << 30), "w").is_ok());
+        assert!(fit_together([&half, &third].into_iter().map(|os| (os, 0)), None, "w").is_ok(), "no check where the host's memory is unknown");
+        assert!(fit_together([&os(15 << 40)].into_iter().map(|os| (os, 0)), Some(1 << 30), "w").is_ok(), "one machine is checked with its own field");
+        // TLBs and caches count with the frame state.
+        let small = OsSpec::simple(64 << 20, PlacementSpec::Sequential);
+        let e = fit_together([(&small, 600 << 20), (&small, 600 << 20)].into_iter(), Some(1 << 30), "w").unwrap_err().to_string();
+        assert!(e.starts_with("w: cannot allocate 1.17GiB of host memory for the 2 machines"), "{e}");
+    }
+
+    #[test]
+    fn a_machine_must_fit_the_host_with_its_tlbs_and_caches() {
+        let os = OsSpec::simple(64 << 20, PlacementSpec::Sequential);
+        let e = machine_fits(&os, 2 << 30, "big", Some(1 << 30), "machine[3]").unwrap_err().to_string();
+        assert!(e.starts_with("machine[3]: cannot allocate 2.00GiB of host memory for machine `big`: 2GiB for its TLBs and caches, 2KiB for the frame state of its 64MiB of simulated memory (this process may use 1GiB)"), "{e}");
+        assert!(machine_fits(&os, 1 << 29, "small", Some(1 << 30), "m").is_ok());
+        assert!(machine_fits(&os, u64::MAX, "any", None, "m").is_ok(), "no check where the host's memory is unknown");
     }
 
     #[test]

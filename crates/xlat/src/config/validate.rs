@@ -96,9 +96,12 @@ pub fn experiment(file: &ExperimentFile, base_dir: &Path) -> Result<ExperimentSp
         }
     }
     let host = crate::host::memory();
+    for (i, m) in machines.iter().enumerate() {
+        os::machine_fits(m.os(), m.host_bytes(), m.name(), host, &format!("machine[{i}]"))?;
+    }
     for (i, w) in workloads.iter().enumerate() {
-        let oses = machines.iter().filter(|m| w.runs_on(m.name())).map(MachineSpec::os);
-        os::fit_together(oses, host, &format!("workload[{i}]"))?;
+        let used = machines.iter().filter(|m| w.runs_on(m.name())).map(|m| (m.os(), m.host_bytes()));
+        os::fit_together(used, host, &format!("workload[{i}]"))?;
     }
     let plots = file.plots.iter().enumerate().map(|(i, p)| plot::validate(p, &format!("plot[{i}]"))).collect::<Result<Vec<_>>>()?;
     // Checked before simulating, so that a plot that cannot be drawn does not cost a run.

@@ -42,6 +42,15 @@ impl Default for PwcSpec {
     }
 }
 
+impl PwcSpec {
+    /// Bytes of host memory the walk caches take at most ([`TagArray::host_bytes`] per
+    /// level).
+    pub fn host_bytes(&self) -> u64 {
+        let levels = self.entries.iter().zip(&self.ways);
+        levels.map(|(&entries, &ways)| TagArray::host_bytes(entries as u64, ways as u64, self.policy)).fold(0, u64::saturating_add)
+    }
+}
+
 /// The walk caches of a machine.
 #[derive(Clone, Debug)]
 pub struct PageWalkCache {

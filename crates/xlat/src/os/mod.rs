@@ -110,6 +110,8 @@ pub enum NoFrame {
     TableFull,
     /// Every frame the page may use holds a page-table page, which is never evicted.
     Pinned,
+    /// The host has no memory left for the page table's nodes ([`page_table::HostFull`]).
+    HostMemory,
 }
 
 impl From<TableFull> for NoFrame {
@@ -910,6 +912,15 @@ impl Os {
                 oom.asid,
                 oom.vaddr,
                 self.stats.page_table_frames
+            ),
+            NoFrame::HostMemory => format!(
+                "cannot allocate host memory for more of the page table when asid {} touches {:#x}: its leaves take {} \
+                 for {} pages mapped (a footprint spread thin takes a 2.5 KiB leaf per 2 MiB region touched); shrink the \
+                 footprint or the references",
+                oom.asid,
+                oom.vaddr,
+                format_bytes(self.translations.store().leaf_bytes() as u64),
+                self.translations.store().len()
             ),
             NoFrame::TableFull => format!(
                 "page table full: the {} page table found no slot for the page asid {} touches at {:#x} \

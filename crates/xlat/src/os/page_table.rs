@@ -16,6 +16,10 @@ use super::translation::{Presence, TranslationObject};
 use crate::types::{Asid, PageSize, Pfn, Translation, BASE_PAGE_SHIFT};
 use rustc_hash::FxHashMap;
 
+/// The host refused memory for a new node of the page table ([`PageTable::insert_tagged`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct HostFull;
+
 /// log2 of the pages per leaf.
 const LEAF_BITS: u32 = 9;
 /// log2 of the leaves per middle node.
@@ -225,15 +229,19 @@ impl PageTable {
     }
 
     /// Adds (or replaces) the mapping `t` with a zero tag; see [`PageTable::insert_tagged`].
+    #[cfg(test)]
     pub fn insert(&mut self, t: Translation) {
-        self.insert_tagged(t, 0);
+        self.insert_tagged(t, 0).expect("a test's table fits the host");
     }
 
     /// Adds (or replaces) the mapping `t` with `tag`, returning its leaf. `t` must be of this
     /// table's page size and its frame, in units of the page size, below
-    /// [`PageTable::MAX_FRAMES`].
-    pub fn insert_tagged(&mut self, t: Translation, tag: u8) -> Leaf {
+    /// [`PageTable::MAX_FRAMES`]. Fails, changing nothing, when the host refuses the memory
+    /// for a new node: a footprint spread thin takes a 2.5 KiB leaf per 2 MiB region touched,
+    /// which no up-front estimate bounds, and must end the run with an error, not an abort.
+    pub fn insert_tagged(&mut self, t: Translation, tag: u8) -> Result<Leaf, HostFull> {
         debug_assert_eq!(t.size, self.size);
+        self.reserve_node()?;
         let page = t.vpn.0 >> (self.size.shift() - BASE_PAGE_SHIFT);
         let frame = u32::try_from(t.pfn.0 / self.size.base_pages()).expect("frame number fits the page table");
         let next_mid = self.mids.len() as u32;
@@ -254,7 +262,15 @@ impl PageTable {
             self.mapped += 1;
         }
         *slot = frame;
-        Leaf(leaf)
+        Ok(Leaf(leaf))
+    }
+
+    /// Room for one more directory entry, middle node and leaf, or [`HostFull`].
+    fn reserve_node(&mut self) -> Result<(), HostFull> {
+        self.directory.try_reserve(1).map_err(|_| HostFull)?;
+        self.mids.try_reserve(1).map_err(|_| HostFull)?;
+        self.leaves.try_reserve(1).map_err(|_| HostFull)?;
+        self.tags.try_reserve(1).map_err(|_| HostFull)
     }
 
     /// Bytes of leaves and tags: what walks read, spread over the host's memory.
@@ -296,7 +312,7 @@ mod tests {
             // leaf shows.
             let tag = |frame: u32| (frame % 100) as u8;
             for &(asid, page, frame) in &inserts {
-                table.insert_tagged(Translation { asid, vpn: Vpn(page), pfn: Pfn(u64::from(frame)), size: PageSize::Size4K }, tag(frame));
+                table.insert_tagged(Translation { asid, vpn: Vpn(page), pfn: Pfn(u64::from(frame)), size: PageSize::Size4K }, tag(frame)).unwrap();
                 model.insert((asid, page), frame);
             }
             prop_assert_eq!(table.len(), model.len());
@@ -329,7 +345,7 @@ mod tests {
         table.insert(t);
         assert_eq!(table.object(2, 77 << 12).map(|o| o.presence), Some(Presence::Present { frame: Pfn(5), tag: 0 }));
         assert_eq!(table.len(), 1);
-        table.insert_tagged(Translation { vpn: Vpn(78), ..t }, 9);
+        table.insert_tagged(Translation { vpn: Vpn(78), ..t }, 9).unwrap();
         assert_eq!(table.tags(2, 76 << 12, 4), Some(&[NO_TAG, 0, 9, NO_TAG][..]));
         table.swap_out(2, 78 << 12);
         assert_eq!(table.tags(2, 76 << 12, 4), Some(&[NO_TAG, 0, NO_TAG, NO_TAG][..]));

@@ -29,7 +29,7 @@
 
 use super::kernel_work::{KernelWorkSpec, KernelWorkStats, Meter};
 use super::page_table::{Leaf, PageTable};
-use crate::mmu::{Driver, Placed, TableFull, TableNeed, WalkSink};
+use crate::mmu::{Driver, Placed, TableNeed, WalkSink};
 use crate::os::OsSpec;
 use crate::types::{Asid, PageSize, Pfn, Translation, Vpn};
 use std::ops::{ControlFlow, Range};
@@ -150,9 +150,10 @@ impl Translations {
 
     /// Update to present: maps `t` with placement tag `tag` (in place of any object the page
     /// had), once the driver has every table it needs ([`Translations::need`]). Returns
-    /// where the store holds it; fails when the driver finds no slot for it.
-    pub fn map(&mut self, t: Translation, tag: u8) -> Result<Leaf, TableFull> {
-        let leaf = self.store.insert_tagged(t, tag);
+    /// where the store holds it; fails when the driver finds no slot for it, or the host no
+    /// memory for the store's nodes.
+    pub fn map(&mut self, t: Translation, tag: u8) -> Result<Leaf, super::NoFrame> {
+        let leaf = self.store.insert_tagged(t, tag).map_err(|_| super::NoFrame::HostMemory)?;
         self.driver.mapped(&t, &mut self.meter)?;
         Ok(leaf)
     }

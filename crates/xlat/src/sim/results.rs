@@ -10,7 +10,7 @@ use super::stats::ResultRow;
 use crate::config::ExperimentSpec;
 use crate::source::SourceSpec;
 use crate::trace::TraceFormat;
-use crate::atomic::{check_output, check_output_dir, remove_stale, write_atomically};
+use crate::atomic::{check_output, check_output_dir, Staged};
 use crate::{Error, Result};
 use std::io::Write;
 use std::path::Path;
@@ -34,12 +34,15 @@ pub fn check_outputs(dir: &Path, spec: &ExperimentSpec) -> Result<()> {
     RESULT_FILES.iter().map(|f| dir.join(f)).chain(plots).try_for_each(|p| check_output(&p))
 }
 
-/// Writes the result files into `dir` (created if missing).
+/// Writes the result files into `dir` (created if missing), all or none: they are renamed
+/// into place together once every one is written ([`Staged`]), so that a failure (a full
+/// disk) leaves an earlier run's files as they were rather than mixed with this run's.
 pub fn write_results(dir: &Path, spec: &ExperimentSpec, result: &ExperimentResult) -> Result<()> {
     std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
-    write_atomically(&dir.join(RESULTS_CSV), |out| write_rows(out, result.rows()))?;
-    write_eviction_ages(dir, result)?;
-    write_timing(dir, result)?;
+    let mut set = Staged::default();
+    set.write(&dir.join(RESULTS_CSV), |out| write_rows(out, result.rows()))?;
+    write_eviction_ages(&mut set, dir, result)?;
+    write_timing(&mut set, dir, result)?;
     let json = serde_json::json!({
         "xlat_version": crate::VERSION,
         "seed": spec.seed,
@@ -47,10 +50,11 @@ pub fn write_results(dir: &Path, spec: &ExperimentSpec, result: &ExperimentResul
         "experiment": as_run(spec, result),
         "results": result.workloads,
     });
-    write_atomically(&dir.join(RESULTS_JSON), |out| {
+    set.write(&dir.join(RESULTS_JSON), |out| {
         serde_json::to_writer_pretty(&mut *out, &json)?;
         out.write_all(b"\n")
-    })
+    })?;
+    set.persist()
 }
 
 /// Writes `rows` as CSV to `out`, with a `unit` column when some row names its unit (the
@@ -106,7 +110,7 @@ struct AgeRow<'a> {
 
 /// Writes `eviction_age.csv` when some machine tracked eviction ages, else removes a stale
 /// one.
-fn write_eviction_ages(dir: &Path, result: &ExperimentResult) -> Result<()> {
+fn write_eviction_ages(set: &mut Staged, dir: &Path, result: &ExperimentResult) -> Result<()> {
     let tracked = result.workloads.iter().flat_map(|w| w.machines.iter().map(move |m| (w, m)));
     let mut rows = Vec::new();
     for (w, m) in tracked {
@@ -116,16 +120,16 @@ fn write_eviction_ages(dir: &Path, result: &ExperimentResult) -> Result<()> {
             }
         }
     }
-    write_table(&dir.join(EVICTION_AGE_CSV), &rows)
+    write_table(set, &dir.join(EVICTION_AGE_CSV), &rows)
 }
 
 /// Writes `rows` as CSV to `path`, or when there are none, removes a file an earlier run left
 /// there: it would sit beside this run's results, and be plotted, as if it were theirs.
-fn write_table<T: serde::Serialize>(path: &Path, rows: &[T]) -> Result<()> {
+fn write_table<T: serde::Serialize>(set: &mut Staged, path: &Path, rows: &[T]) -> Result<()> {
     if rows.is_empty() {
-        return remove_stale(path);
+        return set.remove(path);
     }
-    write_atomically(path, |out| {
+    set.write(path, |out| {
         let mut w = csv::Writer::from_writer(out);
         for row in rows {
             w.serialize(row).map_err(std::io::Error::other)?;
@@ -152,7 +156,7 @@ struct TimingRow<'a> {
 }
 
 /// Writes `timing.csv` when some machine is timed, else removes a stale one.
-fn write_timing(dir: &Path, result: &ExperimentResult) -> Result<()> {
+fn write_timing(set: &mut Staged, dir: &Path, result: &ExperimentResult) -> Result<()> {
     let timed = result.workloads.iter().flat_map(|w| w.machines.iter().filter_map(move |m| Some((w, m, m.timing.as_ref()?))));
     let rows: Vec<TimingRow> = timed
         .map(|(w, m, t)| TimingRow {
@@ -170,7 +174,7 @@ fn write_timing(dir: &Path, result: &ExperimentResult) -> Result<()> {
             ipc: t.ipc,
         })
         .collect();
-    write_table(&dir.join(TIMING_CSV), &rows)
+    write_table(set, &dir.join(TIMING_CSV), &rows)
 }
 
 #[cfg(test)]

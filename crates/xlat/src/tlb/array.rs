@@ -154,6 +154,21 @@ fn meta(asid: Asid, size: PageSize) -> u32 {
     VALID | (size.index() as u32) << 16 | u32::from(asid)
 }
 
+impl ArrayGeometry {
+    /// Bytes of host memory an array of this shape takes at most (see
+    /// [`crate::host::memory`]): a tag (8 bytes), a meta word (4) and a frame (8) per entry, a
+    /// count per set, the replacement state, and above [`INDEX_ABOVE_WAYS`] ways the hash
+    /// index of valid entries (a 16-byte bucket and a control byte per slot, up to twice as
+    /// many slots as entries).
+    pub fn host_bytes(&self) -> u64 {
+        let (entries, ways) = (self.entries as u64, self.ways.max(1) as u64);
+        let sets = entries / ways;
+        let index = if self.ways > INDEX_ABOVE_WAYS { entries.saturating_mul(2 * 17) } else { 0 };
+        let arrays = entries.saturating_mul(8 + 4 + 8).saturating_add(sets.saturating_mul(4));
+        arrays.saturating_add(ReplacementState::host_bytes(sets, ways)).saturating_add(index)
+    }
+}
+
 impl TlbArray {
     /// An empty array. `geometry` must be valid (ways divide entries, at least one size);
     /// `seed` drives the random replacement policy.

@@ -70,6 +70,18 @@ pub struct MosaicGeometry {
 }
 
 impl MosaicGeometry {
+    /// Bytes of host memory a Mosaic TLB of this shape takes at most: a tag (8 bytes), a meta
+    /// word (4) and `arity` CPFN bytes per entry, a count per set, the replacement state, and
+    /// above [`INDEX_ABOVE_WAYS`] ways the hash index of valid entries (as a conventional
+    /// array's, [`super::ArrayGeometry::host_bytes`]).
+    pub fn host_bytes(&self) -> u64 {
+        let (entries, ways) = (self.entries as u64, self.ways.max(1) as u64);
+        let sets = entries / ways;
+        let index = if self.ways > INDEX_ABOVE_WAYS { entries.saturating_mul(2 * 17) } else { 0 };
+        let arrays = entries.saturating_mul(12 + u64::from(self.arity)).saturating_add(sets.saturating_mul(4));
+        arrays.saturating_add(ReplacementState::host_bytes(sets, ways)).saturating_add(index)
+    }
+
     /// Checks the shape: a power-of-two arity from 2 to [`MAX_ARITY`], at least one entry and
     /// one way, and ways that divide the entries. The message names the offending field.
     pub fn check(&self) -> Result<(), String> {

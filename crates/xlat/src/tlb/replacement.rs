@@ -68,6 +68,13 @@ pub struct ReplacementState {
 }
 
 impl ReplacementState {
+    /// Bytes of host memory the state of `sets` sets of `ways` ways takes at most, whatever
+    /// the policy: a stamp (8 bytes) or two list links (4 each) per way, or PLRU bits (fewer),
+    /// and a list's head and tail per set. For the up-front estimate of a run's memory.
+    pub fn host_bytes(sets: u64, ways: u64) -> u64 {
+        sets.saturating_mul(ways).saturating_mul(8).saturating_add(sets.saturating_mul(8))
+    }
+
     /// Metadata for `sets` sets of `ways` ways; `seed` drives the random policy.
     pub fn new(policy: Policy, sets: usize, ways: usize, seed: u64) -> ReplacementState {
         let small = ways <= STAMPS_UP_TO_WAYS;

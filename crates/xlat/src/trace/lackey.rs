@@ -154,6 +154,13 @@ impl LackeyReader {
                         self.foreign = Some((self.line_no, String::from_utf8_lossy(body).chars().take(40).collect()));
                     }
                 }
+                // Valgrind ends every line: a record without its newline is the last line of a
+                // trace cut short or still being written, and may be cut inside its size or
+                // address (`,16` read as `,1`), which would silently be another reference.
+                Ok(Some(_)) if !self.line.ends_with(b"\n") => {
+                    let message = "the input ends inside this record (no newline after it): the trace was cut or is still being written; remove the line, or end it with a newline if it is whole".to_string();
+                    return Err(Error::AtLine { path: self.path.clone(), line: self.line_no, message });
+                }
                 Ok(Some(r)) => {
                     self.any_record = true;
                     return Ok(Some(r));

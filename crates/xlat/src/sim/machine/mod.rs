@@ -49,6 +49,12 @@ pub trait KindSpec: Sized {
 
     /// True when the machine counts cycles (it writes a row of `timing.csv`).
     fn timed(&self) -> bool;
+
+    /// Bytes of host memory the machine's own structures (TLBs, caches; not its OS's frame
+    /// state, which the OS's configuration counts) take at most once built: checked against
+    /// the host before a run, so that a machine too large is refused up front with the
+    /// estimate rather than aborting once allocated.
+    fn host_bytes(&self) -> u64;
 }
 
 /// Declares the kinds of machine: each line gives a kind's variant, its name in
@@ -99,6 +105,13 @@ macro_rules! machine_kinds {
             pub fn timed(&self) -> bool {
                 match self {
                     $(MachineSpec::$variant(spec) => spec.timed(),)+
+                }
+            }
+
+            /// See [`KindSpec::host_bytes`].
+            pub fn host_bytes(&self) -> u64 {
+                match self {
+                    $(MachineSpec::$variant(spec) => spec.host_bytes(),)+
                 }
             }
 

@@ -117,6 +117,15 @@ impl KindSpec for CpuSpec {
     fn timed(&self) -> bool {
         self.timing.is_some()
     }
+
+    /// The TLB levels' arrays, the Mosaic TLBs, the walk caches and the cycle model's caches.
+    fn host_bytes(&self) -> u64 {
+        let levels = self.tlb.iter().flat_map(|l| l.arrays.iter().chain(&l.instr_arrays)).map(crate::tlb::ArrayGeometry::host_bytes);
+        let mosaic = self.mosaic.iter().map(|m| m.geometry.host_bytes());
+        let pwc = self.pwc.iter().map(PwcSpec::host_bytes);
+        let timing = self.timing.iter().map(TimingSpec::host_bytes);
+        levels.chain(mosaic).chain(pwc).chain(timing).fold(0, u64::saturating_add)
+    }
 }
 
 /// A CPU machine being simulated.

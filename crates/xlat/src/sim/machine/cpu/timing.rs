@@ -59,6 +59,18 @@ pub struct TimingSpec {
     pub data_parallelism: f64,
 }
 
+impl TimingSpec {
+    /// Bytes of host memory the cycle model's caches take at most: the tags of every level's
+    /// lines ([`crate::cache::TagArray::host_bytes`]), twice for a split level.
+    pub fn host_bytes(&self) -> u64 {
+        let level = |c: &CacheLevelSpec| {
+            let side = crate::cache::TagArray::host_bytes(c.size / self.line.max(1), c.ways as u64, c.policy);
+            side.saturating_mul(if c.split { 2 } else { 1 })
+        };
+        self.caches.iter().map(level).fold(0, u64::saturating_add)
+    }
+}
+
 impl Default for TimingSpec {
     /// EMT's: L1I and L1D 32 KiB 8-way (2 cycles), L2 512 KiB 8-way (16), LLC 16 MiB 16-way
     /// (56), 64-byte lines, LRU, memory 180; walk reads at the L2; TLB 1, PWC 1, hash 2, CWC
