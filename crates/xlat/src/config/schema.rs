@@ -87,6 +87,6 @@ mod tests {
         let enum_of = |def: &str, prop: &str| schema["definitions"][def]["properties"][prop]["enum"].clone();
         assert_eq!(enum_of("RawMachine", "preset"), json!(["skylake-like", "mosaic-paper", "single-tlb"]));
         assert_eq!(enum_of("RawWorkload", "scale"), json!(["tiny", "small", "paper"]));
-        assert_eq!(enum_of("RawWorkload", "format"), json!(["native", "lackey", "champsim"]));
+        assert_eq!(enum_of("RawWorkload", "format"), json!(["native", "lackey", "champsim", "accelsim"]));
     }
 }
