@@ -157,7 +157,7 @@ const PARALLEL_MIN_BATCH: usize = 4096;
 /// thread per batch (tens of microseconds against milliseconds of simulation) keeps this
 /// simpler than a pool. One machine given two cores may use the second itself
 /// ([`Machine::process_on_two_cores`]).
-fn process_all(machines: &mut [Box<dyn Machine>], batch: &Batch, parallel: bool) -> Result<()> {
+pub fn process_all(machines: &mut [Box<dyn Machine>], batch: &Batch, parallel: bool) -> Result<()> {
     if let ([machine], true) = (&mut *machines, parallel && batch.len() >= PARALLEL_MIN_BATCH) {
         return machine.process_on_two_cores(batch);
     }

@@ -1,0 +1,279 @@
+"""Parameter sweeps on Dask: a grid of field paths over a base experiment.
+
+Every combination of the grid's values is a *cell*: the base experiment with those fields set
+(see :mod:`xlat.paths` for how a path addresses one of several ``[[machine]]`` or
+``[[workload]]`` tables). Cells that differ only in their machines share their workloads, so
+they form one task: one experiment whose machines are all of theirs (renamed ``#k/name`` to keep
+them apart), reading each workload once and feeding all of them in one pass. Tasks run on
+dask.distributed; each finished cell is saved under ``out`` at once, so a sweep run again with
+the same ``out`` skips the cells it finished (resume after a crash).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import hashlib
+import itertools
+import json
+import logging
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+import pandas as pd
+
+from . import paths
+from ._api import Experiment, _is_toml_text, experiment_dict, run
+
+#: Columns every sweep frame has besides the parameters and ``results.csv``'s columns.
+CELL, ERROR = "cell", "error"
+
+
+@dataclass
+class Cell:
+    """One combination of a grid's values."""
+
+    #: A digest of the resolved experiment: the same cell has the same id in every run.
+    id: str
+    #: Field path → value.
+    params: dict
+    #: The base experiment with the parameters set (plots dropped).
+    config: dict
+
+
+def _base_dir(experiment: Experiment, base_dir: os.PathLike | str | None) -> str:
+    """Where relative trace paths resolve: beside an experiment file, else ``base_dir`` or the
+    working directory; absolute, as workers may run elsewhere."""
+    is_path = isinstance(experiment, os.PathLike) or (isinstance(experiment, str) and not _is_toml_text(experiment))
+    if is_path and base_dir is None:
+        return str(Path(experiment).resolve().parent)
+    return str(Path(base_dir or ".").resolve())
+
+
+def cells(base_experiment: Experiment, grid: Mapping[str, Sequence], *, base_dir: os.PathLike | str | None = None) -> list[Cell]:
+    """The cells of ``grid`` over ``base_experiment``, in the grid's order (the last path
+    varying fastest)."""
+    base = experiment_dict(base_experiment)
+    base.pop("plot", None)
+    root = _base_dir(base_experiment, base_dir)
+    for path, values in grid.items():
+        if isinstance(values, (str, bytes)) or not isinstance(values, Sequence):
+            raise ValueError(f"grid `{path}`: give a list of values, not {values!r}")
+    out = []
+    for values in itertools.product(*(list(v) for v in grid.values())):
+        params = dict(zip(grid, values))
+        config = copy.deepcopy(base)
+        for path, value in params.items():
+            paths.assign(config, path, value)
+        digest = hashlib.sha256(json.dumps([config, root], sort_keys=True).encode()).hexdigest()[:16]
+        out.append(Cell(digest, params, config))
+    return out
+
+
+def _groups(todo: list[Cell]) -> list[list[Cell]]:
+    """``todo`` grouped by everything but their machines: the cells one pass can feed."""
+    by_rest: dict[str, list[Cell]] = {}
+    for cell in todo:
+        rest = {k: v for k, v in cell.config.items() if k != "machine"}
+        by_rest.setdefault(json.dumps(rest, sort_keys=True), []).append(cell)
+    return list(by_rest.values())
+
+
+def _prefix(k: int) -> str:
+    return f"#{k}/"
+
+
+def _merged(configs: list[dict]) -> dict:
+    """One experiment running every machine of ``configs`` (equal but for their machines), the
+    ``k``-th config's renamed with :func:`_prefix` (a workload's ``machines`` list too)."""
+    doc = copy.deepcopy({k: v for k, v in configs[0].items() if k != "machine"})
+    doc["machine"] = [
+        {**m, "name": _prefix(k) + str(m.get("name", ""))} for k, config in enumerate(configs) for m in config.get("machine", [])
+    ]
+    for w in doc.get("workload", []):
+        if "machines" in w:
+            w["machines"] = [_prefix(k) + p for k in range(len(configs)) for p in w["machines"]]
+    return doc
+
+
+def _split(frame: pd.DataFrame, k: int) -> pd.DataFrame:
+    """The rows of the ``k``-th config in a merged run's ``frame``, named as run alone."""
+    prefix = _prefix(k)
+    rows = frame[frame["config"].str.startswith(prefix)].copy()
+    rows["config"] = rows["config"].str[len(prefix) :]
+    # results.csv has a `unit` column only when some row has a unit.
+    if "unit" in rows and rows["unit"].isna().all():
+        rows = rows.drop(columns="unit")
+    return rows.reset_index(drop=True)
+
+
+def _outcome(cell_id: str, rows: pd.DataFrame | None = None, error: str | None = None) -> dict:
+    return {CELL: cell_id, "rows": rows, ERROR: error}
+
+
+def _run_one(base_dir: str, cell_id: str, config: dict) -> dict:
+    try:
+        return _outcome(cell_id, rows=run(config, base_dir=base_dir).frame())
+    except Exception as e:  # noqa: BLE001 - a cell's error is reported with the cell
+        return _outcome(cell_id, error=f"{type(e).__name__}: {e}")
+
+
+def run_group(base_dir: str, group: list[tuple[str, dict]]) -> list[dict]:
+    """The task: runs the cells ``group`` (ids and configs, equal but for their machines) in one
+    pass, or, when that fails (one cell's invalid machine, memory that does not fit them all),
+    each alone, so that every cell gets its own result or error."""
+    if len(group) > 1:
+        try:
+            frame = run(_merged([config for _, config in group]), base_dir=base_dir).frame()
+            return [_outcome(cell_id, rows=_split(frame, k)) for k, (cell_id, _) in enumerate(group)]
+        except Exception:  # noqa: BLE001 - run alone below, where each error is the cell's
+            pass
+    return [_run_one(base_dir, cell_id, config) for cell_id, config in group]
+
+
+class _Store:
+    """The sweep's directory: ``cells/ID.parquet`` (a finished cell's rows) and ``cells/ID.json``
+    (its parameters and resolved experiment), ``results.parquet`` and ``cells.parquet``. Every
+    file is written to a temporary name and renamed into place, so a crash leaves none half
+    written, and a cell counts as finished only once its rows are in place."""
+
+    def __init__(self, out: os.PathLike | str | None):
+        self.root = Path(out) if out is not None else None
+        if self.root is not None:
+            (self.root / "cells").mkdir(parents=True, exist_ok=True)
+
+    def _write(self, path: Path, write) -> None:
+        tmp = path.with_name(f".{path.name}.partial-{os.getpid()}")
+        write(tmp)
+        os.replace(tmp, path)
+
+    def finished(self, cell: Cell) -> pd.DataFrame | None:
+        if self.root is None:
+            return None
+        path = self.root / "cells" / f"{cell.id}.parquet"
+        return pd.read_parquet(path) if path.exists() else None
+
+    def save(self, cell: Cell, rows: pd.DataFrame) -> None:
+        if self.root is None:
+            return
+        meta = json.dumps({"params": cell.params, "config": cell.config}, indent=1, default=str)
+        self._write(self.root / "cells" / f"{cell.id}.json", lambda p: p.write_text(meta))
+        self._write(self.root / "cells" / f"{cell.id}.parquet", lambda p: rows.to_parquet(p, index=False))
+
+    def save_frames(self, results: pd.DataFrame, summary: pd.DataFrame) -> None:
+        if self.root is None:
+            return
+        self._write(self.root / "results.parquet", lambda p: results.to_parquet(p, index=False))
+        self._write(self.root / "cells.parquet", lambda p: summary.to_parquet(p, index=False))
+
+
+def _column_value(value: Any) -> Any:
+    """A parameter value as a column holds it: lists and tables as JSON text."""
+    return json.dumps(value, sort_keys=True) if isinstance(value, (list, dict)) else value
+
+
+def _assemble(todo: list[Cell], rows: dict, errors: dict) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The sweep's frame (each cell's rows, or one row with its error, after its parameters)
+    and the summary of cells (parameters, status, error, resolved experiment as JSON)."""
+    parts, summary = [], []
+    for cell in todo:
+        params = {path: _column_value(v) for path, v in cell.params.items()}
+        if cell.id in rows:
+            part = rows[cell.id].copy()
+            for i, (path, value) in enumerate(params.items()):
+                part.insert(i, path, [value] * len(part))
+            part.insert(len(params), CELL, cell.id)
+            part[ERROR] = None
+        else:
+            part = pd.DataFrame([{**params, CELL: cell.id, ERROR: errors.get(cell.id, "not run")}])
+        parts.append(part)
+        status = "done" if cell.id in rows else "failed"
+        summary.append({**params, CELL: cell.id, "status": status, ERROR: errors.get(cell.id), "config": json.dumps(cell.config, sort_keys=True)})
+    frame = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
+    return frame, pd.DataFrame(summary)
+
+
+@contextlib.contextmanager
+def _client(client, workers: int | None):
+    """``client``, or a Client of a new LocalCluster of ``workers`` processes (one thread each:
+    a simulation uses a second core for reading its workload) closed afterwards."""
+    if client is not None:
+        yield client
+        return
+    from dask.distributed import Client, LocalCluster
+
+    n = workers or os.cpu_count() or 1
+    with LocalCluster(n_workers=n, threads_per_worker=1, processes=True, dashboard_address=None, silence_logs=logging.ERROR) as cluster:
+        with Client(cluster) as new:
+            yield new
+
+
+def sweep(
+    base_experiment: Experiment,
+    grid: Mapping[str, Sequence],
+    client=None,
+    out: os.PathLike | str | None = None,
+    *,
+    base_dir: os.PathLike | str | None = None,
+    workers: int | None = None,
+    progress: bool = False,
+) -> pd.DataFrame:
+    """Runs every cell of ``grid`` (field path → list of values) over ``base_experiment`` on
+    Dask: on ``client`` (e.g. ``Client("tcp://host:8786")``), or on a new LocalCluster of
+    ``workers`` processes (the cores by default). Returns one frame: each cell's parameters as
+    columns, then ``cell`` (its id), ``results.csv``'s columns, and ``error``, set on the one
+    row of a cell that failed (a failed cell is never dropped). With ``out``, finished cells
+    are kept in ``out`` as they finish and skipped when the sweep runs again, and the frame is
+    written to ``out/results.parquet``, a row per cell with its resolved experiment to
+    ``out/cells.parquet``. A task whose worker died is run again by Dask (up to its
+    ``distributed.scheduler.allowed-failures``), then reported as its cells' error."""
+    todo = cells(base_experiment, grid, base_dir=base_dir)
+    root = _base_dir(base_experiment, base_dir)
+    store = _Store(out)
+    rows = {c.id: f for c in todo if (f := store.finished(c)) is not None}
+    errors: dict[str, str] = {}
+    pending = [c for c in todo if c.id not in rows]
+    if pending:
+        _run_pending(pending, root, client, workers, store, rows, errors, progress)
+    frame, summary = _assemble(todo, rows, errors)
+    store.save_frames(frame, summary)
+    return frame
+
+
+def _run_pending(pending, root, client, workers, store, rows, errors, progress) -> None:
+    """Runs the ``pending`` cells' groups as Dask tasks, saving each cell as it finishes."""
+    from dask.distributed import as_completed
+
+    by_id = {c.id: c for c in pending}
+    with _client(client, workers) as dask_client:
+        futures = {}
+        for group in _groups(pending):
+            payload = [(c.id, c.config) for c in group]
+            future = dask_client.submit(run_group, root, payload, key=f"xlat-cells-{group[0].id}", pure=False)
+            futures[future] = group
+        bar = _bar(progress, len(pending))
+        for future in as_completed(futures):
+            try:
+                outcomes = future.result()
+            except Exception as e:  # noqa: BLE001 - a lost task (KilledWorker) fails its cells
+                outcomes = [_outcome(c.id, error=f"{type(e).__name__}: {e}") for c in futures[future]]
+            for o in outcomes:
+                if o[ERROR] is None:
+                    rows[o[CELL]] = o["rows"]
+                    store.save(by_id[o[CELL]], o["rows"])
+                else:
+                    errors[o[CELL]] = o[ERROR]
+            if bar is not None:
+                bar.update(len(outcomes))
+        if bar is not None:
+            bar.close()
+
+
+def _bar(progress: bool, total: int):
+    if not progress:
+        return None
+    from tqdm.auto import tqdm
+
+    return tqdm(total=total, desc="cells", unit=" cells")
