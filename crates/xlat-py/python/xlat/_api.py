@@ -215,7 +215,11 @@ class Simulation:
         doc: dict = {"machine": tables}
         if seed is not None:
             doc["seed"] = seed
-        self._native = _xlat.Simulation(_xlat.toml_from_json(json.dumps(doc)), workload)
+        text = _xlat.toml_from_json(json.dumps(doc))
+        try:
+            self._native = _xlat.Simulation(text, workload)
+        except ValueError as e:
+            raise ValueError(_dict_error(text, str(e))) from None
 
     def feed(self, refs: np.ndarray, *, instructions: int = 0) -> "Simulation":
         """Feeds ``refs`` (see :func:`as_records`) to every machine in order, spanning

@@ -205,7 +205,7 @@ def _client(client, workers: int | None):
     from dask.distributed import Client, LocalCluster
 
     n = workers or os.cpu_count() or 1
-    with LocalCluster(n_workers=n, threads_per_worker=1, processes=True, dashboard_address=None, silence_logs=logging.ERROR) as cluster:
+    with LocalCluster(n_workers=n, threads_per_worker=1, processes=True, dashboard_address=":0", silence_logs=logging.ERROR) as cluster:
         with Client(cluster) as new:
             yield new
 
