@@ -2,9 +2,9 @@
 //!
 //! It stays thin: experiments are parsed, run and written by the `xlat` library exactly as the
 //! CLI does, and data crosses into Python as text (`results.csv`, JSON) or as packed reference
-//! records ([`records`]) that the Python side views as NumPy arrays. Long work runs with the
+//! records (module `records`) that the Python side views as NumPy arrays. Long work runs with the
 //! GIL released on a thread of its own while the calling thread watches for Ctrl-C
-//! ([`detached`]).
+//! (module `detached`).
 
 mod detached;
 mod records;

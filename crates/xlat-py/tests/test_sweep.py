@@ -25,7 +25,7 @@ BASE = {
         {"name": "mosaic", "preset": "mosaic-paper", "ways": 4, "os": {"placement": "iceberg"}, "mosaic": [{"arity": [4], "ways": 4}]},
     ],
 }
-# 8 cells in 2 groups of 4: the workload's footprint splits them, the ways do not.
+# 8 cells; 4 tasks: each of the 2 footprints of each of the 2 workloads feeds 4 cells' machines.
 GRID = {"workload.footprint": ["32MiB", "64MiB"], "machine.ways": [1, 2, 4, 8]}
 
 
@@ -50,27 +50,35 @@ def test_a_sweep_on_two_workers_equals_serial_runs_cell_by_cell(dask_client, tmp
 
 
 class _Counting:
-    """A client that counts the tasks submitted to it."""
+    """A client that records the cells and workloads of the tasks submitted to it."""
 
     def __init__(self, client):
-        self.client, self.cells = client, 0
+        self.client, self.cells, self.workloads = client, set(), []
 
-    def submit(self, fn, base_dir, group, **kwargs):
-        self.cells += len(group)
-        return self.client.submit(fn, base_dir, group, **kwargs)
+    def submit(self, fn, base_dir, experiment, cells, **kwargs):
+        self.cells |= {cell_id for cell_id, _ in cells}
+        self.workloads.append(experiment["workload"][0]["name"])
+        return self.client.submit(fn, base_dir, experiment, cells, **kwargs)
+
+
+def test_each_workload_is_one_task_feeding_every_cell_s_machines(dask_client):
+    counting = _Counting(dask_client)
+    xlat.sweep(BASE, {"machine.ways": [1, 2, 4, 8]}, client=counting)
+    assert sorted(counting.workloads) == ["uniform", "zipf"]
+    assert len(counting.cells) == 4
 
 
 def test_a_rerun_skips_finished_cells(dask_client, tmp_path):
     first = xlat.sweep(BASE, GRID, client=dask_client, out=tmp_path)
     counting = _Counting(dask_client)
     again = xlat.sweep(BASE, GRID, client=counting, out=tmp_path)
-    assert counting.cells == 0
+    assert counting.cells == set()
     pd.testing.assert_frame_equal(again, first)
     # A cell whose result is missing (the sweep crashed before it finished) runs again, alone.
     lost = xlat.cells(BASE, GRID)[5]
     (tmp_path / "cells" / f"{lost.id}.parquet").unlink()
     resumed = xlat.sweep(BASE, GRID, client=counting, out=tmp_path)
-    assert counting.cells == 1
+    assert counting.cells == {lost.id}
     pd.testing.assert_frame_equal(resumed, first)
 
 
@@ -157,3 +165,14 @@ def test_field_paths_address_every_table_one_by_index_or_by_name():
                          ("machine..ways", "not a key")]:
         with pytest.raises(ValueError, match=message):
             paths.assign(doc, bad, 1)
+
+
+def test_a_task_whose_merged_run_fails_runs_each_cell_alone():
+    from xlat.sweep import run_task
+
+    experiment = {k: v for k, v in BASE.items() if k != "machine"}
+    good, bad = BASE["machine"], [{"name": "vanilla", "preset": "single-tlb", "entries": 0}]
+    outcomes = run_task(".", experiment, [("good", good), ("bad", bad)])
+    assert [o["cell"] for o in outcomes] == ["good", "bad"]
+    pd.testing.assert_frame_equal(outcomes[0]["rows"], xlat.run({**experiment, "machine": good}).frame())
+    assert outcomes[1]["rows"] is None and outcomes[1]["error"].startswith("ValueError: machine[0].entries")

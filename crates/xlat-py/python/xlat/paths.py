@@ -5,7 +5,8 @@ A path is dotted keys, as the experiment file nests them: ``seed``, ``workload.s
 ``[[workload]]``, ``[[machine.mosaic]]``, ``tlb.levels``), a bare key addresses every table of
 the list, and a selector addresses one: ``machine[0]`` by index, ``machine[cpu]`` by its
 ``name``. So ``machine.mosaic.arity`` sets the arity of every Mosaic TLB of every machine,
-``machine[mosaic].mosaic[0].arity`` one. A missing last key is created; a selector or a middle
+``machine[mosaic].mosaic[0].arity`` one. A grid key may link several paths with commas (``machine.ways, machine.mosaic.ways``):
+each cell sets them all to its value. A missing last key is created; a selector or a middle
 key that addresses nothing is a ``ValueError`` naming the path.
 """
 
@@ -15,6 +16,11 @@ import re
 from typing import Any
 
 _SEGMENT = re.compile(r"^([^.\[\]]+)(?:\[([^\[\]]+)\])?$")
+
+
+def linked(key: str) -> list[str]:
+    """The paths a grid key sets: one, or several separated by commas."""
+    return [path.strip() for path in key.split(",")]
 
 
 def parse(path: str) -> list[tuple[str, str | None]]:

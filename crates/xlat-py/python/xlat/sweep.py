@@ -2,11 +2,12 @@
 
 Every combination of the grid's values is a *cell*: the base experiment with those fields set
 (see :mod:`xlat.paths` for how a path addresses one of several ``[[machine]]`` or
-``[[workload]]`` tables). Cells that differ only in their machines share their workloads, so
-they form one task: one experiment whose machines are all of theirs (renamed ``#k/name`` to keep
-them apart), reading each workload once and feeding all of them in one pass. Tasks run on
-dask.distributed; each finished cell is saved under ``out`` at once, so a sweep run again with
-the same ``out`` skips the cells it finished (resume after a crash).
+``[[workload]]`` tables). A task is one workload: the cells that run that same workload (all of
+them, when the grid varies only machines) give it their machines, renamed ``#k/name`` to keep
+them apart, so the task reads the workload once and feeds every machine in one pass. Tasks run
+on dask.distributed; a cell is complete when the tasks of all its workloads are, and is then
+saved under ``out``, so a sweep run again with the same ``out`` skips the cells it finished
+(resume after a crash).
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from typing import Any, Mapping, Sequence
 import pandas as pd
 
 from . import paths
-from ._api import Experiment, _is_toml_text, experiment_dict, run
+from ._api import Experiment, _is_toml_text, _load, experiment_dict, run
 
 #: Columns every sweep frame has besides the parameters and ``results.csv``'s columns.
 CELL, ERROR = "cell", "error"
@@ -65,47 +66,56 @@ def cells(base_experiment: Experiment, grid: Mapping[str, Sequence], *, base_dir
     for values in itertools.product(*(list(v) for v in grid.values())):
         params = dict(zip(grid, values))
         config = copy.deepcopy(base)
-        for path, value in params.items():
-            paths.assign(config, path, value)
+        for key, value in params.items():
+            for path in paths.linked(key):
+                paths.assign(config, path, value)
         digest = hashlib.sha256(json.dumps([config, root], sort_keys=True).encode()).hexdigest()[:16]
         out.append(Cell(digest, params, config))
     return out
 
 
-def _groups(todo: list[Cell]) -> list[list[Cell]]:
-    """``todo`` grouped by everything but their machines: the cells one pass can feed."""
-    by_rest: dict[str, list[Cell]] = {}
+@dataclass
+class _Task:
+    """One workload and the machines of the cells that run it."""
+
+    #: The experiment's workload (one) and settings, without machines.
+    experiment: dict
+    #: (cell id, the index of this workload among the cell's, the cell's machines).
+    cells: list
+
+
+def _tasks(todo: list[Cell]) -> list[_Task]:
+    """The tasks of ``todo``: one per distinct workload (with the experiment's settings)."""
+    tasks: dict[str, _Task] = {}
     for cell in todo:
-        rest = {k: v for k, v in cell.config.items() if k != "machine"}
-        by_rest.setdefault(json.dumps(rest, sort_keys=True), []).append(cell)
-    return list(by_rest.values())
+        rest = {k: v for k, v in cell.config.items() if k not in ("machine", "workload")}
+        for index, workload in enumerate(cell.config.get("workload", [])):
+            key = json.dumps([rest, workload], sort_keys=True)
+            task = tasks.setdefault(key, _Task({**rest, "workload": [workload]}, []))
+            task.cells.append((cell.id, index, cell.config.get("machine", [])))
+    return list(tasks.values())
 
 
 def _prefix(k: int) -> str:
     return f"#{k}/"
 
 
-def _merged(configs: list[dict]) -> dict:
-    """One experiment running every machine of ``configs`` (equal but for their machines), the
-    ``k``-th config's renamed with :func:`_prefix` (a workload's ``machines`` list too)."""
-    doc = copy.deepcopy({k: v for k, v in configs[0].items() if k != "machine"})
-    doc["machine"] = [
-        {**m, "name": _prefix(k) + str(m.get("name", ""))} for k, config in enumerate(configs) for m in config.get("machine", [])
-    ]
+def _merged(experiment: dict, machine_lists: list[list]) -> dict:
+    """``experiment`` running the machines of every list of ``machine_lists``, the ``k``-th's
+    renamed with :func:`_prefix` (in a workload's ``machines`` patterns too)."""
+    doc = copy.deepcopy(experiment)
+    doc["machine"] = [{**m, "name": _prefix(k) + str(m.get("name", ""))} for k, machines in enumerate(machine_lists) for m in machines]
     for w in doc.get("workload", []):
         if "machines" in w:
-            w["machines"] = [_prefix(k) + p for k in range(len(configs)) for p in w["machines"]]
+            w["machines"] = [_prefix(k) + p for k in range(len(machine_lists)) for p in w["machines"]]
     return doc
 
 
 def _split(frame: pd.DataFrame, k: int) -> pd.DataFrame:
-    """The rows of the ``k``-th config in a merged run's ``frame``, named as run alone."""
+    """The rows of the ``k``-th machine list in a merged run's ``frame``, named as run alone."""
     prefix = _prefix(k)
     rows = frame[frame["config"].str.startswith(prefix)].copy()
     rows["config"] = rows["config"].str[len(prefix) :]
-    # results.csv has a `unit` column only when some row has a unit.
-    if "unit" in rows and rows["unit"].isna().all():
-        rows = rows.drop(columns="unit")
     return rows.reset_index(drop=True)
 
 
@@ -113,24 +123,37 @@ def _outcome(cell_id: str, rows: pd.DataFrame | None = None, error: str | None =
     return {CELL: cell_id, "rows": rows, ERROR: error}
 
 
-def _run_one(base_dir: str, cell_id: str, config: dict) -> dict:
-    try:
-        return _outcome(cell_id, rows=run(config, base_dir=base_dir).frame())
-    except Exception as e:  # noqa: BLE001 - a cell's error is reported with the cell
-        return _outcome(cell_id, error=f"{type(e).__name__}: {e}")
+def _error(e: BaseException) -> str:
+    return f"{type(e).__name__}: {e}"
 
 
-def run_group(base_dir: str, group: list[tuple[str, dict]]) -> list[dict]:
-    """The task: runs the cells ``group`` (ids and configs, equal but for their machines) in one
-    pass, or, when that fails (one cell's invalid machine, memory that does not fit them all),
-    each alone, so that every cell gets its own result or error."""
-    if len(group) > 1:
+def run_task(base_dir: str, experiment: dict, cells: list[tuple[str, list]]) -> list[dict]:
+    """The Dask task: runs ``experiment`` (one workload) on the machines of every cell of
+    ``cells`` (ids and machine lists) in one pass, or, when that fails (one cell's invalid
+    machine, memory that does not fit them all), on each cell's alone, so that every cell gets
+    its own rows or error."""
+    if len(cells) > 1:
         try:
-            frame = run(_merged([config for _, config in group]), base_dir=base_dir).frame()
-            return [_outcome(cell_id, rows=_split(frame, k)) for k, (cell_id, _) in enumerate(group)]
+            frame = run(_merged(experiment, [machines for _, machines in cells]), base_dir=base_dir).frame()
+            return [_outcome(cell_id, rows=_split(frame, k)) for k, (cell_id, _) in enumerate(cells)]
         except Exception:  # noqa: BLE001 - run alone below, where each error is the cell's
             pass
-    return [_run_one(base_dir, cell_id, config) for cell_id, config in group]
+    outcomes = []
+    for cell_id, machines in cells:
+        try:
+            outcomes.append(_outcome(cell_id, rows=run({**experiment, "machine": machines}, base_dir=base_dir).frame()))
+        except Exception as e:  # noqa: BLE001 - a cell's error is reported with the cell
+            outcomes.append(_outcome(cell_id, error=_error(e)))
+    return outcomes
+
+
+def _whole(pieces: list[pd.DataFrame]) -> pd.DataFrame:
+    """A cell's rows from its workloads' ``pieces`` in order, as its own run writes them:
+    results.csv has a ``unit`` column only when some row has a unit."""
+    rows = pd.concat(pieces, ignore_index=True)
+    if "unit" in rows and rows["unit"].isna().all():
+        rows = rows.drop(columns="unit")
+    return rows
 
 
 class _Store:
@@ -233,8 +256,8 @@ def sweep(
     root = _base_dir(base_experiment, base_dir)
     store = _Store(out)
     rows = {c.id: f for c in todo if (f := store.finished(c)) is not None}
-    errors: dict[str, str] = {}
-    pending = [c for c in todo if c.id not in rows]
+    errors = {c.id: e for c in todo if c.id not in rows and (e := _invalid(c, root))}
+    pending = [c for c in todo if c.id not in rows and c.id not in errors]
     if pending:
         _run_pending(pending, root, client, workers, store, rows, errors, progress)
     frame, summary = _assemble(todo, rows, errors)
@@ -242,33 +265,47 @@ def sweep(
     return frame
 
 
+def _invalid(cell: Cell, base_dir: str) -> str | None:
+    """Why ``cell``'s experiment is invalid as a whole, if it is: found here, before its
+    workloads are run apart (two workloads of one name, say, would not be found there)."""
+    try:
+        _load(cell.config, base_dir)
+    except (ValueError, OSError) as e:
+        return _error(e)
+    return None
+
+
 def _run_pending(pending, root, client, workers, store, rows, errors, progress) -> None:
-    """Runs the ``pending`` cells' groups as Dask tasks, saving each cell as it finishes."""
+    """Runs the ``pending`` cells' tasks on Dask, saving each cell once all its workloads ran."""
     from dask.distributed import as_completed
 
     by_id = {c.id: c for c in pending}
+    pieces: dict[str, dict[int, pd.DataFrame]] = {c.id: {} for c in pending}
+    workloads = {c.id: len(c.config.get("workload", [])) for c in pending}
+    bar = _bar(progress, len(pending))
     with _client(client, workers) as dask_client:
         futures = {}
-        for group in _groups(pending):
-            payload = [(c.id, c.config) for c in group]
-            future = dask_client.submit(run_group, root, payload, key=f"xlat-cells-{group[0].id}", pure=False)
-            futures[future] = group
-        bar = _bar(progress, len(pending))
+        for task in _tasks(pending):
+            payload = [(cell_id, machines) for cell_id, _, machines in task.cells]
+            futures[dask_client.submit(run_task, root, task.experiment, payload, pure=False)] = task
         for future in as_completed(futures):
+            task = futures[future]
             try:
                 outcomes = future.result()
             except Exception as e:  # noqa: BLE001 - a lost task (KilledWorker) fails its cells
-                outcomes = [_outcome(c.id, error=f"{type(e).__name__}: {e}") for c in futures[future]]
-            for o in outcomes:
-                if o[ERROR] is None:
-                    rows[o[CELL]] = o["rows"]
-                    store.save(by_id[o[CELL]], o["rows"])
-                else:
-                    errors[o[CELL]] = o[ERROR]
-            if bar is not None:
-                bar.update(len(outcomes))
-        if bar is not None:
-            bar.close()
+                outcomes = [_outcome(cell_id, error=_error(e)) for cell_id, _, _ in task.cells]
+            for (cell_id, index, _), o in zip(task.cells, outcomes):
+                if o[ERROR] is not None:
+                    errors.setdefault(cell_id, o[ERROR])
+                    continue
+                pieces[cell_id][index] = o["rows"]
+                if len(pieces[cell_id]) == workloads[cell_id] and cell_id not in errors:
+                    rows[cell_id] = _whole([pieces[cell_id][i] for i in range(workloads[cell_id])])
+                    store.save(by_id[cell_id], rows[cell_id])
+                    if bar is not None:
+                        bar.update(1)
+    if bar is not None:
+        bar.close()
 
 
 def _bar(progress: bool, total: int):
