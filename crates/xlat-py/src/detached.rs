@@ -74,7 +74,7 @@ where
                     interrupt.store(true, Ordering::Relaxed);
                 }
             }
-            let out = worker.join().map_err(|panic| PyRuntimeError::new_err(format!("xlat failed: {}", panic_message(&panic))));
+            let out = worker.join().map_err(|panic| internal(&panic));
             if raised.is_none() {
                 // The end, shown once the work is done so that a bar closes at 100%.
                 raised = poll(&progress, &meter, &mut shown).err();
@@ -96,6 +96,17 @@ fn poll(progress: &Option<Py<PyAny>>, meter: &Meter, shown: &mut Option<Position
         }
         Ok(())
     })
+}
+
+/// `f()`, or a `RuntimeError` when it panics (a bug in xlat): the panic must not unwind into
+/// the interpreter, which would see a `PanicException` it cannot catch as an `Exception`.
+pub fn unwinding<T>(f: impl FnOnce() -> T) -> PyResult<T> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).map_err(|panic| internal(&panic))
+}
+
+/// The `RuntimeError` reporting `panic`.
+fn internal(panic: &Box<dyn std::any::Any + Send>) -> PyErr {
+    PyRuntimeError::new_err(format!("xlat failed: {}", panic_message(panic)))
 }
 
 /// The message a panic carried, for the `RuntimeError` that reports it.

@@ -10,7 +10,7 @@ mod detached;
 mod records;
 mod simulation;
 
-use detached::detached;
+use detached::{detached, unwinding};
 use pyo3::exceptions::{PyKeyboardInterrupt, PyOSError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
@@ -53,7 +53,7 @@ impl Results {
     /// Writes the result files into `dir` (created if missing), each atomically, after
     /// checking that every one of them can be written.
     fn write(&self, py: Python<'_>, dir: PathBuf) -> PyResult<()> {
-        py.detach(|| sim::check_outputs(&dir, &self.spec).and_then(|()| sim::write_results(&dir, &self.spec, &self.result)))
+        py.detach(|| unwinding(|| sim::check_outputs(&dir, &self.spec).and_then(|()| sim::write_results(&dir, &self.spec, &self.result))))?
             .map_err(py_err)
     }
 
@@ -77,8 +77,8 @@ pub(crate) fn csv_bytes<'py>(py: Python<'py>, result: &ExperimentResult) -> PyRe
 #[pyo3(signature = (path=None, text=None, base_dir=None))]
 fn load(path: Option<PathBuf>, text: Option<&str>, base_dir: Option<PathBuf>) -> PyResult<Experiment> {
     let spec = match (path, text) {
-        (Some(path), None) => config::load_experiment(&path),
-        (None, Some(text)) => config::parse_experiment(text, base_dir.as_deref().unwrap_or(Path::new("."))),
+        (Some(path), None) => unwinding(|| config::load_experiment(&path))?,
+        (None, Some(text)) => unwinding(|| config::parse_experiment(text, base_dir.as_deref().unwrap_or(Path::new("."))))?,
         _ => return Err(PyValueError::new_err("give an experiment's path or its text, not both")),
     };
     spec.map(|spec| Experiment { spec }).map_err(py_err)
@@ -190,13 +190,13 @@ fn trace_write(py: Python<'_>, path: PathBuf, records: &[u8]) -> PyResult<()> {
     let format = xlat::trace::TraceFormat::from_extension(&path)
         .ok_or_else(|| PyValueError::new_err(format!("{}: cannot tell the trace format from the extension (.xlat, .lackey, .champsim)", path.display())))?;
     let batch = xlat::Batch { refs, instructions: 0 };
-    py.detach(|| {
+    let write = || {
         xlat::atomic::check_output(&path)?;
         let mut writer = xlat::trace::create_writer(&path, format, &serde_json::json!({"source": "python"}))?;
         writer.write_batch(&batch)?;
         writer.finish()
-    })
-    .map_err(py_err)
+    };
+    py.detach(|| unwinding(write))?.map_err(py_err)
 }
 
 /// The extension module.

@@ -1,5 +1,6 @@
 //! `Simulation`: machines fed references from Python (NumPy arrays) instead of a workload.
 
+use crate::detached::unwinding;
 use crate::{csv_bytes, py_err, records};
 use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
@@ -36,8 +37,8 @@ impl Simulation {
     /// experiment's are; results name the stream `workload`.
     #[new]
     fn new(text: &str, workload: String) -> PyResult<Simulation> {
-        let specs = xlat::config::parse_machines(text).map_err(py_err)?;
-        let machines = specs.iter().map(MachineSpec::build).collect();
+        let specs = unwinding(|| xlat::config::parse_machines(text))?.map_err(py_err)?;
+        let machines = unwinding(|| specs.iter().map(MachineSpec::build).collect())?;
         Ok(Simulation { fed: Mutex::new(Fed { machines, workload, refs: 0, seconds: 0.0 }) })
     }
 
@@ -50,7 +51,7 @@ impl Simulation {
         let parallel = std::thread::available_parallelism().is_ok_and(|n| n.get() >= 2);
         let started = Instant::now();
         let machines = &mut fed.machines;
-        py.detach(|| process_all(machines, &batch, parallel)).map_err(py_err)?;
+        py.detach(|| unwinding(|| process_all(machines, &batch, parallel)))?.map_err(py_err)?;
         fed.refs += batch.len() as u64;
         fed.seconds += started.elapsed().as_secs_f64();
         Ok(())
