@@ -34,9 +34,9 @@ Experiment = Union[str, os.PathLike, Mapping[str, Any]]
 
 
 def _is_toml_text(text: str) -> bool:
-    """True when ``text`` is TOML rather than a path: a path has no newline, no ``=`` and no
-    ``[``."""
-    return "\n" in text or "=" in text or text.lstrip().startswith("[")
+    """True when ``text`` is TOML rather than a path: it names no existing file, and has a
+    newline, an ``=`` or a leading ``[`` (which paths seldom have)."""
+    return not os.path.exists(text) and ("\n" in text or "=" in text or text.lstrip().startswith("["))
 
 
 def _load(experiment: Experiment, base_dir: os.PathLike | str | None = None) -> "_xlat.Experiment":
