@@ -152,7 +152,7 @@ fn open_interruptibly(workload: &WorkloadSpec, interrupt: &AtomicBool) -> Result
 const PARALLEL_MIN_BATCH: usize = 4096;
 
 /// Feeds `batch` to every machine. With two or more machines, `parallel` (two cores) and a
-/// batch of at least [`PARALLEL_MIN_BATCH`] references, the second half of the machines runs
+/// batch of at least `PARALLEL_MIN_BATCH` (4096) references, the second half of the machines runs
 /// on a scoped thread; machines share nothing, so results are the same as in sequence. A
 /// thread per batch (tens of microseconds against milliseconds of simulation) keeps this
 /// simpler than a pool. One machine given two cores may use the second itself
