@@ -176,3 +176,9 @@ def test_a_task_whose_merged_run_fails_runs_each_cell_alone():
     assert [o["cell"] for o in outcomes] == ["good", "bad"]
     pd.testing.assert_frame_equal(outcomes[0]["rows"], xlat.run({**experiment, "machine": good}).frame())
     assert outcomes[1]["rows"] is None and outcomes[1]["error"].startswith("ValueError: machine[0].entries")
+
+
+def test_a_sweep_connects_to_a_scheduler_by_address(dask_client):
+    grid = {"machine.ways": [2, 4]}
+    by_address = xlat.sweep(BASE, grid, client=dask_client.scheduler.address)
+    pd.testing.assert_frame_equal(by_address, xlat.sweep(BASE, grid, client=dask_client))

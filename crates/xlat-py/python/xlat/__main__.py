@@ -48,12 +48,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         base, grid, base_dir = _sweep_file(args.file)
-        client = None
-        if args.scheduler:
-            from dask.distributed import Client
-
-            client = Client(args.scheduler)
-        frame = sweep(base, grid, client, args.out, base_dir=base_dir, workers=args.workers, progress=not args.quiet)
+        frame = sweep(base, grid, args.scheduler, args.out, base_dir=base_dir, workers=args.workers, progress=not args.quiet)
     except (ValueError, OSError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 1

@@ -220,12 +220,19 @@ def _assemble(todo: list[Cell], rows: dict, errors: dict) -> tuple[pd.DataFrame,
 
 @contextlib.contextmanager
 def _client(client, workers: int | None):
-    """``client``, or a Client of a new LocalCluster of ``workers`` processes (one thread each:
-    a simulation uses a second core for reading its workload) closed afterwards."""
+    """``client``; a Client of the scheduler at ``client`` when it is an address
+    (``tcp://host:8786``); or a Client of a new LocalCluster of ``workers`` processes (one
+    thread each: a simulation uses a second core for reading its workload). Clients made here
+    are closed afterwards."""
+    from dask.distributed import Client, LocalCluster
+
+    if isinstance(client, str):
+        with Client(client) as connected:
+            yield connected
+        return
     if client is not None:
         yield client
         return
-    from dask.distributed import Client, LocalCluster
 
     n = workers or os.cpu_count() or 1
     with LocalCluster(n_workers=n, threads_per_worker=1, processes=True, dashboard_address=":0", silence_logs=logging.ERROR) as cluster:
@@ -244,7 +251,8 @@ def sweep(
     progress: bool = False,
 ) -> pd.DataFrame:
     """Runs every cell of ``grid`` (field path → list of values) over ``base_experiment`` on
-    Dask: on ``client`` (e.g. ``Client("tcp://host:8786")``), or on a new LocalCluster of
+    Dask: on ``client`` (a ``Client``, or a scheduler's address such as ``tcp://host:8786``;
+    its workers need this package installed), or on a new LocalCluster of
     ``workers`` processes (the cores by default). Returns one frame: each cell's parameters as
     columns, then ``cell`` (its id), ``results.csv``'s columns, and ``error``, set on the one
     row of a cell that failed (a failed cell is never dropped). With ``out``, finished cells
