@@ -101,11 +101,6 @@ impl Experiment {
         let result = detached(py, progress, |interrupt, meter| sim::run_experiment(spec, interrupt, &mut |p| meter.record(p)))?;
         Ok(Results { spec: spec.clone(), result: result.map_err(py_err)? })
     }
-
-    /// The experiment as validated, as JSON text (what `results.json` records as `experiment`).
-    fn json_text(&self) -> PyResult<String> {
-        serde_json::to_string(&self.spec).map_err(|e| PyValueError::new_err(e.to_string()))
-    }
 }
 
 /// TOML text of the JSON object `json`: how a Python dict becomes an experiment, so that it
