@@ -107,7 +107,7 @@ fn last_byte_offset(size: u16) -> u64 {
 /// wrap such a reference around to page 0 ([`MemRef::last_vpn`]), so trace readers reject it
 /// as malformed and writers refuse it.
 #[inline(always)]
-pub(crate) fn past_top(vaddr: u64, size: u16) -> bool {
+pub fn past_top(vaddr: u64, size: u16) -> bool {
     vaddr.checked_add(last_byte_offset(size)).is_none()
 }
 

@@ -3,7 +3,7 @@
 use crate::Outcome;
 use anyhow::{anyhow, Result};
 use clap::Args;
-use xlat::config::presets::{self, PresetParams};
+use xlat::config::presets;
 use xlat::config::raw::RawMachine;
 
 /// Arguments of `xlat presets`.
@@ -22,8 +22,7 @@ pub fn run(args: &PresetsArgs) -> Result<Outcome> {
         }
         return Ok(Outcome::Done);
     };
-    let preset = presets::preset(name, PresetParams::default()).map_err(|e| anyhow!(e))?;
-    let machine = RawMachine { name: name.clone(), os: Some(preset.os), tlb: Some(preset.tlb), ..RawMachine::default() };
+    let machine = presets::machine(name).map_err(|e| anyhow!(e))?;
     #[derive(serde::Serialize)]
     struct File {
         machine: Vec<RawMachine>,

@@ -46,6 +46,14 @@ pub fn parse_experiment(text: &str, base_dir: &Path) -> Result<ExperimentSpec> {
     validate::experiment(&file, base_dir)
 }
 
+/// Parses experiment TOML text and validates only its `[[machine]]` tables (and `seed`):
+/// machines fed references from outside an experiment, as the Python package's
+/// `Simulation` does. Workloads and plots, if any, are ignored.
+pub fn parse_machines(text: &str) -> Result<Vec<crate::sim::MachineSpec>> {
+    let file: ExperimentFile = toml::from_str(text).map_err(|e| Error::config(TOML_SYNTAX, syntax_message(text, &e)))?;
+    validate::machines(&file)
+}
+
 /// Characters of a line that a syntax error quotes on either side of the error.
 const QUOTED_CONTEXT: usize = 40;
 

@@ -1,7 +1,7 @@
 //! Built-in machines. Each is written in the same raw form a user would write, so a preset
 //! goes through the same validation and can be printed as a starting point (`xlat presets`).
 
-use super::raw::{RawArray, RawLevel, RawOs, RawWays};
+use super::raw::{RawArray, RawLevel, RawMachine, RawOs, RawWays};
 use super::size::ByteSize;
 use crate::os::Placement;
 use crate::tlb::Policy;
@@ -56,6 +56,13 @@ pub fn preset(name: &str, params: PresetParams) -> Result<Preset, String> {
         "single-tlb" => Ok(Preset { tlb: single_tlb(params), os: default_os() }),
         other => Err(format!("unknown preset `{other}`; the presets are {}", NAMES.join(", "))),
     }
+}
+
+/// The preset called `name` as a `[[machine]]` table named after it, with every level
+/// spelled out: what `xlat presets NAME` prints, a starting point to edit.
+pub fn machine(name: &str) -> Result<RawMachine, String> {
+    let preset = preset(name, PresetParams::default())?;
+    Ok(RawMachine { name: name.to_string(), os: Some(preset.os), tlb: Some(preset.tlb), ..RawMachine::default() })
 }
 
 /// Intel Skylake's TLBs: L1 DTLB 64 entries 4-way (4 KiB) + 32 entries 4-way (2 MiB) + 4

@@ -77,13 +77,7 @@ pub fn experiment(file: &ExperimentFile, base_dir: &Path) -> Result<ExperimentSp
         .map(|(i, w)| workload(w, &format!("workload[{i}]"), seed, base_dir))
         .collect::<Result<Vec<_>>>()?;
     unique_names(workloads.iter().map(|w| w.name.as_str()), "workload", "workload")?;
-    let machines = file
-        .machines
-        .iter()
-        .enumerate()
-        .map(|(i, m)| machine(m, &format!("machine[{i}]"), seed))
-        .collect::<Result<Vec<_>>>()?;
-    unique_names(machines.iter().map(MachineSpec::name), "machine", "machine")?;
+    let machines = machines(file)?;
     for (i, w) in workloads.iter().enumerate() {
         if w.machines.as_ref().is_some_and(Vec::is_empty) {
             return err(format!("workload[{i}].machines"), "an empty list runs the workload on no machine (leave `machines` out to run it on all)");
@@ -117,6 +111,23 @@ pub fn experiment(file: &ExperimentFile, base_dir: &Path) -> Result<ExperimentSp
         }
     }
     Ok(ExperimentSpec { seed, batch, workloads, machines, plots })
+}
+
+/// Validates the `[[machine]]` tables of `file` alone (their names distinct), each taking the
+/// file's seed unless it gives its own: what a stream fed from outside an experiment runs on.
+pub fn machines(file: &ExperimentFile) -> Result<Vec<MachineSpec>> {
+    if file.machines.is_empty() {
+        return err("machine", "the experiment has no [[machine]]");
+    }
+    let seed = file.seed.unwrap_or(DEFAULT_SEED);
+    let machines = file
+        .machines
+        .iter()
+        .enumerate()
+        .map(|(i, m)| machine(m, &format!("machine[{i}]"), seed))
+        .collect::<Result<Vec<_>>>()?;
+    unique_names(machines.iter().map(MachineSpec::name), "machine", "machine")?;
+    Ok(machines)
 }
 
 /// Checks that the `name`s of the list at `path` are printable (see [`check_name`]) and

@@ -152,12 +152,12 @@ fn open_interruptibly(workload: &WorkloadSpec, interrupt: &AtomicBool) -> Result
 const PARALLEL_MIN_BATCH: usize = 4096;
 
 /// Feeds `batch` to every machine. With two or more machines, `parallel` (two cores) and a
-/// batch of at least [`PARALLEL_MIN_BATCH`] references, the second half of the machines runs
+/// batch of at least `PARALLEL_MIN_BATCH` (4096) references, the second half of the machines runs
 /// on a scoped thread; machines share nothing, so results are the same as in sequence. A
 /// thread per batch (tens of microseconds against milliseconds of simulation) keeps this
 /// simpler than a pool. One machine given two cores may use the second itself
 /// ([`Machine::process_on_two_cores`]).
-fn process_all(machines: &mut [Box<dyn Machine>], batch: &Batch, parallel: bool) -> Result<()> {
+pub fn process_all(machines: &mut [Box<dyn Machine>], batch: &Batch, parallel: bool) -> Result<()> {
     if let ([machine], true) = (&mut *machines, parallel && batch.len() >= PARALLEL_MIN_BATCH) {
         return machine.process_on_two_cores(batch);
     }

@@ -5,8 +5,8 @@ pub mod machine;
 pub mod results;
 pub mod stats;
 
-pub use experiment::{run_experiment, ExperimentResult, Progress, WorkloadResult};
+pub use experiment::{process_all, run_experiment, ExperimentResult, Progress, WorkloadResult};
 pub use machine::cpu::{CpuMachine, CpuSpec, MosaicSpec};
 pub use machine::{Machine, MachineKind, MachineSpec};
-pub use results::{check_outputs, write_results};
+pub use results::{check_outputs, results_json, write_results, write_results_csv};
 pub use stats::{MachineStats, ResultRow};

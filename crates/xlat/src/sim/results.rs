@@ -40,21 +40,33 @@ pub fn check_outputs(dir: &Path, spec: &ExperimentSpec) -> Result<()> {
 pub fn write_results(dir: &Path, spec: &ExperimentSpec, result: &ExperimentResult) -> Result<()> {
     std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
     let mut set = Staged::default();
-    set.write(&dir.join(RESULTS_CSV), |out| write_rows(out, result.rows()))?;
+    set.write(&dir.join(RESULTS_CSV), |out| write_results_csv(out, result))?;
     write_eviction_ages(&mut set, dir, result)?;
     write_timing(&mut set, dir, result)?;
-    let json = serde_json::json!({
-        "xlat_version": crate::VERSION,
-        "seed": spec.seed,
-        "partial": result.partial,
-        "experiment": as_run(spec, result),
-        "results": result.workloads,
-    });
+    let json = results_json(spec, result);
     set.write(&dir.join(RESULTS_JSON), |out| {
         serde_json::to_writer_pretty(&mut *out, &json)?;
         out.write_all(b"\n")
     })?;
     set.persist()
+}
+
+/// Writes `results.csv`'s content for `result` to `out`: the one definition of its columns,
+/// shared by [`write_results`] and the Python package's data frames.
+pub fn write_results_csv(out: &mut dyn Write, result: &ExperimentResult) -> std::io::Result<()> {
+    write_rows(out, result.rows())
+}
+
+/// `results.json`'s content for `result` of `spec`: version, seed, the experiment as it ran
+/// and every statistic.
+pub fn results_json(spec: &ExperimentSpec, result: &ExperimentResult) -> serde_json::Value {
+    serde_json::json!({
+        "xlat_version": crate::VERSION,
+        "seed": spec.seed,
+        "partial": result.partial,
+        "experiment": as_run(spec, result),
+        "results": result.workloads,
+    })
 }
 
 /// Writes `rows` as CSV to `out`, with a `unit` column when some row names its unit (the
