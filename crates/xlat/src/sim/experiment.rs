@@ -147,16 +147,16 @@ fn open_interruptibly(workload: &WorkloadSpec, interrupt: &AtomicBool) -> Result
     interruptibly(interrupt, move || workload.open()).transpose()
 }
 
-/// Batches shorter than this are simulated on one thread: a thread's start (tens of
-/// microseconds) would cost more than the half of the batch it takes over.
+/// Batches shorter than this are simulated on one thread: handing half of it to another
+/// would cost more than the half it takes over.
 const PARALLEL_MIN_BATCH: usize = 4096;
 
 /// Feeds `batch` to every machine. With two or more machines, `parallel` (two cores) and a
-/// batch of at least `PARALLEL_MIN_BATCH` (4096) references, the second half of the machines runs
-/// on a scoped thread; machines share nothing, so results are the same as in sequence. A
-/// thread per batch (tens of microseconds against milliseconds of simulation) keeps this
-/// simpler than a pool. One machine given two cores may use the second itself
-/// ([`Machine::process_on_two_cores`]).
+/// batch of at least `PARALLEL_MIN_BATCH` (4096) references, the two halves of the machines
+/// run on rayon's two persistent workers; machines share nothing, so results are the same as
+/// in sequence. (A thread spawned per batch was measured to start on the busy core and
+/// migrate, losing a third of the speed in some runs.) One machine given two cores may use
+/// the second itself ([`Machine::process_on_two_cores`]).
 pub fn process_all(machines: &mut [Box<dyn Machine>], batch: &Batch, parallel: bool) -> Result<()> {
     if let ([machine], true) = (&mut *machines, parallel && batch.len() >= PARALLEL_MIN_BATCH) {
         return machine.process_on_two_cores(batch);
@@ -165,12 +165,8 @@ pub fn process_all(machines: &mut [Box<dyn Machine>], batch: &Batch, parallel: b
         return machines.iter_mut().try_for_each(|m| m.process(batch));
     }
     let (first, second) = machines.split_at_mut(machines.len() / 2);
-    std::thread::scope(|scope| {
-        let other = scope.spawn(|| second.iter_mut().try_for_each(|m| m.process(batch)));
-        let mine = first.iter_mut().try_for_each(|m| m.process(batch));
-        let theirs = other.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic));
-        mine.and(theirs)
-    })
+    let (mine, theirs) = rayon::join(|| first.iter_mut().try_for_each(|m| m.process(batch)), || second.iter_mut().try_for_each(|m| m.process(batch)));
+    mine.and(theirs)
 }
 
 /// Reads `source` on a helper thread and feeds each batch to every machine. Returns the

@@ -177,7 +177,7 @@ const PREFETCH_WALK_RATIO: u64 = 8;
 const PREFETCH_ABOVE_TABLE_BYTES: usize = 512 << 10;
 
 /// Replaying part of the conventional hierarchy apart costs the rest of the machine 16 bytes
-/// of log per page translated (or per first-level miss) and a thread per batch, and pays
+/// of log per page translated (or per first-level miss) and a hand-over per batch, and pays
 /// only when the hierarchy has work enough; a machine replays only while the last batch
 /// walked more than once per this many references. Measured (`xlat run`, one machine each,
 /// medians of interleaved runs): Zipf streams over 1 GiB through a 1024-entry TLB and
@@ -219,8 +219,8 @@ impl CpuMachine {
     }
 
     /// Simulates `batch` with `lead`, which logs what the part of the hierarchy replayed
-    /// apart needs, while `replay` replays the log of the last batch on a scoped thread.
-    fn overlap<R>(&mut self, batch: &Batch, replay: R, lead: impl FnOnce(&mut CpuMachine, &mut Log) -> Result<()>) -> Result<()>
+    /// apart needs, while `replay` replays the log of the last batch, the two on rayon's workers.
+    fn overlap<R>(&mut self, batch: &Batch, replay: R, lead: impl FnOnce(&mut CpuMachine, &mut Log) -> Result<()> + Send) -> Result<()>
     where
         R: FnOnce(&Log) -> u64 + Send,
     {
@@ -229,12 +229,14 @@ impl CpuMachine {
         let nothing_behind = behind.is_empty();
         let mut log = std::mem::take(&mut self.spare_log);
         log.clear();
-        let (led, replayed) = std::thread::scope(|scope| {
-            let replayer = (!nothing_behind).then(|| scope.spawn(|| replay(&behind)));
-            let led = lead(self, &mut log);
-            let replayed = replayer.map_or(0, |r| r.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)));
-            (led, replayed)
-        });
+        // On rayon's persistent workers: a thread spawned per batch was measured to start on
+        // the core the lead runs on and migrate (200 migrations a run against 11, and a third
+        // of the speed lost, on a 2-core host).
+        let (led, replayed) = if nothing_behind {
+            (lead(self, &mut log), 0)
+        } else {
+            rayon::join(|| lead(self, &mut log), || replay(&behind))
+        };
         self.os.count_replayed_walks(replayed);
         self.spare_log = behind;
         self.unreplayed = log;
@@ -681,7 +683,7 @@ impl Machine for CpuMachine {
 
     /// [`CpuMachine::process`] for a machine that may use a second core, while the last batch
     /// walked often enough (`REPLAY_WALK_RATIO`): a part of its conventional hierarchy
-    /// replays the previous batch on a scoped thread while the rest of the machine simulates
+    /// replays the previous batch on the other worker thread while the rest of the machine simulates
     /// this one (see module `replay`). With Mosaic TLBs the part is the whole hierarchy; on the
     /// express path, the levels below the first ([`crate::tlb::LowerLevels`]). Results are
     /// those of [`CpuMachine::process`] ([`CpuMachine::stats`] and the next [`CpuMachine::process`]

@@ -10,7 +10,7 @@
 //! but the walk count. The hierarchy's hits and misses then depend only on the pages
 //! translated, their frames, and the pages shot down between translations. The rest of the
 //! machine records those in a [`Log`] as it simulates a batch, and the hierarchy replays the
-//! log on a scoped thread while the rest simulates the next batch.
+//! log on another thread while the rest simulates the next batch.
 //!
 //! Order within one translation is kept: the hierarchy looks up and, on a miss, fills
 //! before it sees the shootdowns the translation caused (the fault's evictions, a store's
