@@ -157,7 +157,7 @@ fn meta(asid: Asid, size: PageSize) -> u32 {
 impl ArrayGeometry {
     /// Bytes of host memory an array of this shape takes at most (see
     /// [`crate::host::memory`]): a tag (8 bytes), a meta word (4) and a frame (8) per entry, a
-    /// count per set, the replacement state, and above [`INDEX_ABOVE_WAYS`] ways the hash
+    /// count per set, the replacement state, and above `INDEX_ABOVE_WAYS` ways the hash
     /// index of valid entries (a 16-byte bucket and a control byte per slot, up to twice as
     /// many slots as entries).
     pub fn host_bytes(&self) -> u64 {

@@ -72,7 +72,7 @@ pub struct MosaicGeometry {
 impl MosaicGeometry {
     /// Bytes of host memory a Mosaic TLB of this shape takes at most: a tag (8 bytes), a meta
     /// word (4) and `arity` CPFN bytes per entry, a count per set, the replacement state, and
-    /// above [`INDEX_ABOVE_WAYS`] ways the hash index of valid entries (as a conventional
+    /// above `INDEX_ABOVE_WAYS` ways the hash index of valid entries (as a conventional
     /// array's, [`super::ArrayGeometry::host_bytes`]).
     pub fn host_bytes(&self) -> u64 {
         let (entries, ways) = (self.entries as u64, self.ways.max(1) as u64);
