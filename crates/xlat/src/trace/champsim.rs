@@ -246,6 +246,14 @@ impl ChampSimWriter {
         let strict = !self.lossy;
         match r.kind {
             AccessKind::IFetch => {
+                if self.index == 0 && self.out.is_plain() && Compression::from_magic(&r.vaddr.to_le_bytes()) != Compression::None {
+                    // Readers tell compressed input by its magic bytes: this file would read as
+                    // compressed, and fail.
+                    return Err(self.reject(&format!(
+                        "the first instruction's address {:#x} begins with the bytes of a compressed file's magic; write the trace compressed (.xz, .gz or .zst)",
+                        r.vaddr
+                    )));
+                }
                 self.emit();
                 self.ip = Some(r.vaddr);
             }
@@ -311,6 +319,26 @@ impl TraceWriter for ChampSimWriter {
 mod tests {
     use super::*;
     use crate::source::collect;
+
+    /// A raw trace whose first address spells a compression magic (found by the `convert` fuzz
+    /// target: the zstd magic) would read as compressed and fail: the writer refuses it, and
+    /// the same trace written compressed reads back.
+    #[test]
+    fn a_first_address_that_spells_a_compression_magic_is_written_compressed_only() {
+        let dir = tempfile::tempdir().unwrap();
+        for ip in [0xf7ff_ffff_fd2f_b528u64, 0x8b1f, 0x005a_587a_37fd] {
+            let stream = [MemRef::ifetch(ip, 1), MemRef::load(0x1000, 1)];
+            let mut raw = ChampSimWriter::create(dir.path().join("t.champsim")).unwrap();
+            let e = raw.write(&stream[0]).unwrap_err().to_string();
+            assert!(e.contains("reference 0") && e.contains("compressed"), "{e}");
+            let path = dir.path().join("t.champsim.xz");
+            let mut xz = ChampSimWriter::create(&path).unwrap();
+            stream.iter().for_each(|r| xz.write(r).unwrap());
+            TraceWriter::finish(Box::new(xz)).unwrap();
+            let (back, _) = collect(&mut ChampSimReader::open(&path).unwrap()).unwrap();
+            assert_eq!(back, stream, "{ip:#x}");
+        }
+    }
 
     #[test]
     fn lossy_writer_reorders_and_continues_wide_instructions() {

@@ -181,6 +181,11 @@ impl AtomicOutput {
         &self.path
     }
 
+    /// True when the output is written as it is, not compressed.
+    pub fn is_plain(&self) -> bool {
+        matches!(self.sink, Sink::Plain(_))
+    }
+
     /// Writes all of `data`.
     pub fn write_all(&mut self, data: &[u8]) -> Result<()> {
         let r = match &mut self.sink {
