@@ -203,8 +203,9 @@ fn skip_registers<'a>(next: &mut impl FnMut(&str) -> std::result::Result<&'a str
 
 /// The coalesced requests of lanes at `lanes` each touching `width` bytes: one per
 /// 128-byte segment, from the lowest byte touched in it to the highest, in address order.
-fn coalesce(lanes: &[u64], width: u64, kind: AccessKind, out: &mut Vec<MemRef>) {
-    let mut spans: Vec<(u64, u64)> = Vec::with_capacity(lanes.len());
+/// `spans` is scratch space the caller keeps, so that no instruction allocates.
+fn coalesce(lanes: &[u64], width: u64, kind: AccessKind, spans: &mut Vec<(u64, u64)>, out: &mut Vec<MemRef>) {
+    spans.clear();
     for &addr in lanes {
         // A lane's bytes may cross a segment boundary: each segment gets its part.
         let last = addr.saturating_add(width - 1);
@@ -345,6 +346,8 @@ pub struct AccelSimReader {
     kernel: Option<Kernel>,
     kernels: u64,
     lanes: Vec<u64>,
+    /// Scratch space of `coalesce`.
+    spans: Vec<(u64, u64)>,
     /// Requests of the last instruction not yet delivered, in reverse order.
     pending: Vec<MemRef>,
 }
@@ -360,7 +363,7 @@ impl AccelSimReader {
         } else {
             vec![path.to_path_buf()]
         };
-        Ok(AccelSimReader { path: path.to_path_buf(), files: files.into_iter(), kernel: None, kernels: 0, lanes: Vec::with_capacity(LANES), pending: Vec::new() })
+        Ok(AccelSimReader { path: path.to_path_buf(), files: files.into_iter(), kernel: None, kernels: 0, lanes: Vec::with_capacity(LANES), spans: Vec::new(), pending: Vec::new() })
     }
 
     /// The requests of the next global access into `self.pending`, counting instructions in
@@ -379,7 +382,7 @@ impl AccelSimReader {
             };
             match kernel.next_access(&mut self.lanes, &mut batch.instructions)? {
                 Some((kind, width)) => {
-                    coalesce(&self.lanes, width, kind, &mut self.pending);
+                    coalesce(&self.lanes, width, kind, &mut self.spans, &mut self.pending);
                     self.pending.reverse();
                     return Ok(true);
                 }
