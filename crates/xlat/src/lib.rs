@@ -10,6 +10,7 @@ pub mod atomic;
 pub mod cache;
 pub mod config;
 pub mod error;
+pub mod gpu;
 pub mod hash;
 pub mod host;
 pub mod memref;

@@ -1,0 +1,132 @@
+//! GPU memory managers: where each application's pages live in the GPU's physical memory,
+//! which translations are large, and what placing, coalescing, splintering and compacting
+//! cost. One policy per file, each behind [`MemoryManager`]:
+//!
+//! - `gpu_mmu`: the baseline GPU-MMU; 4 KiB pages, frames shared among applications.
+//! - `large_only`: 2 MiB pages only.
+//! - `mosaic`: GPU Mosaic's CoCoA allocator, in-place coalescer and CAC compaction.
+//! - `ideal`: GPU-MMU's placement with every translation hitting (an upper bound).
+//!
+//! Physical memory is counted in 4 KiB base frames; a large frame is 512 aligned base frames.
+
+use serde::Serialize;
+
+/// An application's index in its mix (0, 1, ...), which is also its ASID in the TLBs.
+pub type AppId = u16;
+
+/// Base pages (and base frames) in a large (2 MiB) page or frame.
+pub const PAGES_PER_LARGE: u64 = 512;
+
+/// How one base page of an application is mapped, as a walk finds it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Mapping {
+    /// The base frame holding the page.
+    pub pfn: u64,
+    /// True when the page is part of a large (2 MiB) mapping: the TLBs then cache one entry
+    /// for its whole aligned 2 MiB virtual range, whose frames are contiguous and aligned.
+    pub large: bool,
+}
+
+/// The outcome of a translation request for one base page ([`MemoryManager::touch`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Touch {
+    /// Where the page is, now that it is resident.
+    pub mapping: Mapping,
+    /// Bytes that crossed PCIe to make the page resident (demand paging's far fault): 0
+    /// when it already was; 4 KiB for a base page, 2 MiB for a large page placed whole.
+    pub transferred: u64,
+}
+
+/// A TLB entry a memory manager's action made stale, which the machine must flush from
+/// every TLB before the next translation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Invalidation {
+    /// The application.
+    pub app: AppId,
+    /// Its first base page (aligned to 512 for a large one).
+    pub vpn: u64,
+    /// True for a large (2 MiB) entry.
+    pub large: bool,
+}
+
+/// Why an allocation or a page could not be placed.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum PlaceError {
+    /// No free memory is left for the request.
+    #[error("out of GPU memory: application {app} needs {needed} more bytes")]
+    OutOfMemory {
+        /// The application.
+        app: AppId,
+        /// Bytes needed.
+        needed: u64,
+    },
+    /// The page touched is in no live allocation of the application.
+    #[error("application {app} touched page {vpn:#x}, in none of its allocations")]
+    Unallocated {
+        /// The application.
+        app: AppId,
+        /// The page.
+        vpn: u64,
+    },
+}
+
+/// What a memory manager did and holds.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct ManagerStats {
+    /// Base frames holding an application's page now.
+    pub frames_used: u64,
+    /// Base frames taken from the free memory now (frames reserved for an application but
+    /// not holding a page of it count here and not in `frames_used`).
+    pub frames_reserved: u64,
+    /// Most base frames reserved at once.
+    pub peak_frames_reserved: u64,
+    /// Most base pages resident at once (what a 4 KiB-only manager would have needed).
+    pub peak_pages_resident: u64,
+    /// Base pages made resident by a far fault (demand paging).
+    pub far_faults_base: u64,
+    /// Large pages made resident whole by a far fault.
+    pub far_faults_large: u64,
+    /// Large frames promoted to a large mapping (Mosaic's in-place coalescing).
+    pub coalesced: u64,
+    /// Large mappings split back into base pages (a free inside one, or compaction).
+    pub splintered: u64,
+    /// Compactions run (Mosaic's CAC).
+    pub compactions: u64,
+    /// Base pages copied within GPU memory by compaction.
+    pub pages_migrated: u64,
+    /// Large frames that came to hold pages of two applications (CoCoA's soft guarantee
+    /// broken by the emergency path).
+    pub shared_frames: u64,
+}
+
+/// A policy placing applications' pages in GPU memory.
+pub trait MemoryManager: Send {
+    /// The policy's name (`gpu-mmu`, `large-only`, `mosaic`, `ideal`).
+    fn name(&self) -> &'static str;
+
+    /// cudaMalloc of `[base, base + bytes)` for `app` (4 KiB aligned). Without demand
+    /// paging, every page is placed now; with it, pages are placed on first touch.
+    fn allocate(&mut self, app: AppId, base: u64, bytes: u64) -> Result<(), PlaceError>;
+
+    /// cudaFree of the allocation at `base` of `bytes`: its pages' frames return to the
+    /// free memory (as the policy decides).
+    fn free(&mut self, app: AppId, base: u64, bytes: u64);
+
+    /// The mapping of base page `vpn` of `app`, placing it first when demand paging left it
+    /// on the host.
+    fn touch(&mut self, app: AppId, vpn: u64) -> Result<Touch, PlaceError>;
+
+    /// The mapping of base page `vpn` of `app` if it is resident, without changing anything.
+    fn lookup(&self, app: AppId, vpn: u64) -> Option<Mapping>;
+
+    /// Moves the TLB entries made stale since the last call into `out`.
+    fn drain_invalidations(&mut self, out: &mut Vec<Invalidation>);
+
+    /// True when every translation hits in the TLBs (the `ideal` policy).
+    fn ideal(&self) -> bool {
+        false
+    }
+
+    /// What the manager did and holds so far.
+    fn stats(&self) -> ManagerStats;
+}
