@@ -3,5 +3,11 @@
 //! a memory manager placing the applications' pages (the GPU-MMU baseline, 2 MiB-only pages,
 //! Mosaic's CoCoA, in-place coalescer and CAC, or an ideal TLB).
 
+pub mod caches;
 pub mod kernel;
+pub mod machine;
 pub mod memory;
+pub mod params;
+pub mod sm;
+pub mod tlb;
+pub mod walker;

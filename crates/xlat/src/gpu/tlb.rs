@@ -1,0 +1,208 @@
+//! The GPU's TLBs: each level has separate arrays for base (4 KiB) and large (2 MiB) entries,
+//! probed together, as GPU Mosaic's Table 1 gives them (per-SM L1: 128 base + 16 large,
+//! fully associative; shared L2: 512 base 16-way + 256 large fully associative; LRU;
+//! entries tagged with the application's ASID).
+
+use super::memory::{AppId, PAGES_PER_LARGE};
+use crate::tlb::array::{ArrayGeometry, TlbArray};
+use crate::tlb::Policy;
+use crate::types::{PageSize, Pfn, Translation, Vpn, BASE_PAGE_SHIFT};
+use serde::Serialize;
+
+/// The shape of one level: its base and large arrays.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct LevelShape {
+    /// Entries for 4 KiB pages.
+    pub base_entries: usize,
+    /// Ways of the base array (equal to `base_entries` when fully associative).
+    pub base_ways: usize,
+    /// Entries for 2 MiB pages.
+    pub large_entries: usize,
+    /// Ways of the large array.
+    pub large_ways: usize,
+}
+
+impl LevelShape {
+    /// Bytes of host memory the level's arrays take at most.
+    pub fn host_bytes(&self) -> u64 {
+        self.arrays().iter().map(|(g, _)| g.host_bytes()).sum()
+    }
+
+    fn arrays(&self) -> [(ArrayGeometry, usize); 2] {
+        let geometry = |entries: usize, ways: usize, size| ArrayGeometry { entries, ways, policy: Policy::Lru, page_sizes: vec![size] };
+        [
+            (geometry(self.base_entries, self.base_ways, PageSize::Size4K), self.base_entries),
+            (geometry(self.large_entries, self.large_ways, PageSize::Size2M), self.large_entries),
+        ]
+    }
+}
+
+/// Hits and misses of one TLB level, summed over its copies (the SMs' L1s).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct TlbCounts {
+    /// Lookups that hit a base entry.
+    pub base_hits: u64,
+    /// Lookups that hit a large entry.
+    pub large_hits: u64,
+    /// Lookups that hit neither.
+    pub misses: u64,
+}
+
+impl TlbCounts {
+    /// Lookups.
+    pub fn accesses(&self) -> u64 {
+        self.base_hits + self.large_hits + self.misses
+    }
+
+    /// Hits over lookups (0 without lookups).
+    pub fn hit_rate(&self) -> f64 {
+        let accesses = self.accesses();
+        if accesses == 0 { 0.0 } else { (self.base_hits + self.large_hits) as f64 / accesses as f64 }
+    }
+
+    /// Adds `other`'s counts.
+    pub fn add(&mut self, other: &TlbCounts) {
+        self.base_hits += other.base_hits;
+        self.large_hits += other.large_hits;
+        self.misses += other.misses;
+    }
+}
+
+/// One TLB: a base-page array and a large-page array (an array of no entries is absent).
+#[derive(Clone, Debug)]
+pub struct SplitTlb {
+    base: Option<TlbArray>,
+    large: Option<TlbArray>,
+    counts: TlbCounts,
+}
+
+impl SplitTlb {
+    /// An empty TLB of `shape`.
+    pub fn new(shape: &LevelShape) -> SplitTlb {
+        let [base, large] = shape.arrays().map(|(g, entries)| (entries > 0).then(|| TlbArray::new(&g, 0)));
+        SplitTlb { base, large, counts: TlbCounts::default() }
+    }
+
+    /// Looks `vaddr` of `app` up in both arrays (as hardware probes them in parallel) and
+    /// counts the outcome; a hit updates the array's LRU order.
+    #[inline]
+    pub fn lookup(&mut self, app: AppId, vaddr: u64) -> Option<Translation> {
+        if let Some(t) = self.large.as_mut().and_then(|a| a.lookup(app, vaddr)) {
+            self.counts.large_hits += 1;
+            return Some(t);
+        }
+        if let Some(t) = self.base.as_mut().and_then(|a| a.lookup(app, vaddr)) {
+            self.counts.base_hits += 1;
+            return Some(t);
+        }
+        self.counts.misses += 1;
+        None
+    }
+
+    /// Caches `t` in the array of its size (nothing when the TLB has no array of that size).
+    pub fn fill(&mut self, t: &Translation) {
+        let array = if t.size == PageSize::Size2M { &mut self.large } else { &mut self.base };
+        if let Some(array) = array {
+            array.fill(t);
+        }
+    }
+
+    /// Removes the entry of `app` for base page `vpn` (a base entry) or for the large page
+    /// holding it (`large`).
+    pub fn invalidate(&mut self, app: AppId, vpn: u64, large: bool) {
+        let array = if large { &mut self.large } else { &mut self.base };
+        if let Some(array) = array {
+            array.invalidate(app, vpn << BASE_PAGE_SHIFT);
+        }
+    }
+
+    /// Every valid entry, for checks against the memory manager's mappings.
+    pub fn valid_translations(&self) -> impl Iterator<Item = Translation> + '_ {
+        self.base.iter().chain(&self.large).flat_map(TlbArray::valid_translations)
+    }
+
+    /// The counts so far.
+    pub fn counts(&self) -> TlbCounts {
+        self.counts
+    }
+}
+
+/// The TLB entry for base page `vpn` of `app` mapped at base frame `pfn`: a large entry for
+/// its whole aligned 2 MiB page when `large`.
+pub fn entry(app: AppId, vpn: u64, pfn: u64, large: bool) -> Translation {
+    if large {
+        let offset = vpn % PAGES_PER_LARGE;
+        Translation { asid: app, vpn: Vpn(vpn - offset), pfn: Pfn(pfn - offset), size: PageSize::Size2M }
+    } else {
+        Translation { asid: app, vpn: Vpn(vpn), pfn: Pfn(pfn), size: PageSize::Size4K }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+    use std::collections::HashMap;
+
+    const SHAPE: LevelShape = LevelShape { base_entries: 8, base_ways: 8, large_entries: 2, large_ways: 2 };
+
+    /// A fully associative LRU list of (app, page, large) keys, for one array.
+    #[derive(Default)]
+    struct NaiveLru {
+        keys: Vec<(AppId, u64)>,
+        capacity: usize,
+    }
+
+    impl NaiveLru {
+        fn hit(&mut self, key: (AppId, u64)) -> bool {
+            let Some(i) = self.keys.iter().position(|&k| k == key) else { return false };
+            let k = self.keys.remove(i);
+            self.keys.push(k);
+            true
+        }
+
+        fn fill(&mut self, key: (AppId, u64)) {
+            if !self.hit(key) {
+                if self.keys.len() == self.capacity {
+                    self.keys.remove(0);
+                }
+                self.keys.push(key);
+            }
+        }
+    }
+
+    proptest! {
+        /// The split TLB hits exactly when naive fully associative LRU lists of its two
+        /// arrays do, with ASIDs kept apart and large entries covering their 512 pages.
+        #[test]
+        fn split_tlb_matches_naive_lru_lists(ops in prop::collection::vec((0u16..3, 0u64..4096, any::<bool>()), 1..400)) {
+            let mut tlb = SplitTlb::new(&SHAPE);
+            let mut base = NaiveLru { capacity: 8, ..NaiveLru::default() };
+            let mut large = NaiveLru { capacity: 2, ..NaiveLru::default() };
+            let mut is_large = HashMap::new();
+            for (app, vpn, want_large) in ops {
+                // A chunk keeps the size it was first seen with, as a mapping would.
+                let chunk_large = *is_large.entry((app, vpn / PAGES_PER_LARGE)).or_insert(want_large);
+                let hit = tlb.lookup(app, vpn << BASE_PAGE_SHIFT).is_some();
+                let naive = large.hit((app, vpn / PAGES_PER_LARGE)) || base.hit((app, vpn));
+                prop_assert_eq!(hit, naive);
+                if !hit {
+                    tlb.fill(&entry(app, vpn, vpn + 1_000_000, chunk_large));
+                    if chunk_large { large.fill((app, vpn / PAGES_PER_LARGE)) } else { base.fill((app, vpn)) }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_large_entry_translates_every_page_of_its_chunk_and_is_invalidated_whole() {
+        let mut tlb = SplitTlb::new(&SHAPE);
+        tlb.fill(&entry(1, 1024 + 7, 4096 + 7, true));
+        let t = tlb.lookup(1, (1024 + 300) << BASE_PAGE_SHIFT).expect("hit");
+        assert_eq!(t.pfn_of((1024 + 300) << BASE_PAGE_SHIFT), Pfn(4096 + 300));
+        assert!(tlb.lookup(0, 1024 << BASE_PAGE_SHIFT).is_none(), "another application's page");
+        tlb.invalidate(1, 1024 + 511, true);
+        assert!(tlb.lookup(1, 1024 << BASE_PAGE_SHIFT).is_none());
+        assert_eq!(tlb.counts(), TlbCounts { base_hits: 0, large_hits: 1, misses: 2 });
+    }
+}
