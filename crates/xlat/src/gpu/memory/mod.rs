@@ -17,7 +17,11 @@
 //!   changes nothing an application can see.
 //! - Freeing pages that are not allocated does nothing (a range may be partly allocated).
 //! - Freeing a resident page flushes its base TLB entry (the virtual page may be allocated
-//!   again elsewhere); a large mapping that stops existing is flushed too.
+//!   again elsewhere); a large mapping that stops existing is flushed too. Under 2 MiB-only
+//!   paging there are no base entries: only the large one is flushed, when the chunk's last
+//!   page is freed and its frame released.
+//! - A page moves only by compaction (Mosaic's CAC), which flushes its base entry; coalescing
+//!   moves nothing and flushes nothing.
 //! - Nothing is ever evicted: a resident page stays resident until freed.
 
 mod gpu_mmu;
