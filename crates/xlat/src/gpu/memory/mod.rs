@@ -8,8 +8,36 @@
 //! - `ideal`: GPU-MMU's placement with every translation hitting (an upper bound).
 //!
 //! Physical memory is counted in 4 KiB base frames; a large frame is 512 aligned base frames.
+//! [`ManagerSpec`] configures a policy and [`build`] makes it.
+//!
+//! Conventions every policy follows:
+//! - Allocation sizes and bases that are not 4 KiB aligned round outwards to whole pages.
+//! - Allocating a page already allocated leaves it as it is; an allocation that runs out of
+//!   memory returns [`PlaceError::OutOfMemory`] and releases the pages it had placed, so it
+//!   changes nothing an application can see.
+//! - Freeing pages that are not allocated does nothing (a range may be partly allocated).
+//! - Freeing a resident page flushes its base TLB entry (the virtual page may be allocated
+//!   again elsewhere); a large mapping that stops existing is flushed too. Under 2 MiB-only
+//!   paging there are no base entries: only the large one is flushed, when the chunk's last
+//!   page is freed and its frame released.
+//! - A page moves only by compaction (Mosaic's CAC), which flushes its base entry; coalescing
+//!   moves nothing and flushes nothing.
+//! - Nothing is ever evicted: a resident page stays resident until freed.
 
-use serde::Serialize;
+mod gpu_mmu;
+mod ideal;
+mod large_only;
+mod mosaic;
+mod pages;
+#[cfg(test)]
+mod tests;
+
+use serde::{Deserialize, Serialize};
+
+pub use gpu_mmu::GpuMmu;
+pub use ideal::Ideal;
+pub use large_only::LargeOnly;
+pub use mosaic::Mosaic;
 
 /// An application's index in its mix (0, 1, ...), which is also its ASID in the TLBs.
 pub type AppId = u16;
@@ -97,6 +125,91 @@ pub struct ManagerStats {
     /// Large frames that came to hold pages of two applications (CoCoA's soft guarantee
     /// broken by the emergency path).
     pub shared_frames: u64,
+}
+
+impl ManagerStats {
+    /// Memory bloat as in the paper's Table 2: the extra memory a policy took over what a
+    /// 4 KiB-only manager (GPU-MMU) would have needed, as a fraction of the latter:
+    /// `(peak_frames_reserved - peak_pages_resident) / peak_pages_resident`. The two peaks
+    /// may fall at different times (a manager that keeps frames longer than pages shows
+    /// that as bloat too). 0 when no page was ever resident; GPU-MMU's is always 0.
+    pub fn bloat(&self) -> f64 {
+        if self.peak_pages_resident == 0 {
+            return 0.0;
+        }
+        let extra = self
+            .peak_frames_reserved
+            .saturating_sub(self.peak_pages_resident);
+        extra as f64 / self.peak_pages_resident as f64
+    }
+}
+
+/// Which memory-management policy places pages.
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema,
+)]
+#[serde(rename_all = "kebab-case")]
+pub enum ManagerKind {
+    /// The GPU-MMU baseline: 4 KiB pages, frames shared among applications.
+    GpuMmu,
+    /// 2 MiB pages only.
+    LargeOnly,
+    /// GPU Mosaic: CoCoA, the in-place coalescer and CAC.
+    #[default]
+    Mosaic,
+    /// GPU-MMU's placement, every translation hitting.
+    Ideal,
+}
+
+/// A memory manager's configuration. Where the paper gives no number the default is a
+/// documented choice.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields, default)]
+pub struct ManagerSpec {
+    /// The policy (default `mosaic`).
+    pub kind: ManagerKind,
+    /// GPU memory in bytes (default 3 GiB, the paper's Table 1). Rounded down to whole
+    /// large frames for `large-only` and `mosaic`, to base frames otherwise.
+    pub memory_bytes: u64,
+    /// Demand paging: `allocate` only reserves virtual pages, and each page crosses PCIe on
+    /// its first touch. The paper evaluates both; the default is off (every page made
+    /// resident by `allocate`, as the paper's main results and the artifact, whose fault
+    /// queue has no callers).
+    pub demand_paging: bool,
+    /// Mosaic's contiguity-aware compaction on or off (default on).
+    pub cac: bool,
+    /// CAC's occupancy threshold: a large frame with fewer than this fraction of its 512
+    /// base frames holding pages may be compacted (clamped to [0, 1]). The paper calls it
+    /// configurable and gives no number; the default 0.5 compacts frames less than half
+    /// used, where freeing the frame costs fewer than 256 page copies.
+    pub cac_threshold: f64,
+    /// Mosaic's emergency frames: free large frames kept aside for when the free frame list
+    /// runs out (default 8, 16 MiB or 0.5% of 3 GiB; the paper gives no number).
+    pub emergency_frames: u32,
+}
+
+impl Default for ManagerSpec {
+    fn default() -> ManagerSpec {
+        ManagerSpec {
+            kind: ManagerKind::default(),
+            memory_bytes: 3 << 30,
+            demand_paging: false,
+            cac: true,
+            cac_threshold: 0.5,
+            emergency_frames: 8,
+        }
+    }
+}
+
+/// The memory manager `spec` describes, for `apps` applications (ids `0..apps`; an
+/// application id beyond is still served, with its tables grown on first use).
+pub fn build(spec: &ManagerSpec, apps: usize) -> Box<dyn MemoryManager> {
+    match spec.kind {
+        ManagerKind::GpuMmu => Box::new(GpuMmu::new(spec, apps)),
+        ManagerKind::LargeOnly => Box::new(LargeOnly::new(spec, apps)),
+        ManagerKind::Mosaic => Box::new(Mosaic::new(spec, apps)),
+        ManagerKind::Ideal => Box::new(Ideal::new(spec, apps)),
+    }
 }
 
 /// A policy placing applications' pages in GPU memory.
