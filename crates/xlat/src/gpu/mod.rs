@@ -4,4 +4,5 @@
 //! Mosaic's CoCoA, in-place coalescer and CAC, or an ideal TLB).
 
 pub mod kernel;
+pub mod kernels;
 pub mod memory;
