@@ -5,6 +5,7 @@
 
 pub mod caches;
 pub mod kernel;
+pub mod kernels;
 pub mod machine;
 pub mod memory;
 pub mod params;
