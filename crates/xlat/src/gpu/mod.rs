@@ -8,6 +8,7 @@ pub mod kernel;
 pub mod kernels;
 pub mod machine;
 pub mod memory;
+pub mod mix;
 pub mod params;
 pub mod sm;
 pub mod tlb;

@@ -1,0 +1,136 @@
+//! Running a mix of applications on a GPU machine, and its weighted speedup: the sum over
+//! the applications of their IPC in the mix over their IPC alone, alone meaning on the same
+//! number of SMs under the GPU-MMU baseline (the paper's metric, after Eyerman and Eeckhout).
+
+use super::kernels::{build, KernelSpec};
+use super::machine::{run, AppStats, RunStats};
+use super::memory::{self, ManagerKind, ManagerSpec};
+use super::params::GpuParams;
+use crate::{Error, Result};
+use serde::Serialize;
+use std::sync::atomic::AtomicBool;
+
+/// A GPU machine's configuration: its hardware, its memory manager, and whether to run each
+/// application alone for the weighted speedup.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct GpuSpec {
+    /// The machine's name in results.
+    pub name: String,
+    /// The hardware.
+    pub params: GpuParams,
+    /// The memory manager.
+    pub manager: ManagerSpec,
+    /// Runs each application alone under GPU-MMU too, for the weighted speedup (default
+    /// on; off halves the time of a run of a mix and leaves the speedup out).
+    pub weighted_speedup: bool,
+}
+
+/// What one application did in a mix, beside what it did alone.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct AppResult {
+    /// In the mix.
+    #[serde(flatten)]
+    pub shared: AppStats,
+    /// IPC alone on its SMs under GPU-MMU (`None` without the weighted speedup).
+    pub alone_ipc: Option<f64>,
+}
+
+/// What a mix did on one GPU machine.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct MixResult {
+    /// The machine's name.
+    pub machine: String,
+    /// The memory manager's policy.
+    pub manager: ManagerKind,
+    /// Per application, in mix order.
+    pub apps: Vec<AppResult>,
+    /// Σ IPC shared / IPC alone (`None` without it).
+    pub weighted_speedup: Option<f64>,
+    /// The whole run's counts (per application ones are in `apps`).
+    pub run: RunStats,
+}
+
+/// Checks that `apps` fit the machine: no more applications than SMs, and their footprints
+/// together within its memory. Errors name the field.
+pub fn check_mix(spec: &GpuSpec, apps: &[KernelSpec], field: &str) -> Result<()> {
+    if spec.params.sm_split.shares(spec.params.sms, apps.len()).is_none() {
+        let message = format!("{} applications cannot share machine `{}`'s {} SMs", apps.len(), spec.name, spec.params.sms);
+        return Err(Error::config(field, message));
+    }
+    let total: u64 = apps.iter().map(|a| a.bytes).sum();
+    if total > spec.manager.memory_bytes {
+        let message = format!(
+            "the applications' footprints add up to {total} bytes, more than machine `{}`'s {} bytes of GPU memory",
+            spec.name, spec.manager.memory_bytes
+        );
+        return Err(Error::config(field, message));
+    }
+    Ok(())
+}
+
+/// Runs `apps` together on `spec`'s machine and, when it asks, each alone.
+pub fn run_mix(spec: &GpuSpec, apps: &[KernelSpec], interrupt: &AtomicBool) -> Result<MixResult> {
+    let kernels = apps.iter().map(build).collect::<Result<Vec<_>>>()?;
+    let shared = run(&spec.params, memory::build(&spec.manager, apps.len()), kernels, interrupt)?;
+    let alone = if spec.weighted_speedup && !shared.partial { Some(alone_ipcs(spec, apps, &shared, interrupt)?) } else { None };
+    let weighted_speedup = alone.as_ref().map(|alone| shared.apps.iter().zip(alone).map(|(s, a)| if *a > 0.0 { s.ipc / a } else { 0.0 }).sum());
+    let results = shared.apps.iter().enumerate().map(|(i, s)| AppResult { shared: s.clone(), alone_ipc: alone.as_ref().map(|a| a[i]) }).collect();
+    Ok(MixResult { machine: spec.name.clone(), manager: spec.manager.kind, apps: results, weighted_speedup, run: shared })
+}
+
+/// Each application's IPC alone on as many SMs as it had in `shared`, under GPU-MMU.
+fn alone_ipcs(spec: &GpuSpec, apps: &[KernelSpec], shared: &RunStats, interrupt: &AtomicBool) -> Result<Vec<f64>> {
+    let manager = ManagerSpec { kind: ManagerKind::GpuMmu, ..spec.manager.clone() };
+    apps.iter()
+        .zip(&shared.apps)
+        .map(|(app, stats)| {
+            let params = GpuParams { sms: stats.sms, ..spec.params.clone() };
+            let alone = run(&params, memory::build(&manager, 1), vec![build(app)?], interrupt)?;
+            Ok(alone.apps[0].ipc)
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::gpu::kernels::{KernelKind, TINY_BYTES};
+
+    fn spec(kind: ManagerKind) -> GpuSpec {
+        let manager = ManagerSpec { kind, ..ManagerSpec::default() };
+        GpuSpec { name: kind_name(kind), params: GpuParams { sms: 6, ..GpuParams::default() }, manager, weighted_speedup: true }
+    }
+
+    fn kind_name(kind: ManagerKind) -> String {
+        serde_json::to_value(kind).expect("serializes").as_str().expect("a string").to_string()
+    }
+
+    fn copies(kind: KernelKind, n: usize) -> Vec<KernelSpec> {
+        vec![KernelSpec { kind, bytes: TINY_BYTES, seed: 1 }; n]
+    }
+
+    #[test]
+    fn identical_copies_with_an_ideal_tlb_speed_up_about_as_many_times_as_there_are_copies() {
+        // Each copy runs on a third of the SMs, as it did alone; with no translation cost
+        // the copies interfere only through the L2 cache and DRAM.
+        let result = run_mix(&spec(ManagerKind::Ideal), &copies(KernelKind::Stencil, 3), &AtomicBool::new(false)).expect("runs");
+        let ws = result.weighted_speedup.expect("asked for");
+        assert!(ws > 2.5 && ws <= 3.3, "weighted speedup {ws}");
+    }
+
+    #[test]
+    fn an_application_alone_under_gpu_mmu_has_a_weighted_speedup_of_one() {
+        let result = run_mix(&spec(ManagerKind::GpuMmu), &copies(KernelKind::Gups, 1), &AtomicBool::new(false)).expect("runs");
+        assert_eq!(result.weighted_speedup, Some(1.0));
+    }
+
+    #[test]
+    fn a_mix_larger_than_memory_or_than_the_sms_is_refused_naming_the_field() {
+        let mut s = spec(ManagerKind::Mosaic);
+        s.manager.memory_bytes = 3 * TINY_BYTES;
+        let err = check_mix(&s, &copies(KernelKind::Gups, 4), "workload[0].apps").expect_err("too large");
+        assert!(err.to_string().contains("workload[0].apps") && err.to_string().contains("GPU memory"), "{err}");
+        let err = check_mix(&s, &copies(KernelKind::Gups, 7), "workload[0].apps").expect_err("too many");
+        assert!(err.to_string().contains("cannot share"), "{err}");
+    }
+}
