@@ -156,6 +156,7 @@ fn the_configuration_reference_documents_every_field_and_value() {
         ("RawLevel", "### `[[machine.tlb]]` (one table per level)"),
         ("RawArray", "### `[[machine.tlb]]` (one table per level)"),
         ("RawPlot", "## `[[plot]]`"),
+        ("RawSplit", "## `[[plot]]`"),
     ];
     let mut missing = Vec::new();
     for (definition, heading) in sections {

@@ -60,6 +60,19 @@ impl PlotData {
     }
 }
 
+/// A text column's values cut into parts, each a column of its own: a machine named
+/// `graph500-101%-horizon` holds a workload, a ratio and a policy, which a figure groups and
+/// colours by separately.
+#[derive(Clone, Debug, PartialEq, Deserialize, Serialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RawSplit {
+    /// The text column split (e.g. `config`).
+    pub column: String,
+    /// The names of its `-`-separated parts, in order; the last part keeps the rest of the
+    /// value, dashes and all. An empty name leaves its part out.
+    pub into: Vec<String>,
+}
+
 /// A plot as written.
 #[derive(Clone, Debug, Deserialize, Serialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -80,6 +93,9 @@ pub struct RawPlot {
     pub series: Option<String>,
     /// Column whose values are separate panels.
     pub panels: Option<String>,
+    /// Splits a text column's values at `-` into named parts that `x`, `series`, `panels`
+    /// and `only` may use as columns, as `{ column = "config", into = ["", "ratio", "policy"] }`.
+    pub split: Option<RawSplit>,
     /// Only rows whose `column` equals `value`, as `{ column = value }` pairs.
     pub only: Option<std::collections::BTreeMap<String, String>>,
     /// Logarithmic (base 2) x axis.
@@ -114,6 +130,8 @@ pub struct PlotSpec {
     pub series: Option<String>,
     /// Panel column.
     pub panels: Option<String>,
+    /// The column split into parts, and the parts' names (empty for one left out).
+    pub split: Option<RawSplit>,
     /// Row filters.
     pub only: Vec<(String, String)>,
     /// Log2 x axis.
@@ -139,15 +157,16 @@ pub fn validate(raw: &RawPlot, path: &str) -> Result<PlotSpec> {
         PlotData::EvictionAge => &AGE_COLUMNS,
         PlotData::Timing => &TIMING_COLUMNS,
     };
+    let parts = split_parts(raw, path, columns)?;
     let check = |field: &str, column: &str| {
-        if columns.contains(&column) {
+        if columns.contains(&column) || parts.contains(&column) {
             Ok(())
         } else {
             err(format!("{path}.{field}"), format!("`{column}` is not a column of {} (columns: {})", data.file(), columns.join(", ")))
         }
     };
     let numeric = |field: &str, column: &str, what: &str| {
-        if TEXT_COLUMNS.contains(&column) {
+        if TEXT_COLUMNS.contains(&column) || parts.contains(&column) {
             err(format!("{path}.{field}"), format!("`{column}` holds text, but {what} needs numbers"))
         } else {
             Ok(())
@@ -200,6 +219,7 @@ pub fn validate(raw: &RawPlot, path: &str) -> Result<PlotSpec> {
         y: raw.y.clone(),
         series: raw.series.clone(),
         panels: raw.panels.clone(),
+        split: raw.split.clone(),
         only,
         x_log2: raw.x_log2.unwrap_or(false),
         y_log: raw.y_log.unwrap_or(false),
@@ -207,4 +227,56 @@ pub fn validate(raw: &RawPlot, path: &str) -> Result<PlotSpec> {
         x_label: raw.x_label.clone().unwrap_or_else(|| raw.x.clone()),
         y_label: raw.y_label.clone().unwrap_or_else(|| raw.y.join(", ")),
     })
+}
+
+/// The names `split` gives its column's parts (none without `split`): each names a part
+/// once, and no column of the table, which it would hide.
+fn split_parts<'a>(raw: &'a RawPlot, path: &str, columns: &[&str]) -> Result<Vec<&'a str>> {
+    let Some(split) = &raw.split else { return Ok(Vec::new()) };
+    if !columns.contains(&split.column.as_str()) || !TEXT_COLUMNS.contains(&split.column.as_str()) {
+        return err(format!("{path}.split.column"), format!("`{}` is not a text column of {}", split.column, raw.data.unwrap_or(PlotData::Results).file()));
+    }
+    let names: Vec<&str> = split.into.iter().map(String::as_str).filter(|n| !n.is_empty()).collect();
+    if names.is_empty() {
+        return err(format!("{path}.split.into"), "no part is named");
+    }
+    for (i, name) in names.iter().enumerate() {
+        if columns.contains(name) || names[..i].contains(name) {
+            return err(format!("{path}.split.into"), format!("`{name}` names a column already"));
+        }
+    }
+    Ok(names)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{validate, RawPlot};
+
+    /// A bar plot with `fields`, as written in an experiment file.
+    fn plot(fields: &str) -> RawPlot {
+        toml::from_str(&format!("file = \"a.png\"\nkind = \"bars\"\n{fields}\n")).unwrap()
+    }
+
+    #[test]
+    fn split_parts_are_text_columns_of_their_own() {
+        let split = "split = { column = \"config\", into = [\"\", \"ratio\", \"policy\"] }\n";
+        let spec = validate(&plot(&format!("x = \"ratio\"\ny = [\"swap_io_bytes\"]\nseries = \"policy\"\nonly = {{ policy = \"lru\" }}\n{split}")), "plot[0]").unwrap();
+        assert_eq!(spec.split.unwrap().into, ["", "ratio", "policy"]);
+        // A part holds text: it names groups, not values.
+        let e = validate(&plot(&format!("x = \"workload\"\ny = [\"ratio\"]\n{split}")), "plot[0]");
+        assert!(e.unwrap_err().to_string().contains("`ratio` holds text"));
+    }
+
+    #[test]
+    fn split_errors_name_the_field() {
+        for (split, field, message) in [
+            ("{ column = \"misses\", into = [\"a\"] }", "split.column", "`misses` is not a text column"),
+            ("{ column = \"config\", into = [\"\"] }", "split.into", "no part is named"),
+            ("{ column = \"config\", into = [\"a\", \"a\"] }", "split.into", "`a` names a column already"),
+            ("{ column = \"config\", into = [\"tlb\"] }", "split.into", "`tlb` names a column already"),
+        ] {
+            let e = validate(&plot(&format!("x = \"workload\"\ny = [\"swap_io_bytes\"]\nsplit = {split}")), "plot[0]").unwrap_err().to_string();
+            assert!(e.contains(&format!("plot[0].{field}")) && e.contains(message), "{split}: {e}");
+        }
+    }
 }
