@@ -132,29 +132,52 @@ struct Calendar {
     lines_per_window: u32,
     /// Per slot: the window it counts (its number) and the lines taken in it.
     slots: Vec<(u64, u32)>,
+    /// Windows `full.0..full.1` are known full: a search entering them jumps past, so a
+    /// backlog of saturated windows costs one step, not one per window.
+    full: (u64, u64),
 }
 
 impl Calendar {
     fn new(bytes_per_cycle: f64, line: u64) -> Calendar {
         let window = ((line as f64 / bytes_per_cycle).ceil() as u64).max(32);
         let lines_per_window = ((window as f64 * bytes_per_cycle) / line as f64).floor().clamp(1.0, f64::from(u32::MAX)) as u32;
-        Calendar { window, lines_per_window, slots: vec![(u64::MAX, 0); CALENDAR_WINDOWS] }
+        Calendar { window, lines_per_window, slots: vec![(u64::MAX, 0); CALENDAR_WINDOWS], full: (0, 0) }
     }
 
     /// Takes a line's transfer for a request arriving at `arrival`; returns the cycles it
     /// waits for a window with room.
     fn reserve(&mut self, arrival: u64) -> u64 {
-        let mut number = arrival / self.window;
+        let first = arrival / self.window;
+        let mut number = first;
         loop {
+            if (self.full.0..self.full.1).contains(&number) {
+                number = self.full.1;
+            }
             let slot = &mut self.slots[(number % CALENDAR_WINDOWS as u64) as usize];
             if slot.0 != number {
                 *slot = (number, 0);
             }
             if slot.1 < self.lines_per_window {
                 slot.1 += 1;
+                let now_full = slot.1 == self.lines_per_window;
+                self.note_full(first, number, now_full);
                 return (number * self.window).saturating_sub(arrival);
             }
             number += 1;
+        }
+    }
+
+    /// Records that windows `first..last` were found full (and `last` too when `last_full`),
+    /// extending the known full run when they touch it, or replacing it.
+    fn note_full(&mut self, first: u64, last: u64, last_full: bool) {
+        let end = last + u64::from(last_full);
+        if first >= end {
+            return;
+        }
+        if first <= self.full.1 && end >= self.full.0 {
+            self.full = (self.full.0.min(first), self.full.1.max(end));
+        } else {
+            self.full = (first, end);
         }
     }
 }
@@ -192,6 +215,17 @@ mod tests {
         assert_eq!(latencies[..16], [110; 16]);
         assert_eq!(latencies[16], 110 + 22);
         assert_eq!(c.counts().dram_queue_cycles, 22);
+    }
+
+    #[test]
+    fn a_backlog_fills_windows_in_order_and_leaves_earlier_room_usable() {
+        let mut cal = Calendar::new(64.0, 128);
+        // 16 lines a 32-cycle window: the k-th of 1000 requests at cycle 0 waits k / 16 windows.
+        for k in 0..1000u64 {
+            assert_eq!(cal.reserve(0), k / 16 * 32, "request {k}");
+        }
+        assert_eq!(cal.reserve(40 * 32), (1000 / 16 - 40) * 32, "inside the backlog: the first window with room");
+        assert_eq!(cal.reserve(5000 * 32), 0, "beyond the backlog: no wait");
     }
 
     #[test]

@@ -212,8 +212,8 @@ impl<'p> Gpu<'p> {
         let lines = std::mem::take(&mut self.instr.lines);
         let kind = self.instr.kind.unwrap_or(AccessKind::Load);
         for (k, &line) in lines.iter().enumerate() {
-            let (translated, data) = self.request(s, app as AppId, kind, line, t + k as u64)?;
-            ready = ready.max(if kind == AccessKind::Load { data } else { translated });
+            let data = self.request(s, app as AppId, kind, line, t + k as u64)?;
+            ready = ready.max(data);
         }
         let issued = t + lines.len() as u64;
         self.instr.lines = lines;
@@ -222,9 +222,10 @@ impl<'p> Gpu<'p> {
         Ok(After::Continue)
     }
 
-    /// One coalesced request of SM `s` at cycle `at`: the cycles its translation is known
-    /// and its data has arrived.
-    fn request(&mut self, s: usize, app: AppId, kind: AccessKind, line: u64, at: u64) -> Result<(u64, u64)> {
+    /// One coalesced request of SM `s` at cycle `at`: the cycle its data has arrived, or
+    /// for a store the L2 has taken it. (A store holds its warp until then: no write
+    /// buffer is modelled, which is what keeps stores from issuing beyond the bandwidth.)
+    fn request(&mut self, s: usize, app: AppId, kind: AccessKind, line: u64, at: u64) -> Result<u64> {
         let vpn = line >> BASE_PAGE_SHIFT;
         let (translated, pfn) = if self.manager.ideal() { self.ideal(app, vpn, at)? } else { self.translate(s, app, vpn, line, at)? };
         let paddr = pfn << BASE_PAGE_SHIFT | (line & ((1 << BASE_PAGE_SHIFT) - 1));
@@ -232,7 +233,7 @@ impl<'p> Gpu<'p> {
             AccessKind::Store => self.caches.store(paddr, translated),
             _ => self.caches.load(s, paddr, translated),
         };
-        Ok((translated, translated + latency))
+        Ok(translated + latency)
     }
 
     /// An ideal TLB: every translation hits the L1 TLB, though a page's first touch under

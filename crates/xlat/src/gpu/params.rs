@@ -86,9 +86,10 @@ impl Default for GpuParams {
                 l1_latency: 1,
                 l2_bytes: 2 << 20,
                 l2_ways: 16,
-                // Table 1's 10 cycles are the L2's own; the trip over the interconnect both
-                // ways adds about 100 more in GPGPU-Sim's Fermi configurations.
-                l2_latency: 110,
+                // Table 1's 10 cycles. The interconnect's trip both ways is not in it: set
+                // this higher to model it (GPGPU-Sim's Fermi configurations take about 100
+                // more).
+                l2_latency: 10,
                 // GDDR5 row access and transfer beyond the L2: about 200 core cycles.
                 dram_latency: 200,
                 // 6 GDDR5 channels of 32 bits at 1674 MHz, 4 transfers a clock: about

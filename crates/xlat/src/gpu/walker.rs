@@ -48,6 +48,8 @@ pub struct Walker {
     busy: BinaryHeap<Reverse<u64>>,
     /// In-flight walks by page (`key`), with the cycle each completes.
     pending: FxHashMap<(AppId, u64), u64>,
+    /// The same walks by completion, earliest first, to drop them once done.
+    expiries: BinaryHeap<Reverse<(u64, AppId, u64)>>,
     /// The latest completion in `pending`: a request at or after it needs no lookup.
     latest: u64,
     /// Page-table nodes by (application, level, page-number prefix), numbered as created.
@@ -67,6 +69,7 @@ impl Walker {
             max_walks,
             busy: BinaryHeap::new(),
             pending: FxHashMap::default(),
+            expiries: BinaryHeap::new(),
             latest: 0,
             nodes: FxHashMap::default(),
             counts: WalkCounts::default(),
@@ -127,13 +130,17 @@ impl Walker {
         self.track(app, key(vpn, large), until, now);
     }
 
-    /// Records a walk in flight until `done`, dropping finished ones now and then so the
-    /// map stays the size of what is in flight.
+    /// Records a walk in flight until `done`, dropping those done by `now` so the map
+    /// stays the size of what is in flight.
     fn track(&mut self, app: AppId, key: u64, done: u64, now: u64) {
-        if self.pending.len() >= 4 * self.max_walks.max(64) {
-            self.pending.retain(|_, d| *d > now);
+        while let Some(&Reverse((end, a, k))) = self.expiries.peek().filter(|Reverse((end, ..))| *end <= now) {
+            self.expiries.pop();
+            if self.pending.get(&(a, k)) == Some(&end) {
+                self.pending.remove(&(a, k));
+            }
         }
         self.pending.insert((app, key), done);
+        self.expiries.push(Reverse((done, app, key)));
         self.latest = self.latest.max(done);
     }
 
