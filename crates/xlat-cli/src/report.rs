@@ -1,7 +1,7 @@
 //! Human-readable tables of results for the terminal.
 
 use std::fmt::Write;
-use xlat::sim::ExperimentResult;
+use xlat::sim::{ExperimentResult, WorkloadResult};
 
 /// Formats a count with thousands separators.
 pub fn thousands(n: u64) -> String {
@@ -26,10 +26,15 @@ fn fixed_or_small(v: f64, decimals: usize) -> String {
     }
 }
 
-/// One table per workload: a row per machine, level and side.
+/// One table per workload: a row per machine, level and side; for a `gpu` workload, a row
+/// per machine and application.
 pub fn table(result: &ExperimentResult) -> String {
     let mut out = String::new();
     for w in &result.workloads {
+        if !w.gpu.is_empty() {
+            gpu_table(&mut out, w);
+            continue;
+        }
         let rate = w.refs as f64 / w.seconds.max(1e-9) / 1e6;
         let partial = if w.partial { "  (partial: interrupted)" } else { "" };
         let _ = writeln!(out, "workload {}: {} references in {:.2} s ({rate:.1} M refs/s over {} machines){partial}",
@@ -59,6 +64,25 @@ pub fn table(result: &ExperimentResult) -> String {
         out.push('\n');
     }
     out
+}
+
+/// The table of a `gpu` workload: per machine its weighted speedup and TLB hit rates, and
+/// per application its IPC in the mix and alone.
+fn gpu_table(out: &mut String, w: &WorkloadResult) {
+    let rate = w.refs as f64 / w.seconds.max(1e-9) / 1e6;
+    let partial = if w.partial { "  (partial: interrupted)" } else { "" };
+    let _ = writeln!(out, "workload {}: {} GPU requests in {:.2} s ({rate:.1} M requests/s over {} gpu machines, alone runs not counted){partial}",
+        w.workload, thousands(w.refs), w.seconds, w.gpu.len());
+    let _ = writeln!(out, "  {:<16} {:<10} {:>8} {:>8} {:>8} {:>12} {:>14}", "machine", "app", "IPC", "alone", "WS", "L1 TLB hit %", "L2 TLB hit %");
+    for m in &w.gpu {
+        for row in m.rows(&w.workload) {
+            let alone = row.alone_ipc.map_or("-".to_string(), |v| format!("{v:.3}"));
+            let ws = row.weighted_speedup.map_or("-".to_string(), |v| format!("{v:.3}"));
+            let _ = writeln!(out, "  {:<16} {:<10} {:>8.3} {alone:>8} {ws:>8} {:>12.2} {:>14.2}",
+                row.config, row.app, row.ipc, 100.0 * row.l1_tlb_hit_rate, 100.0 * row.l2_tlb_hit_rate);
+        }
+    }
+    out.push('\n');
 }
 
 #[cfg(test)]

@@ -38,7 +38,7 @@ impl Simulation {
     #[new]
     fn new(text: &str, workload: String) -> PyResult<Simulation> {
         let specs = unwinding(|| xlat::config::parse_machines(text))?.map_err(py_err)?;
-        let machines = unwinding(|| specs.iter().map(MachineSpec::build).collect())?;
+        let machines = unwinding(|| specs.iter().map(MachineSpec::build).collect::<xlat::Result<Vec<_>>>())?.map_err(py_err)?;
         Ok(Simulation { fed: Mutex::new(Fed { machines, workload, refs: 0, seconds: 0.0 }) })
     }
 
@@ -85,6 +85,7 @@ impl Simulation {
             refs: fed.refs,
             seconds: fed.seconds,
             machines: fed.machines.iter().map(|m| m.stats()).collect(),
+            gpu: Vec::new(),
         };
         Ok(ExperimentResult { partial: false, workloads: vec![workload] })
     }

@@ -90,7 +90,7 @@ fn machine(c: &mut Criterion) {
         let batch = uniform(footprint);
         for (name, preset, ways) in &presets {
             let raw = RawMachine { name: name.to_string(), preset: Some(preset.to_string()), ways: *ways, ..RawMachine::default() };
-            let mut m = validate::machine(&raw, "bench", 1).unwrap().build();
+            let mut m = validate::machine(&raw, "bench", 1).unwrap().build().unwrap();
             m.process(&batch).unwrap();
             group.bench_function(format!("{name}/uniform-{footprint_name}"), |b| b.iter(|| m.process(black_box(&batch)).unwrap()));
         }

@@ -123,7 +123,7 @@ fn a_workload_is_read_once_for_all_machines() {
     let refs: Vec<MemRef> = (0..10_000u64).map(|i| MemRef::load(i * 4096 * 7 % (1 << 24), 8)).collect();
     let produced = Arc::new(std::sync::atomic::AtomicU64::new(0));
     let source = Box::new(Counting { inner: xlat::source::VecSource::new(refs), produced: Arc::clone(&produced) });
-    let mut machines: Vec<Box<dyn Machine>> = spec.machines.iter().map(MachineSpec::build).collect();
+    let mut machines: Vec<Box<dyn Machine>> = spec.machines.iter().map(|m| m.build().expect("a cpu machine")).collect();
     let (done, partial) = feed(source, &mut machines, 1000, &AtomicBool::new(false), &mut |_| {}).unwrap();
     assert_eq!((done, partial), (10_000, false));
     assert_eq!(produced.load(Ordering::SeqCst), 10_000);
@@ -158,7 +158,7 @@ impl RefSource for Stalled {
 #[test]
 fn an_interrupt_stops_a_source_that_yields_nothing() {
     let spec = parse_experiment(SMALL, Path::new(".")).unwrap();
-    let mut machines: Vec<Box<dyn Machine>> = spec.machines.iter().map(MachineSpec::build).collect();
+    let mut machines: Vec<Box<dyn Machine>> = spec.machines.iter().map(|m| m.build().expect("a cpu machine")).collect();
     let (_stall, stalled) = std::sync::mpsc::channel();
     let interrupt = Arc::new(AtomicBool::new(false));
     let flag = Arc::clone(&interrupt);
@@ -342,7 +342,7 @@ fn mosaic_configuration_errors_name_the_field() {
     ];
     assert_config_errors(cases);
     let spec = parse_experiment(MOSAIC, Path::new(".")).unwrap();
-    let MachineSpec::Cpu(cpu) = &spec.machines[0];
+    let MachineSpec::Cpu(cpu) = &spec.machines[0] else { panic!("a cpu machine") };
     let names: Vec<_> = cpu.mosaic.iter().map(|m| m.name.as_str()).collect();
     assert_eq!(names, ["mosaic-4-1w", "mosaic-8-1w", "mosaic-4-full", "mosaic-8-full"]);
 }

@@ -320,7 +320,7 @@ fn measure(case: &Case, refs: u64) -> Result<Measurement> {
 /// Times `source` fed to one `machine`, end to end and from the first batch on.
 fn simulate(source: Box<dyn RefSource>, machine: RawMachine, name: &'static str, description: &'static str) -> Result<Measurement> {
     let machine = validate::machine(&machine, "bench", 1)?;
-    let mut machines = vec![machine.build()];
+    let mut machines = vec![machine.build()?];
     let started = Instant::now();
     let mut first: Option<(f64, u64)> = None;
     let mut progress = |p: Progress| {

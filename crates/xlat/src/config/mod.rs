@@ -5,6 +5,7 @@
 //! checks it once and produces specs, models take only specs.
 
 mod mosaic;
+pub mod gpu;
 pub mod named;
 mod os;
 mod pwc;

@@ -23,9 +23,16 @@ pub const TIMING_COLUMNS: [&str; 12] = [
     "kernel_cycles", "cycles_with_kernel", "ipc",
 ];
 
+/// The columns of `gpu.csv` ([`crate::gpu::mix::GpuRow`]).
+pub const GPU_COLUMNS: [&str; 25] = [
+    "workload", "config", "manager", "apps", "app_index", "app", "sms", "instructions", "requests", "cycles", "ipc", "alone_ipc", "speedup",
+    "weighted_speedup", "l1_tlb_hit_rate", "l2_tlb_hit_rate", "walks", "merged", "far_faults", "coalesced", "splintered", "compactions",
+    "pages_migrated", "bloat", "partial",
+];
+
 /// The columns of either table that hold text, not numbers: they can name bar groups, series
 /// and panels, but not be drawn as values or as a line's x.
-const TEXT_COLUMNS: [&str; 6] = ["workload", "config", "level", "side", "tlb", "partial"];
+const TEXT_COLUMNS: [&str; 8] = ["workload", "config", "level", "side", "tlb", "partial", "manager", "app"];
 
 /// How the data is drawn.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
@@ -47,6 +54,8 @@ pub enum PlotData {
     EvictionAge,
     /// `timing.csv` (machines with `[machine.timing]`).
     Timing,
+    /// `gpu.csv` (`gpu` machines running `gpu` workloads).
+    Gpu,
 }
 
 impl PlotData {
@@ -56,6 +65,7 @@ impl PlotData {
             PlotData::Results => "results.csv",
             PlotData::EvictionAge => "eviction_age.csv",
             PlotData::Timing => "timing.csv",
+            PlotData::Gpu => "gpu.csv",
         }
     }
 }
@@ -156,6 +166,7 @@ pub fn validate(raw: &RawPlot, path: &str) -> Result<PlotSpec> {
         PlotData::Results => &RESULT_COLUMNS,
         PlotData::EvictionAge => &AGE_COLUMNS,
         PlotData::Timing => &TIMING_COLUMNS,
+        PlotData::Gpu => &GPU_COLUMNS,
     };
     let parts = split_parts(raw, path, columns)?;
     let check = |field: &str, column: &str| {

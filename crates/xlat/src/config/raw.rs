@@ -67,6 +67,8 @@ pub enum WorkloadType {
     SysbenchMemory,
     /// Several workloads taking turns, each in its own address space.
     Mix,
+    /// GPU applications running together on a `gpu` machine.
+    Gpu,
 }
 
 impl WorkloadType {
@@ -87,6 +89,7 @@ impl WorkloadType {
             WorkloadType::Redis => "redis",
             WorkloadType::SysbenchMemory => "sysbench-memory",
             WorkloadType::Mix => "mix",
+            WorkloadType::Gpu => "gpu",
         }
     }
 
@@ -153,6 +156,9 @@ pub struct RawWorkload {
     pub quantum: Option<u64>,
     /// Mix: the workloads taking turns (any type but `mix`), in rotation order.
     pub parts: Option<Vec<RawWorkload>>,
+    /// GPU: the applications running together, each an application's name (`bfs`) or a
+    /// table of its name, footprint and seed.
+    pub apps: Option<Vec<super::gpu::RawGpuApp>>,
 }
 
 /// Associativity as written: a way count, or `"full"` for a fully associative array.
@@ -255,6 +261,8 @@ pub struct RawMachine {
     pub pwc: Option<RawPwc>,
     /// EMT's cycle model: walk and data references through caches, and cycles.
     pub timing: Option<RawTiming>,
+    /// A `gpu` machine's hardware and memory manager; fields left out take GPU Mosaic's.
+    pub gpu: Option<super::gpu::RawGpu>,
 }
 
 /// EMT's cycle model as written; omitted fields take EMT's values.

@@ -89,12 +89,17 @@ pub fn experiment(file: &ExperimentFile, base_dir: &Path) -> Result<ExperimentSp
             }
         }
     }
+    for (i, w) in workloads.iter().enumerate() {
+        check_kinds(w, &machines, &format!("workload[{i}]"))?;
+    }
     let host = crate::host::memory();
     for (i, m) in machines.iter().enumerate() {
-        os::machine_fits(m.os(), m.host_bytes(), m.name(), host, &format!("machine[{i}]"))?;
+        if let Some(os) = m.os() {
+            os::machine_fits(os, m.host_bytes(), m.name(), host, &format!("machine[{i}]"))?;
+        }
     }
     for (i, w) in workloads.iter().enumerate() {
-        let used = machines.iter().filter(|m| w.runs_on(m.name())).map(|m| (m.os(), m.host_bytes()));
+        let used = machines.iter().filter(|m| w.runs_on(m.name())).filter_map(|m| Some((m.os()?, m.host_bytes())));
         os::fit_together(used, host, &format!("workload[{i}]"))?;
     }
     let plots = file.plots.iter().enumerate().map(|(i, p)| plot::validate(p, &format!("plot[{i}]"))).collect::<Result<Vec<_>>>()?;
@@ -103,14 +108,46 @@ pub fn experiment(file: &ExperimentFile, base_dir: &Path) -> Result<ExperimentSp
         if plots[..i].iter().any(|q| q.file == p.file) {
             return err(format!("plot[{i}].file"), format!("another plot is already drawn to `{}`", p.file));
         }
-        if p.data == plot::PlotData::EvictionAge && machines.iter().all(|m| m.os().age_window.is_none()) {
+        if p.data == plot::PlotData::EvictionAge && machines.iter().all(|m| m.os().is_none_or(|os| os.age_window.is_none())) {
             return err(format!("plot[{i}].data"), "no machine sets `os.age_window`, so there is no eviction-age data to plot");
+        }
+        if p.data == plot::PlotData::Gpu && machines.iter().all(|m| m.gpu().is_none()) {
+            return err(format!("plot[{i}].data"), "no machine is a `gpu` machine, so there is no GPU data to plot");
         }
         if p.data == plot::PlotData::Timing && machines.iter().all(|m| !m.timed()) {
             return err(format!("plot[{i}].data"), "no machine sets `[machine.timing]`, so there is no timing data to plot");
         }
     }
     Ok(ExperimentSpec { seed, batch, workloads, machines, plots })
+}
+
+/// Checks that workload `w` (at `path`) runs on machines of its kind: a `gpu` workload on
+/// `gpu` machines, which fit its applications; a reference stream on the others. A machine
+/// of the other kind is passed over when the workload names no machines, and an error when
+/// it names it.
+fn check_kinds(w: &WorkloadSpec, machines: &[MachineSpec], path: &str) -> Result<()> {
+    let gpu_workload = matches!(w.source, SourceSpec::Gpu { .. });
+    let mut runs = 0;
+    for m in machines.iter().filter(|m| w.runs_on(m.name())) {
+        match (gpu_workload, m.gpu()) {
+            (true, Some(gpu)) => {
+                let SourceSpec::Gpu { apps } = &w.source else { unreachable!("a gpu workload") };
+                crate::gpu::mix::check_mix(gpu, apps, &format!("{path}.apps"))?;
+                runs += 1;
+            }
+            (false, None) => runs += 1,
+            _ if w.machines.is_some() => {
+                let (what, kind) = if gpu_workload { ("a `gpu` workload", "`cpu`") } else { ("a reference stream", "`gpu`") };
+                return err(format!("{path}.machines"), format!("{what} cannot run on {kind} machine `{}`", m.name()));
+            }
+            _ => {}
+        }
+    }
+    if runs == 0 {
+        let kind = if gpu_workload { "`gpu`" } else { "`cpu`" };
+        return err(path, format!("no {kind} machine runs workload `{}`", w.name));
+    }
+    Ok(())
 }
 
 /// Validates the `[[machine]]` tables of `file` alone (their names distinct), each taking the
@@ -161,6 +198,13 @@ pub fn workload(w: &RawWorkload, path: &str, seed: u64, base_dir: &Path) -> Resu
     if !w.kind.is_builtin() && (w.scale.is_some() || w.params.is_some()) {
         let field = if w.scale.is_some() { "scale" } else { "params" };
         return err(format!("{path}.{field}"), "only built-in workloads (gups, btree, xsbench, graph500, gap, memcached, redis, sysbench-memory) take this field");
+    }
+    if w.kind == WorkloadType::Gpu {
+        let apps = super::gpu::gpu_apps(w, path, seed)?;
+        return Ok(WorkloadSpec { name: w.name.clone(), source: SourceSpec::Gpu { apps }, skip: 0, limit: None, machines: w.machines.clone() });
+    }
+    if w.apps.is_some() {
+        return err(format!("{path}.apps"), "only `type = \"gpu\"` workloads take this field");
     }
     if w.kind != WorkloadType::Mix && (w.quantum.is_some() || w.parts.is_some()) {
         let field = if w.quantum.is_some() { "quantum" } else { "parts" };
@@ -320,6 +364,9 @@ pub fn machine(m: &RawMachine, path: &str, seed: u64) -> Result<MachineSpec> {
 
 /// Validates a CPU machine, starting from its preset when it names one.
 pub fn cpu_machine(m: &RawMachine, path: &str, seed: u64) -> Result<CpuSpec> {
+    if m.gpu.is_some() {
+        return err(format!("{path}.gpu"), "only `kind = \"gpu\"` machines take this table");
+    }
     let params = PresetParams { entries: m.entries, ways: m.ways, replacement: m.replacement };
     let param_fields = [("entries", m.entries.is_some()), ("ways", m.ways.is_some()), ("replacement", m.replacement.is_some())];
     if let Some((field, _)) = param_fields.iter().find(|(_, given)| *given) {

@@ -12,6 +12,7 @@
 //! and GDDR5's banks and row buffers (FR-FCFS); this model keeps only their latency and the
 //! total bandwidth (see docs/gpu.md).
 
+use super::slots::Slots;
 use crate::cache::tags::TagArray;
 use crate::tlb::Policy;
 use serde::Serialize;
@@ -27,6 +28,9 @@ pub struct CacheSpec {
     pub l1_ways: usize,
     /// Cycles of an L1 hit (1).
     pub l1_latency: u32,
+    /// Misses each L1 data cache keeps outstanding at most (its MSHRs; 32, GPGPU-Sim's
+    /// Fermi configuration): what bounds the bandwidth one SM can draw.
+    pub l1_mshrs: usize,
     /// Bytes of the shared L2 cache (2 MiB).
     pub l2_bytes: u64,
     /// Ways of the L2 cache (16).
@@ -61,6 +65,8 @@ pub struct CacheCounts {
     pub l2_misses: u64,
     /// Cycles requests waited for DRAM bandwidth, summed.
     pub dram_queue_cycles: u64,
+    /// Cycles L1 misses waited for a free MSHR, summed.
+    pub mshr_wait_cycles: u64,
 }
 
 /// The caches and DRAM of one GPU.
@@ -69,6 +75,7 @@ pub struct Caches {
     spec: CacheSpec,
     line_shift: u32,
     l1: Vec<TagArray>,
+    mshrs: Vec<Slots>,
     l2: TagArray,
     dram: Calendar,
     counts: CacheCounts,
@@ -81,23 +88,41 @@ impl Caches {
         let l1 = (0..sms).map(|_| TagArray::new(lines(spec.l1_bytes), spec.l1_ways, Policy::Lru, 0)).collect();
         let l2 = TagArray::new(lines(spec.l2_bytes), spec.l2_ways, Policy::Lru, 0);
         let dram = Calendar::new(spec.dram_bytes_per_cycle, spec.line);
-        Caches { spec: *spec, line_shift: spec.line.trailing_zeros(), l1, l2, dram, counts: CacheCounts::default() }
+        let mshrs = (0..sms).map(|_| Slots::new(spec.l1_mshrs)).collect();
+        Caches { spec: *spec, line_shift: spec.line.trailing_zeros(), l1, mshrs, l2, dram, counts: CacheCounts::default() }
     }
 
-    /// Cycles a load of physical byte `paddr` from SM `sm` issued at cycle `now` takes.
+    /// Cycles a load of physical byte `paddr` from SM `sm` issued at cycle `now` takes: a
+    /// miss waits for a free MSHR of the SM's L1 and holds it until its line returns.
     pub fn load(&mut self, sm: usize, paddr: u64, now: u64) -> u64 {
+        let l1 = u64::from(self.spec.l1_latency);
         if self.l1[sm].access(paddr >> self.line_shift) {
             self.counts.l1_hits += 1;
-            return u64::from(self.spec.l1_latency);
+            return l1;
         }
         self.counts.l1_misses += 1;
-        u64::from(self.spec.l1_latency) + self.shared(paddr, now)
+        let start = self.mshrs[sm].acquire(now + l1);
+        self.counts.mshr_wait_cycles += start - (now + l1);
+        let done = start + self.shared(paddr, start);
+        self.mshrs[sm].hold_until(done);
+        done - now
     }
 
-    /// Cycles a store of `paddr` takes to reach the L2 (L1s write through without
-    /// allocating, as GPU L1 data caches do for global stores).
+    /// Cycles a store of `paddr` takes until the L2 takes it. L1s write through without
+    /// allocating, as GPU L1 data caches do for global stores; the L2 allocates a missing
+    /// line without reading it (a coalesced store writes whole 128-byte lines' sectors) and
+    /// writes it back later, so a miss reserves DRAM bandwidth for that write-back and the
+    /// store waits only when DRAM is saturated, not for DRAM's latency.
     pub fn store(&mut self, paddr: u64, now: u64) -> u64 {
-        self.shared(paddr, now)
+        let hit_latency = u64::from(self.spec.l2_latency);
+        if self.l2.access(paddr >> self.line_shift) {
+            self.counts.l2_hits += 1;
+            return hit_latency;
+        }
+        self.counts.l2_misses += 1;
+        let queued = self.dram.reserve(now + hit_latency);
+        self.counts.dram_queue_cycles += queued;
+        hit_latency + queued
     }
 
     /// Cycles a read of `paddr` from the L2 (a walk's read of a page-table entry) takes.
@@ -191,6 +216,7 @@ mod tests {
         l1_bytes: 1024,
         l1_ways: 2,
         l1_latency: 1,
+        l1_mshrs: 2,
         l2_bytes: 4096,
         l2_ways: 4,
         l2_latency: 10,
@@ -204,6 +230,26 @@ mod tests {
         assert_eq!(c.load(0, 0x1000, 0), 1 + 10 + 100, "cold: L1, L2 and DRAM");
         assert_eq!(c.load(0, 0x1040, 500), 1, "same line: an L1 hit");
         assert_eq!(c.load(1, 0x1000, 500), 1 + 10, "another SM: its L1 misses, the L2 hits");
+    }
+
+    #[test]
+    fn a_store_waits_for_the_l2_and_for_dram_bandwidth_but_not_for_dram_latency() {
+        let mut c = Caches::new(&SPEC, 1);
+        assert_eq!(c.store(0x1000, 0), 10, "a miss: taken by the L2");
+        assert_eq!(c.load(0, 0x1000, 100), 1 + 10, "the line is in the L2 now");
+        for i in 0..16 {
+            c.store(0x10_0000 + i * 128, 1000);
+        }
+        // Reaching DRAM at 1010, in the window of 992..1024, full: the next starts at 1024.
+        assert_eq!(c.store(0x20_0000, 1000), 10 + (1024 - 1010), "DRAM's window full: the write-back waits");
+    }
+
+    #[test]
+    fn an_sm_keeps_at_most_its_mshrs_of_misses_outstanding() {
+        let mut c = Caches::new(&SPEC, 1);
+        let latencies: Vec<u64> = (0..3).map(|i| c.load(0, 0x10_0000 + i * 128, 0)).collect();
+        assert_eq!(latencies, [111, 111, 111 + 110], "the third waits for the first MSHR to free");
+        assert_eq!(c.counts().mshr_wait_cycles, 110);
     }
 
     #[test]

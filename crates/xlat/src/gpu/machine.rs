@@ -227,7 +227,12 @@ impl<'p> Gpu<'p> {
     /// buffer is modelled, which is what keeps stores from issuing beyond the bandwidth.)
     fn request(&mut self, s: usize, app: AppId, kind: AccessKind, line: u64, at: u64) -> Result<u64> {
         let vpn = line >> BASE_PAGE_SHIFT;
-        let (translated, pfn) = if self.manager.ideal() { self.ideal(app, vpn, at)? } else { self.translate(s, app, vpn, line, at)? };
+        let (translated, pfn) = if self.manager.ideal() {
+            self.l1[s].count_ideal_hit();
+            self.ideal(app, vpn, at)?
+        } else {
+            self.translate(s, app, vpn, line, at)?
+        };
         let paddr = pfn << BASE_PAGE_SHIFT | (line & ((1 << BASE_PAGE_SHIFT) - 1));
         let latency = match kind {
             AccessKind::Store => self.caches.store(paddr, translated),

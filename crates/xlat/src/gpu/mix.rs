@@ -91,6 +91,101 @@ fn alone_ipcs(spec: &GpuSpec, apps: &[KernelSpec], shared: &RunStats, interrupt:
         .collect()
 }
 
+/// One row of `gpu.csv`: one application of a mix on one `gpu` machine, with the mix's
+/// figures (weighted speedup, TLB hit rates, the manager's counts) repeated on each of its
+/// rows so that a plot can take any of them.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct GpuRow {
+    /// Workload (mix) name.
+    pub workload: String,
+    /// Machine name.
+    pub config: String,
+    /// Memory manager policy.
+    pub manager: String,
+    /// Applications in the mix.
+    pub apps: usize,
+    /// This application's position in the mix.
+    pub app_index: usize,
+    /// This application's name.
+    pub app: String,
+    /// Its SMs.
+    pub sms: usize,
+    /// Its warp instructions.
+    pub instructions: u64,
+    /// Its coalesced requests.
+    pub requests: u64,
+    /// Its cycles.
+    pub cycles: u64,
+    /// Its IPC in the mix.
+    pub ipc: f64,
+    /// Its IPC alone under GPU-MMU (empty without it).
+    pub alone_ipc: Option<f64>,
+    /// `ipc / alone_ipc`.
+    pub speedup: Option<f64>,
+    /// The mix's weighted speedup.
+    pub weighted_speedup: Option<f64>,
+    /// The mix's L1 TLB hit rate (all SMs).
+    pub l1_tlb_hit_rate: f64,
+    /// The mix's L2 TLB hit rate.
+    pub l2_tlb_hit_rate: f64,
+    /// The mix's walks.
+    pub walks: u64,
+    /// Requests merged into walks in flight.
+    pub merged: u64,
+    /// Base pages and large pages brought by far faults.
+    pub far_faults: u64,
+    /// Large frames coalesced.
+    pub coalesced: u64,
+    /// Large pages splintered.
+    pub splintered: u64,
+    /// Compactions.
+    pub compactions: u64,
+    /// Pages migrated by compaction.
+    pub pages_migrated: u64,
+    /// Memory bloat: frames reserved at peak over pages resident at peak, minus 1.
+    pub bloat: f64,
+    /// True when interrupted.
+    pub partial: bool,
+}
+
+impl MixResult {
+    /// The rows of `gpu.csv` for this mix as workload `workload`.
+    pub fn rows(&self, workload: &str) -> Vec<GpuRow> {
+        let run = &self.run;
+        self.apps
+            .iter()
+            .enumerate()
+            .map(|(i, a)| GpuRow {
+                workload: workload.to_string(),
+                config: self.machine.clone(),
+                manager: serde_json::to_value(self.manager).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default(),
+                apps: self.apps.len(),
+                app_index: i,
+                app: a.shared.name.clone(),
+                sms: a.shared.sms,
+                instructions: a.shared.instructions,
+                requests: a.shared.requests,
+                cycles: a.shared.cycles,
+                ipc: a.shared.ipc,
+                alone_ipc: a.alone_ipc,
+                speedup: a.alone_ipc.filter(|&alone| alone > 0.0).map(|alone| a.shared.ipc / alone),
+                weighted_speedup: self.weighted_speedup,
+                l1_tlb_hit_rate: run.l1_tlb.hit_rate(),
+                l2_tlb_hit_rate: run.l2_tlb.hit_rate(),
+                walks: run.walker.walks,
+                merged: run.walker.merged,
+                far_faults: run.manager.far_faults_base + run.manager.far_faults_large,
+                coalesced: run.manager.coalesced,
+                splintered: run.manager.splintered,
+                compactions: run.manager.compactions,
+                pages_migrated: run.manager.pages_migrated,
+                bloat: run.manager.bloat(),
+                partial: run.partial,
+            })
+            .collect()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -122,6 +217,17 @@ mod tests {
     fn an_application_alone_under_gpu_mmu_has_a_weighted_speedup_of_one() {
         let result = run_mix(&spec(ManagerKind::GpuMmu), &copies(KernelKind::Gups, 1), &AtomicBool::new(false)).expect("runs");
         assert_eq!(result.weighted_speedup, Some(1.0));
+    }
+
+    #[test]
+    fn gpu_csv_has_the_columns_plots_may_name() {
+        let result = run_mix(&spec(ManagerKind::Mosaic), &copies(KernelKind::Stream, 2), &AtomicBool::new(false)).expect("runs");
+        let rows = result.rows("w");
+        assert_eq!(rows.len(), 2);
+        let mut w = csv::Writer::from_writer(Vec::new());
+        w.serialize(&rows[0]).expect("serializes");
+        let text = String::from_utf8(w.into_inner().expect("flushes")).expect("utf-8");
+        assert_eq!(text.lines().next().expect("a header"), crate::config::plot::GPU_COLUMNS.join(","));
     }
 
     #[test]

@@ -84,6 +84,7 @@ impl Default for GpuParams {
                 l1_bytes: 16 << 10,
                 l1_ways: 4,
                 l1_latency: 1,
+                l1_mshrs: 32,
                 l2_bytes: 2 << 20,
                 l2_ways: 16,
                 // Table 1's 10 cycles. The interconnect's trip both ways is not in it: set

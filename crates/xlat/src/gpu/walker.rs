@@ -5,6 +5,7 @@
 
 use super::caches::Caches;
 use super::memory::{AppId, PAGES_PER_LARGE};
+use super::slots::Slots;
 use rustc_hash::FxHashMap;
 use serde::Serialize;
 use std::cmp::Reverse;
@@ -43,9 +44,8 @@ pub struct WalkCounts {
 /// The shared walker and the in-flight walks.
 #[derive(Clone, Debug)]
 pub struct Walker {
-    max_walks: usize,
-    /// The cycles at which busy walker slots free up.
-    busy: BinaryHeap<Reverse<u64>>,
+    /// The walk slots.
+    slots: Slots,
     /// In-flight walks by page (`key`), with the cycle each completes.
     pending: FxHashMap<(AppId, u64), u64>,
     /// The same walks by completion, earliest first, to drop them once done.
@@ -66,8 +66,7 @@ impl Walker {
     /// An idle walker of `max_walks` slots.
     pub fn new(max_walks: usize) -> Walker {
         Walker {
-            max_walks,
-            busy: BinaryHeap::new(),
+            slots: Slots::new(max_walks),
             pending: FxHashMap::default(),
             expiries: BinaryHeap::new(),
             latest: 0,
@@ -93,35 +92,19 @@ impl Walker {
     /// is known, and records it in flight until `done + extra` (a far fault's transfer
     /// following the walk).
     pub fn walk(&mut self, caches: &mut Caches, app: AppId, vpn: u64, large: bool, now: u64, extra: u64) -> u64 {
-        let start = self.slot(now);
+        let start = self.slots.acquire(now);
         let leaf = if large { LEVELS - 1 } else { LEVELS };
         let mut t = start;
         for level in 0..leaf {
             t += caches.shared(self.entry_address(app, vpn, level), t);
         }
-        self.slot_busy_until(t);
+        self.slots.hold_until(t);
         self.counts.walks += 1;
         self.counts.reads += u64::from(leaf);
         self.counts.queue_cycles += start - now;
         self.counts.walk_cycles += t - start;
         self.track(app, key(vpn, large), t + extra, now);
         t
-    }
-
-    /// The cycle a walk arriving at `now` gets a slot.
-    fn slot(&mut self, now: u64) -> u64 {
-        while self.busy.peek().is_some_and(|Reverse(free)| *free <= now) {
-            self.busy.pop();
-        }
-        if self.busy.len() < self.max_walks {
-            return now;
-        }
-        let Reverse(free) = self.busy.pop().expect("a full walker has busy slots");
-        free.max(now)
-    }
-
-    fn slot_busy_until(&mut self, t: u64) {
-        self.busy.push(Reverse(t));
     }
 
     /// Records that requests for `vpn` of `app` (its chunk, when `large`) arriving before
@@ -172,6 +155,7 @@ mod tests {
             l1_bytes: 128,
             l1_ways: 1,
             l1_latency: 1,
+            l1_mshrs: 1 << 20,
             l2_bytes: 128,
             l2_ways: 1,
             l2_latency: 10,

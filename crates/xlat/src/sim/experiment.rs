@@ -11,7 +11,8 @@ use super::stats::{MachineStats, ResultRow};
 use crate::config::ExperimentSpec;
 use crate::memref::Batch;
 use crate::source::background::{interruptibly, receive, Received};
-use crate::source::{RefSource, WorkloadSpec};
+use crate::gpu::mix::MixResult;
+use crate::source::{RefSource, SourceSpec, WorkloadSpec};
 use crate::sim::MachineSpec;
 use crate::{Error, Result};
 use serde::Serialize;
@@ -54,8 +55,11 @@ pub struct WorkloadResult {
     pub refs: u64,
     /// Wall-clock seconds for the workload.
     pub seconds: f64,
-    /// Per machine statistics.
+    /// Per machine statistics (reference-stream workloads).
     pub machines: Vec<MachineStats>,
+    /// Per `gpu` machine, what the mix did (`gpu` workloads).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub gpu: Vec<MixResult>,
 }
 
 /// The outcome of an experiment.
@@ -104,8 +108,12 @@ pub fn run_workload(
     interrupt: &AtomicBool,
     progress: &mut dyn FnMut(Progress),
 ) -> Result<WorkloadResult> {
+    if let SourceSpec::Gpu { apps } = &workload.source {
+        return run_gpu_workload(workload, apps, machines, interrupt, progress);
+    }
     let opened = open_interruptibly(workload, interrupt)?;
-    let mut sims: Vec<Box<dyn Machine>> = machines.iter().filter(|m| workload.runs_on(m.name())).map(MachineSpec::build).collect();
+    let mut sims: Vec<Box<dyn Machine>> =
+        machines.iter().filter(|m| workload.runs_on(m.name()) && m.gpu().is_none()).map(MachineSpec::build).collect::<Result<_>>()?;
     let started = Instant::now();
     let Some(source) = opened else {
         // Interrupted before the input opened: its spec is all that is known of it.
@@ -137,7 +145,44 @@ fn workload_result(
         refs,
         seconds: started.elapsed().as_secs_f64(),
         machines: sims.iter().map(|m| m.stats()).collect(),
+        gpu: Vec::new(),
     }
+}
+
+/// Runs the GPU applications `apps` of `workload` on each `gpu` machine it runs on; progress
+/// counts machines done.
+fn run_gpu_workload(
+    workload: &WorkloadSpec,
+    apps: &[crate::gpu::kernels::KernelSpec],
+    machines: &[MachineSpec],
+    interrupt: &AtomicBool,
+    progress: &mut dyn FnMut(Progress),
+) -> Result<WorkloadResult> {
+    let started = Instant::now();
+    let gpus: Vec<_> = machines.iter().filter(|m| workload.runs_on(m.name())).filter_map(MachineSpec::gpu).collect();
+    progress(Progress::Start { workload: &workload.name, expected: Some(gpus.len() as u64) });
+    let mut results = Vec::new();
+    for gpu in gpus {
+        let result = crate::gpu::mix::run_mix(gpu, apps, interrupt).map_err(|e| Error::Simulation(format!("workload `{}` on machine `{}`: {e}", workload.name, gpu.name)))?;
+        let partial = result.run.partial;
+        results.push(result);
+        progress(Progress::Advance { refs: results.len() as u64 });
+        if partial || interrupt.load(Ordering::Relaxed) {
+            break;
+        }
+    }
+    progress(Progress::Finish);
+    let partial = results.iter().any(|r| r.run.partial) || interrupt.load(Ordering::Relaxed);
+    let refs = results.iter().map(|r| r.apps.iter().map(|a| a.shared.requests).sum::<u64>()).sum();
+    Ok(WorkloadResult {
+        workload: workload.name.clone(),
+        input: serde_json::json!({ "kind": "gpu", "apps": apps }),
+        partial,
+        refs,
+        seconds: started.elapsed().as_secs_f64(),
+        machines: Vec::new(),
+        gpu: results,
+    })
 }
 
 /// Opens `workload`'s source on a helper thread; `None` when `interrupt` is set first (see

@@ -18,10 +18,11 @@ use std::path::Path;
 const RESULTS_CSV: &str = "results.csv";
 const EVICTION_AGE_CSV: &str = "eviction_age.csv";
 const TIMING_CSV: &str = "timing.csv";
+const GPU_CSV: &str = "gpu.csv";
 const RESULTS_JSON: &str = "results.json";
 
 /// The result files [`write_results`] writes (or, for eviction ages and timing, may remove).
-const RESULT_FILES: [&str; 4] = [RESULTS_CSV, EVICTION_AGE_CSV, TIMING_CSV, RESULTS_JSON];
+const RESULT_FILES: [&str; 5] = [RESULTS_CSV, EVICTION_AGE_CSV, TIMING_CSV, GPU_CSV, RESULTS_JSON];
 
 /// Checks, before a run, that every file it will write into `dir` can be written: `dir` (created
 /// if missing) takes files, and none of the result files or `spec`'s plots exists as anything
@@ -43,6 +44,8 @@ pub fn write_results(dir: &Path, spec: &ExperimentSpec, result: &ExperimentResul
     set.write(&dir.join(RESULTS_CSV), |out| write_results_csv(out, result))?;
     write_eviction_ages(&mut set, dir, result)?;
     write_timing(&mut set, dir, result)?;
+    let gpu: Vec<_> = result.workloads.iter().flat_map(|w| w.gpu.iter().flat_map(|m| m.rows(&w.workload))).collect();
+    write_table(&mut set, &dir.join(GPU_CSV), &gpu)?;
     let json = results_json(spec, result);
     set.write(&dir.join(RESULTS_JSON), |out| {
         serde_json::to_writer_pretty(&mut *out, &json)?;

@@ -36,6 +36,12 @@ pub enum SourceSpec {
         /// The workloads, in rotation order.
         parts: Vec<mix::MixPart>,
     },
+    /// GPU applications running together on `gpu` machines ([`crate::gpu`]): not a
+    /// reference stream.
+    Gpu {
+        /// The applications, in mix order.
+        apps: Vec<crate::gpu::kernels::KernelSpec>,
+    },
 }
 
 /// A named workload: a source with an optional prefix skipped and a reference limit.
@@ -71,6 +77,9 @@ impl WorkloadSpec {
             SourceSpec::Trace { path, format } => crate::trace::open(path, *format)?,
             SourceSpec::Builtin(spec) => Box::new(spec.open()?),
             SourceSpec::Mix { quantum, parts } => Box::new(mix::Mix::open(parts, *quantum)?),
+            SourceSpec::Gpu { .. } => {
+                return Err(crate::Error::Simulation(format!("workload `{}` is a `gpu` workload: it runs on `gpu` machines, not as a reference stream", self.name)))
+            }
         };
         if self.skip == 0 && self.limit.is_none() {
             return Ok(inner);

@@ -130,6 +130,11 @@ pub fn build(spec: &KernelSpec) -> Result<Box<dyn Kernel>> {
     })
 }
 
+/// Checks `spec` without building it: its footprint in range.
+pub fn check_spec(spec: &KernelSpec) -> Result<()> {
+    check_bytes(spec.bytes)
+}
+
 fn check_bytes(bytes: u64) -> Result<()> {
     if (MIN_BYTES..=MAX_BYTES).contains(&bytes) {
         Ok(())

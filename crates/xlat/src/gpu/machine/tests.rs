@@ -122,6 +122,7 @@ fn cold_params(sms: usize) -> GpuParams {
             l1_bytes: 128,
             l1_ways: 1,
             l1_latency: 1,
+            l1_mshrs: 1 << 20,
             l2_bytes: 128,
             l2_ways: 1,
             l2_latency: 10,
@@ -145,7 +146,8 @@ fn one_warp_without_misses_pays_only_its_first_data_access() {
     // Each load: a TLB cycle, then the data; the warp waits for each before the next.
     assert_eq!(stats.apps[0].cycles, first + 9 * (1 + 1));
     assert_eq!(stats.apps[0].instructions, 10);
-    assert_eq!(stats.l1_tlb.accesses(), 0, "an ideal TLB is not looked up");
+    assert_eq!((stats.l1_tlb.accesses(), stats.l1_tlb.hit_rate()), (10, 1.0), "an ideal TLB always hits its L1");
+    assert_eq!(stats.l2_tlb.accesses(), 0);
 }
 
 #[test]

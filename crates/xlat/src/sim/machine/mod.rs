@@ -1,13 +1,15 @@
 //! Machines: the kinds of simulated machine an experiment feeds references to, behind one
 //! trait ([`Machine`]: process a batch, report statistics).
 //!
-//! A kind is one module here implementing [`Machine`] and [`KindSpec`] (its validated
-//! configuration, read from a `[[machine]]` table), and one line in the `machine_kinds!`
-//! list below, which generates the configuration's names ([`MachineKind`], the `kind` field
-//! of `[[machine]]`), the tagged [`MachineSpec`] and the construction of each kind.
+//! A kind is one module here implementing [`KindSpec`] (its validated configuration, read
+//! from a `[[machine]]` table, which builds its machine), and one line in the
+//! `machine_kinds!` list below, which generates the configuration's names ([`MachineKind`],
+//! the `kind` field of `[[machine]]`), the tagged [`MachineSpec`] and the construction of
+//! each kind.
 //!
-//! The one kind so far is [`cpu`]: one core's TLBs (a conventional hierarchy, Mosaic TLBs or
-//! both) over one OS model.
+//! Two kinds: [`cpu`], one core's TLBs (a conventional hierarchy, Mosaic TLBs or both) over
+//! one OS model, fed reference streams ([`Machine`]); and [`gpu`], GPU Mosaic's GPU, which
+//! runs mixes of GPU applications ([`crate::gpu`]) rather than reference streams.
 
 use super::stats::MachineStats;
 use crate::config::raw::RawMachine;
@@ -44,11 +46,20 @@ pub trait KindSpec: Sized {
     /// The machine's name in results.
     fn name(&self) -> &str;
 
-    /// The OS model the machine runs.
-    fn os(&self) -> &OsSpec;
+    /// The OS model the machine runs (`None` for a kind without one).
+    fn os(&self) -> Option<&OsSpec>;
 
     /// True when the machine counts cycles (it writes a row of `timing.csv`).
     fn timed(&self) -> bool;
+
+    /// The machine in its initial state, to feed reference streams; an error for a kind
+    /// that runs something else (a `gpu` machine runs GPU application mixes).
+    fn build(&self) -> Result<Box<dyn Machine>>;
+
+    /// The GPU this machine is, for a `gpu` machine.
+    fn gpu(&self) -> Option<&crate::gpu::mix::GpuSpec> {
+        None
+    }
 
     /// Bytes of host memory the machine's own structures (TLBs, caches; not its OS's frame
     /// state, which the OS's configuration counts) take at most once built: checked against
@@ -61,7 +72,7 @@ pub trait KindSpec: Sized {
 /// configurations, and its machine and spec types in its module (of this folder, declared
 /// here). Generates [`MachineKind`] and [`MachineSpec`].
 macro_rules! machine_kinds {
-    ($($(#[$doc:meta])* $variant:ident = $name:literal => $module:ident::$machine:ident($spec:ident),)+) => {
+    ($($(#[$doc:meta])* $variant:ident = $name:literal => $module:ident::$spec:ident,)+) => {
         $(pub mod $module;)+
 
         /// The kinds of machine by name, as written in configurations (`kind` of
@@ -94,8 +105,8 @@ macro_rules! machine_kinds {
                 }
             }
 
-            /// The OS model the machine runs.
-            pub fn os(&self) -> &OsSpec {
+            /// The OS model the machine runs (`None` for a kind without one).
+            pub fn os(&self) -> Option<&OsSpec> {
                 match self {
                     $(MachineSpec::$variant(spec) => spec.os(),)+
                 }
@@ -115,10 +126,17 @@ macro_rules! machine_kinds {
                 }
             }
 
-            /// The machine in its initial state.
-            pub fn build(&self) -> Box<dyn Machine> {
+            /// See [`KindSpec::build`].
+            pub fn build(&self) -> Result<Box<dyn Machine>> {
                 match self {
-                    $(MachineSpec::$variant(spec) => Box::new($module::$machine::new(spec)),)+
+                    $(MachineSpec::$variant(spec) => spec.build(),)+
+                }
+            }
+
+            /// See [`KindSpec::gpu`].
+            pub fn gpu(&self) -> Option<&crate::gpu::mix::GpuSpec> {
+                match self {
+                    $(MachineSpec::$variant(spec) => spec.gpu(),)+
                 }
             }
         }
@@ -127,7 +145,10 @@ macro_rules! machine_kinds {
 
 machine_kinds! {
     /// One core's TLBs (a conventional hierarchy, Mosaic TLBs or both) over one OS model.
-    Cpu = "cpu" => cpu::CpuMachine(CpuSpec),
+    Cpu = "cpu" => cpu::CpuSpec,
+    /// GPU Mosaic's GPU: SMs running several applications, their TLBs, walker and memory
+    /// manager.
+    Gpu = "gpu" => gpu::GpuSpec,
 }
 
 /// The kind of a `[[machine]]` that names none.

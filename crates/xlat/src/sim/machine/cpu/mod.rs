@@ -110,12 +110,16 @@ impl KindSpec for CpuSpec {
         &self.name
     }
 
-    fn os(&self) -> &OsSpec {
-        &self.os
+    fn os(&self) -> Option<&OsSpec> {
+        Some(&self.os)
     }
 
     fn timed(&self) -> bool {
         self.timing.is_some()
+    }
+
+    fn build(&self) -> Result<Box<dyn Machine>> {
+        Ok(Box::new(CpuMachine::new(self)))
     }
 
     /// The TLB levels' arrays, the Mosaic TLBs, the walk caches and the cycle model's caches.

@@ -1,0 +1,282 @@
+//! `gpu` machines and `gpu` workloads as written, and their validation into
+//! [`GpuSpec`] and lists of [`KernelSpec`]. Fields left out take GPU Mosaic's Table 1 (see
+//! [`GpuParams`]'s defaults and [`ManagerSpec`]'s).
+
+use super::raw::{RawMachine, RawWorkload};
+use super::size::ByteSize;
+use crate::gpu::kernels::{default_bytes, KernelKind, KernelSpec};
+use crate::gpu::memory::{ManagerKind, ManagerSpec};
+use crate::gpu::mix::GpuSpec;
+use crate::gpu::params::{GpuParams, SmSplit};
+use crate::gpu::tlb::LevelShape;
+use crate::{Error, Result};
+use serde::{Deserialize, Serialize};
+
+/// A `gpu` machine's `[machine.gpu]` table.
+#[derive(Clone, Debug, Default, Deserialize, Serialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RawGpu {
+    /// SMs (default 30).
+    pub sms: Option<usize>,
+    /// Warps resident per SM (default 48).
+    pub warps_per_sm: Option<usize>,
+    /// Core clock in MHz (default 1020).
+    pub clock_mhz: Option<f64>,
+    /// Each SM's L1 TLB (default 128 base + 16 large entries, fully associative).
+    pub l1_tlb: Option<RawGpuTlb>,
+    /// Cycles of an L1 TLB lookup (default 1).
+    pub l1_tlb_latency: Option<u32>,
+    /// The shared L2 TLB (default 512 base entries 16-way + 256 large fully associative).
+    pub l2_tlb: Option<RawGpuTlb>,
+    /// Cycles of an L2 TLB lookup (default 10).
+    pub l2_tlb_latency: Option<u32>,
+    /// L2 TLB ports (default 2).
+    pub l2_tlb_ports: Option<usize>,
+    /// Walks in flight at most (default 64).
+    pub max_walks: Option<usize>,
+    /// Bytes of each SM's L1 data cache (default 16KiB).
+    pub l1_cache: Option<ByteSize>,
+    /// Ways of the L1 data cache (default 4).
+    pub l1_cache_ways: Option<usize>,
+    /// Cycles of an L1 data-cache hit (default 1).
+    pub l1_cache_latency: Option<u32>,
+    /// Misses an L1 data cache keeps outstanding (default 32).
+    pub l1_cache_mshrs: Option<usize>,
+    /// Bytes of the shared L2 cache (default 2MiB).
+    pub l2_cache: Option<ByteSize>,
+    /// Ways of the L2 cache (default 16).
+    pub l2_cache_ways: Option<usize>,
+    /// Cycles of an L2 hit (default 10).
+    pub l2_cache_latency: Option<u32>,
+    /// Cycles of DRAM beyond the L2 (default 200).
+    pub dram_latency: Option<u32>,
+    /// DRAM bytes per core cycle, all channels (default 157).
+    pub dram_bytes_per_cycle: Option<f64>,
+    /// `remainder-to-last` (default) or `equal`.
+    pub sm_split: Option<SmSplit>,
+    /// Microseconds of a 4 KiB far fault (default 55).
+    pub far_fault_base_us: Option<f64>,
+    /// Microseconds of a 2 MiB far fault (default 318).
+    pub far_fault_large_us: Option<f64>,
+    /// Nanoseconds compaction spends per page copied, the whole GPU stalled (default 1000;
+    /// 80 for in-DRAM bulk copy).
+    pub copy_ns_per_page: Option<f64>,
+    /// The memory manager.
+    pub manager: Option<RawGpuManager>,
+    /// Runs each application alone under GPU-MMU too, for the weighted speedup (default
+    /// true).
+    pub weighted_speedup: Option<bool>,
+}
+
+/// A GPU TLB level's arrays.
+#[derive(Clone, Copy, Debug, Default, Deserialize, Serialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RawGpuTlb {
+    /// Entries for 4 KiB pages.
+    pub base_entries: Option<usize>,
+    /// Ways of the base array (default fully associative at L1, 16 at L2).
+    pub base_ways: Option<usize>,
+    /// Entries for 2 MiB pages.
+    pub large_entries: Option<usize>,
+    /// Ways of the large array (default fully associative).
+    pub large_ways: Option<usize>,
+}
+
+/// The memory manager as written.
+#[derive(Clone, Debug, Default, Deserialize, Serialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RawGpuManager {
+    /// `gpu-mmu`, `large-only`, `mosaic` (default) or `ideal`.
+    pub policy: Option<ManagerKind>,
+    /// GPU memory (default 3GiB).
+    pub memory: Option<ByteSize>,
+    /// Pages cross PCIe on first touch (default false).
+    pub demand_paging: Option<bool>,
+    /// Mosaic's compaction (default true).
+    pub cac: Option<bool>,
+    /// Occupancy below which CAC may compact a frame (default 0.5).
+    pub cac_threshold: Option<f64>,
+    /// Mosaic's emergency frames (default 8).
+    pub emergency_frames: Option<u32>,
+}
+
+/// One application of a `gpu` workload.
+#[derive(Clone, Debug, Deserialize, Serialize, schemars::JsonSchema)]
+#[serde(untagged)]
+pub enum RawGpuApp {
+    /// Its name, at its default footprint.
+    Name(KernelKind),
+    /// Its name, footprint and seed.
+    Table(RawGpuAppTable),
+}
+
+/// An application given as a table.
+#[derive(Clone, Debug, Deserialize, Serialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RawGpuAppTable {
+    /// The application (`stream`, `stencil`, `spmv`, `bfs`, `gups`, `mm`, `histo`,
+    /// `wavefront`).
+    pub app: KernelKind,
+    /// Its footprint (default the application's own: docs/gpu-workloads.md).
+    pub footprint: Option<ByteSize>,
+    /// Seed of its data (default the workload's seed, or the experiment's).
+    pub seed: Option<u64>,
+}
+
+/// Validates a `gpu` machine; errors name the field under `path`.
+pub fn gpu_machine(m: &RawMachine, path: &str) -> Result<GpuSpec> {
+    let cpu_fields = [
+        ("preset", m.preset.is_some()),
+        ("entries", m.entries.is_some()),
+        ("ways", m.ways.is_some()),
+        ("replacement", m.replacement.is_some()),
+        ("os", m.os.is_some()),
+        ("tlb", m.tlb.is_some()),
+        ("mosaic", m.mosaic.is_some()),
+        ("pwc", m.pwc.is_some()),
+        ("timing", m.timing.is_some()),
+    ];
+    if let Some((field, _)) = cpu_fields.iter().find(|(_, set)| *set) {
+        return Err(Error::config(format!("{path}.{field}"), "a `gpu` machine takes its hardware in `[machine.gpu]`; this field belongs to `cpu` machines"));
+    }
+    let raw = m.gpu.clone().unwrap_or_default();
+    let path = format!("{path}.gpu");
+    let params = params(&raw, &path)?;
+    let manager = manager(raw.manager.as_ref().cloned().unwrap_or_default(), &format!("{path}.manager"))?;
+    Ok(GpuSpec { name: m.name.clone(), params, manager, weighted_speedup: raw.weighted_speedup.unwrap_or(true) })
+}
+
+/// The hardware of `raw`, each field checked.
+fn params(raw: &RawGpu, path: &str) -> Result<GpuParams> {
+    let d = GpuParams::default();
+    let mut caches = d.caches;
+    caches.l1_bytes = raw.l1_cache.map_or(caches.l1_bytes, |b| b.0);
+    caches.l1_ways = raw.l1_cache_ways.unwrap_or(caches.l1_ways);
+    caches.l1_latency = raw.l1_cache_latency.unwrap_or(caches.l1_latency);
+    caches.l1_mshrs = count(raw.l1_cache_mshrs.unwrap_or(caches.l1_mshrs), 1, 1 << 16, &format!("{path}.l1_cache_mshrs"))?;
+    caches.l2_bytes = raw.l2_cache.map_or(caches.l2_bytes, |b| b.0);
+    caches.l2_ways = raw.l2_cache_ways.unwrap_or(caches.l2_ways);
+    caches.l2_latency = raw.l2_cache_latency.unwrap_or(caches.l2_latency);
+    caches.dram_latency = raw.dram_latency.unwrap_or(caches.dram_latency);
+    caches.dram_bytes_per_cycle = raw.dram_bytes_per_cycle.unwrap_or(caches.dram_bytes_per_cycle);
+    let p = GpuParams {
+        sms: count(raw.sms.unwrap_or(d.sms), 1, 4096, &format!("{path}.sms"))?,
+        warps_per_sm: count(raw.warps_per_sm.unwrap_or(d.warps_per_sm), 1, 1024, &format!("{path}.warps_per_sm"))?,
+        clock_mhz: positive(raw.clock_mhz.unwrap_or(d.clock_mhz), &format!("{path}.clock_mhz"))?,
+        l1_tlb: tlb(raw.l1_tlb, d.l1_tlb, &format!("{path}.l1_tlb"))?,
+        l1_tlb_latency: raw.l1_tlb_latency.unwrap_or(d.l1_tlb_latency),
+        l2_tlb: tlb(raw.l2_tlb, d.l2_tlb, &format!("{path}.l2_tlb"))?,
+        l2_tlb_latency: raw.l2_tlb_latency.unwrap_or(d.l2_tlb_latency),
+        l2_tlb_ports: count(raw.l2_tlb_ports.unwrap_or(d.l2_tlb_ports), 1, 64, &format!("{path}.l2_tlb_ports"))?,
+        max_walks: count(raw.max_walks.unwrap_or(d.max_walks), 1, 1 << 16, &format!("{path}.max_walks"))?,
+        caches,
+        sm_split: raw.sm_split.unwrap_or(d.sm_split),
+        far_fault_base_us: non_negative(raw.far_fault_base_us.unwrap_or(d.far_fault_base_us), &format!("{path}.far_fault_base_us"))?,
+        far_fault_large_us: non_negative(raw.far_fault_large_us.unwrap_or(d.far_fault_large_us), &format!("{path}.far_fault_large_us"))?,
+        copy_ns_per_page: non_negative(raw.copy_ns_per_page.unwrap_or(d.copy_ns_per_page), &format!("{path}.copy_ns_per_page"))?,
+    };
+    check_caches(&p, path)?;
+    Ok(p)
+}
+
+/// Checks the caches' shapes: whole lines in whole sets, a positive bandwidth.
+fn check_caches(p: &GpuParams, path: &str) -> Result<()> {
+    let c = &p.caches;
+    for (field, bytes, ways) in [("l1_cache", c.l1_bytes, c.l1_ways), ("l2_cache", c.l2_bytes, c.l2_ways)] {
+        let lines = bytes / c.line;
+        if bytes == 0 || bytes % c.line != 0 || ways == 0 || lines % ways as u64 != 0 || lines > 1 << 26 {
+            return Err(Error::config(format!("{path}.{field}"), format!("{bytes} bytes in {ways} ways is not whole sets of 128-byte lines (at most 8 GiB)")));
+        }
+    }
+    positive(c.dram_bytes_per_cycle, &format!("{path}.dram_bytes_per_cycle")).map(|_| ())
+}
+
+/// A TLB level: the default's arrays with the fields given replaced; ways must divide
+/// entries (an array of 0 entries is absent).
+fn tlb(raw: Option<RawGpuTlb>, d: LevelShape, path: &str) -> Result<LevelShape> {
+    let raw = raw.unwrap_or_default();
+    let base_entries = raw.base_entries.unwrap_or(d.base_entries);
+    let large_entries = raw.large_entries.unwrap_or(d.large_entries);
+    // A fully associative default stays fully associative at a new size.
+    let ways = |given: Option<usize>, default_ways: usize, default_entries: usize, entries: usize| {
+        given.unwrap_or(if default_ways == default_entries { entries } else { default_ways.min(entries) })
+    };
+    let shape = LevelShape {
+        base_entries,
+        base_ways: ways(raw.base_ways, d.base_ways, d.base_entries, base_entries),
+        large_entries,
+        large_ways: ways(raw.large_ways, d.large_ways, d.large_entries, large_entries),
+    };
+    for (field, entries, ways) in [("base", shape.base_entries, shape.base_ways), ("large", shape.large_entries, shape.large_ways)] {
+        if entries > 1 << 24 || (entries > 0 && (ways == 0 || entries % ways != 0 || !(entries / ways).is_power_of_two() && ways != entries)) {
+            return Err(Error::config(format!("{path}.{field}_ways"), format!("{entries} entries in {ways} ways is not a whole number of sets (at most 2^24 entries)")));
+        }
+    }
+    Ok(shape)
+}
+
+/// The memory manager of `raw`.
+fn manager(raw: RawGpuManager, path: &str) -> Result<ManagerSpec> {
+    let d = ManagerSpec::default();
+    let memory = raw.memory.map_or(d.memory_bytes, |b| b.0);
+    if memory < 2 << 20 || memory > 1 << 50 {
+        return Err(Error::config(format!("{path}.memory"), format!("{memory} bytes: need 2 MiB to 1 PiB")));
+    }
+    let cac_threshold = raw.cac_threshold.unwrap_or(d.cac_threshold);
+    if !(0.0..=1.0).contains(&cac_threshold) {
+        return Err(Error::config(format!("{path}.cac_threshold"), format!("{cac_threshold} is not an occupancy between 0 and 1")));
+    }
+    Ok(ManagerSpec {
+        kind: raw.policy.unwrap_or(d.kind),
+        memory_bytes: memory,
+        demand_paging: raw.demand_paging.unwrap_or(d.demand_paging),
+        cac: raw.cac.unwrap_or(d.cac),
+        cac_threshold,
+        emergency_frames: raw.emergency_frames.unwrap_or(d.emergency_frames),
+    })
+}
+
+/// The applications of a `gpu` workload, each with its footprint and seed.
+pub fn gpu_apps(w: &RawWorkload, path: &str, seed: u64) -> Result<Vec<KernelSpec>> {
+    let foreign = [
+        ("footprint", w.footprint.is_some()),
+        ("refs", w.refs.is_some()),
+        ("path", w.path.is_some()),
+        ("scale", w.scale.is_some()),
+        ("params", w.params.is_some()),
+        ("skip", w.skip.is_some()),
+        ("limit", w.limit.is_some()),
+        ("quantum", w.quantum.is_some()),
+        ("parts", w.parts.is_some()),
+    ];
+    if let Some((field, _)) = foreign.iter().find(|(_, set)| *set) {
+        return Err(Error::config(format!("{path}.{field}"), "a `gpu` workload takes `apps` (and `seed`); this field belongs to reference-stream workloads"));
+    }
+    let apps = w.apps.as_ref().filter(|a| !a.is_empty()).ok_or_else(|| Error::config(format!("{path}.apps"), "a `gpu` workload needs one application or more in `apps`"))?;
+    let seed = w.seed.unwrap_or(seed);
+    apps.iter()
+        .enumerate()
+        .map(|(i, app)| {
+            let (kind, bytes, own_seed) = match app {
+                RawGpuApp::Name(kind) => (*kind, None, None),
+                RawGpuApp::Table(t) => (t.app, t.footprint.map(|b| b.0), t.seed),
+            };
+            // Copies of one application get different data, as separate runs of it would.
+            let spec = KernelSpec { kind, bytes: bytes.unwrap_or_else(|| default_bytes(kind)), seed: own_seed.unwrap_or(seed.wrapping_add(i as u64)) };
+            crate::gpu::kernels::check_spec(&spec).map_err(|e| Error::config(format!("{path}.apps[{i}].footprint"), e.to_string()))?;
+            Ok(spec)
+        })
+        .collect()
+}
+
+fn count(v: usize, min: usize, max: usize, path: &str) -> Result<usize> {
+    if (min..=max).contains(&v) { Ok(v) } else { Err(Error::config(path, format!("{v} is outside {min}..={max}"))) }
+}
+
+fn positive(v: f64, path: &str) -> Result<f64> {
+    if v.is_finite() && v > 0.0 { Ok(v) } else { Err(Error::config(path, format!("{v} is not a positive number"))) }
+}
+
+fn non_negative(v: f64, path: &str) -> Result<f64> {
+    if v.is_finite() && v >= 0.0 { Ok(v) } else { Err(Error::config(path, format!("{v} is not a number of 0 or more"))) }
+}
