@@ -155,6 +155,10 @@ fn the_configuration_reference_documents_every_field_and_value() {
         ("RawCacheLevel", "### `[machine.timing]`"),
         ("RawLevel", "### `[[machine.tlb]]` (one table per level)"),
         ("RawArray", "### `[[machine.tlb]]` (one table per level)"),
+        ("RawGpu", "### `[machine.gpu]`"),
+        ("RawGpuTlb", "### `[machine.gpu]`"),
+        ("RawGpuManager", "### `[machine.gpu]`"),
+        ("RawGpuAppTable", "## `[[workload]]`"),
         ("RawPlot", "## `[[plot]]`"),
         ("RawSplit", "## `[[plot]]`"),
     ];

@@ -280,3 +280,53 @@ fn positive(v: f64, path: &str) -> Result<f64> {
 fn non_negative(v: f64, path: &str) -> Result<f64> {
     if v.is_finite() && v >= 0.0 { Ok(v) } else { Err(Error::config(path, format!("{v} is not a number of 0 or more"))) }
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::config::parse_experiment;
+    use std::path::Path;
+
+    /// The error of experiment `text`, as printed.
+    fn error(text: &str) -> String {
+        parse_experiment(text, Path::new(".")).expect_err("invalid").to_string()
+    }
+
+    const GPU: &str = "[[machine]]\nname = \"g\"\nkind = \"gpu\"\n";
+    const CPU: &str = "[[machine]]\nname = \"c\"\npreset = \"single-tlb\"\n";
+
+    #[test]
+    fn a_gpu_workload_validates_with_table_1_defaults_and_its_applications() {
+        let text = format!("[[workload]]\nname = \"w\"\ntype = \"gpu\"\napps = [\"bfs\", {{ app = \"gups\", footprint = \"8MiB\", seed = 9 }}]\n{GPU}");
+        let spec = parse_experiment(&text, Path::new(".")).expect("valid");
+        let crate::source::SourceSpec::Gpu { apps } = &spec.workloads[0].source else { panic!("a gpu workload") };
+        assert_eq!((apps[1].bytes, apps[1].seed), (8 << 20, 9));
+        let gpu = spec.machines[0].gpu().expect("a gpu machine");
+        assert_eq!((gpu.params.sms, gpu.params.l2_tlb.base_entries, gpu.manager.memory_bytes), (30, 512, 3 << 30));
+    }
+
+    #[test]
+    fn kinds_that_do_not_match_are_errors_naming_the_field() {
+        let gpu_workload = "[[workload]]\nname = \"w\"\ntype = \"gpu\"\napps = [\"bfs\"]\n";
+        assert!(error(&format!("{gpu_workload}{CPU}")).contains("no `gpu` machine runs workload `w`"));
+        let named = format!("{gpu_workload}machines = [\"c\"]\n{CPU}{GPU}");
+        assert!(error(&named).contains("workload[0].machines: a `gpu` workload cannot run on `cpu` machine `c`"), "{}", error(&named));
+        let stream = format!("[[workload]]\nname = \"s\"\ntype = \"uniform\"\nfootprint = \"1MiB\"\nrefs = 10\nmachines = [\"g\"]\n{GPU}");
+        assert!(error(&stream).contains("a reference stream cannot run on `gpu` machine `g`"), "{}", error(&stream));
+        assert!(error(&format!("{gpu_workload}{GPU}os = {{ memory = \"1GiB\" }}\n")).contains("machine[0].os: a `gpu` machine"));
+        assert!(error(&format!("{gpu_workload}{CPU}gpu = {{ sms = 2 }}\n")).contains("machine[0].gpu: only `kind = \"gpu\"`"));
+        assert!(error(&format!("{gpu_workload}refs = 5\n{GPU}")).contains("workload[0].refs"));
+    }
+
+    #[test]
+    fn mixes_that_do_not_fit_the_machine_are_refused_before_running() {
+        let small = format!("{GPU}gpu = {{ sms = 2, manager = {{ memory = \"16MiB\" }} }}\n");
+        let three = format!("[[workload]]\nname = \"w\"\ntype = \"gpu\"\napps = [\"bfs\", \"bfs\", \"bfs\"]\n{small}");
+        assert!(error(&three).contains("workload[0].apps: 3 applications cannot share machine `g`'s 2 SMs"), "{}", error(&three));
+        let big = format!("[[workload]]\nname = \"w\"\ntype = \"gpu\"\napps = [\"gups\"]\n{small}");
+        assert!(error(&big).contains("more than machine `g`'s 16777216 bytes of GPU memory"), "{}", error(&big));
+        let odd = format!("[[workload]]\nname = \"w\"\ntype = \"gpu\"\napps = [\"bfs\"]\n{GPU}gpu = {{ l2_tlb = {{ base_ways = 7 }} }}\n");
+        assert!(error(&odd).contains("machine[0].gpu.l2_tlb.base_ways"), "{}", error(&odd));
+        let unknown = format!("[[workload]]\nname = \"w\"\ntype = \"gpu\"\napps = [\"lulesh\"]\n{GPU}");
+        assert!(error(&unknown).contains("apps"), "{}", error(&unknown));
+    }
+}
