@@ -219,7 +219,7 @@ fn tlb(raw: Option<RawGpuTlb>, d: LevelShape, path: &str) -> Result<LevelShape> 
 fn manager(raw: RawGpuManager, path: &str) -> Result<ManagerSpec> {
     let d = ManagerSpec::default();
     let memory = raw.memory.map_or(d.memory_bytes, |b| b.0);
-    if memory < 2 << 20 || memory > 1 << 50 {
+    if !(2 << 20..=1 << 50).contains(&memory) {
         return Err(Error::config(format!("{path}.memory"), format!("{memory} bytes: need 2 MiB to 1 PiB")));
     }
     let cac_threshold = raw.cac_threshold.unwrap_or(d.cac_threshold);

@@ -114,28 +114,29 @@ impl Caches {
     /// writes it back later, so a miss reserves DRAM bandwidth for that write-back and the
     /// store waits only when DRAM is saturated, not for DRAM's latency.
     pub fn store(&mut self, paddr: u64, now: u64) -> u64 {
-        let hit_latency = u64::from(self.spec.l2_latency);
-        if self.l2.access(paddr >> self.line_shift) {
-            self.counts.l2_hits += 1;
-            return hit_latency;
-        }
-        self.counts.l2_misses += 1;
-        let queued = self.dram.reserve(now + hit_latency);
-        self.counts.dram_queue_cycles += queued;
-        hit_latency + queued
+        self.l2_access(paddr, now).0
     }
 
     /// Cycles a read of `paddr` from the L2 (a walk's read of a page-table entry) takes.
     pub fn shared(&mut self, paddr: u64, now: u64) -> u64 {
+        match self.l2_access(paddr, now) {
+            (cycles, true) => cycles + u64::from(self.spec.dram_latency),
+            (cycles, false) => cycles,
+        }
+    }
+
+    /// Looks `paddr` up in the L2 at `now`, a miss taking its line's DRAM bandwidth: the
+    /// cycles until the L2 has answered or DRAM has taken the line, and whether it missed.
+    fn l2_access(&mut self, paddr: u64, now: u64) -> (u64, bool) {
         let hit_latency = u64::from(self.spec.l2_latency);
         if self.l2.access(paddr >> self.line_shift) {
             self.counts.l2_hits += 1;
-            return hit_latency;
+            return (hit_latency, false);
         }
         self.counts.l2_misses += 1;
         let queued = self.dram.reserve(now + hit_latency);
         self.counts.dram_queue_cycles += queued;
-        hit_latency + queued + u64::from(self.spec.dram_latency)
+        (hit_latency + queued, true)
     }
 
     /// The counts so far.
@@ -204,6 +205,24 @@ impl Calendar {
         } else {
             self.full = (first, end);
         }
+    }
+}
+
+/// Caches that never hit (one-line L1 and L2), with unbounded MSHRs and bandwidth, so that
+/// every access's cost is known: `l1_latency` 1, `l2_latency` 10, and `dram_latency`.
+#[cfg(test)]
+pub(crate) fn cold_spec(dram_latency: u32) -> CacheSpec {
+    CacheSpec {
+        line: 128,
+        l1_bytes: 128,
+        l1_ways: 1,
+        l1_latency: 1,
+        l1_mshrs: 1 << 20,
+        l2_bytes: 128,
+        l2_ways: 1,
+        l2_latency: 10,
+        dram_latency,
+        dram_bytes_per_cycle: 1e9,
     }
 }
 

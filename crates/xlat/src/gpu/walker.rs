@@ -59,7 +59,7 @@ pub struct Walker {
 
 /// The key of `vpn`'s walk: its base page, or its chunk (tagged) when mapped large.
 fn key(vpn: u64, large: bool) -> u64 {
-    if large { vpn / PAGES_PER_LARGE | 1 << 63 } else { vpn }
+    if large { (vpn / PAGES_PER_LARGE) | (1 << 63) } else { vpn }
 }
 
 impl Walker {
@@ -146,23 +146,11 @@ impl Walker {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::gpu::caches::{CacheSpec, Caches};
+    use crate::gpu::caches::{cold_spec, Caches};
 
     /// Caches of fixed latency: no L2 hit ever (a one-line L2), 100 cycles a read.
     fn cold() -> Caches {
-        let spec = CacheSpec {
-            line: 128,
-            l1_bytes: 128,
-            l1_ways: 1,
-            l1_latency: 1,
-            l1_mshrs: 1 << 20,
-            l2_bytes: 128,
-            l2_ways: 1,
-            l2_latency: 10,
-            dram_latency: 90,
-            dram_bytes_per_cycle: 1e9,
-        };
-        Caches::new(&spec, 1)
+        Caches::new(&cold_spec(90), 1)
     }
 
     #[test]

@@ -1,7 +1,7 @@
 //! The GPU machine on cases with a known answer.
 
 use super::*;
-use crate::gpu::caches::CacheSpec;
+use crate::gpu::caches::cold_spec;
 use crate::gpu::memory::{Invalidation, Mapping, Touch};
 use crate::gpu::tlb::LevelShape;
 use std::collections::HashSet;
@@ -117,18 +117,7 @@ fn cold_params(sms: usize) -> GpuParams {
         sms,
         l1_tlb: LevelShape { base_entries: 1, base_ways: 1, large_entries: 1, large_ways: 1 },
         l2_tlb: LevelShape { base_entries: 1, base_ways: 1, large_entries: 1, large_ways: 1 },
-        caches: CacheSpec {
-            line: 128,
-            l1_bytes: 128,
-            l1_ways: 1,
-            l1_latency: 1,
-            l1_mshrs: 1 << 20,
-            l2_bytes: 128,
-            l2_ways: 1,
-            l2_latency: 10,
-            dram_latency: 100,
-            dram_bytes_per_cycle: 1e6,
-        },
+        caches: cold_spec(100),
         ..GpuParams::default()
     }
 }

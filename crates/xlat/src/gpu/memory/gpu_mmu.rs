@@ -181,14 +181,7 @@ impl MemoryManager for GpuMmu {
     }
 
     fn stats(&self) -> ManagerStats {
-        ManagerStats {
-            frames_used: self.usage.used,
-            frames_reserved: self.usage.reserved,
-            peak_frames_reserved: self.usage.peak_reserved,
-            peak_pages_resident: self.usage.peak_used,
-            far_faults_base: self.far_faults,
-            ..ManagerStats::default()
-        }
+        ManagerStats { far_faults_base: self.far_faults, ..self.usage.stats() }
     }
 }
 

@@ -166,6 +166,17 @@ impl Usage {
     pub(super) fn sub_reserved(&mut self, frames: u64) {
         self.reserved -= frames;
     }
+
+    /// The frame counts as statistics, every other count zero for the policy to fill.
+    pub(super) fn stats(&self) -> super::ManagerStats {
+        super::ManagerStats {
+            frames_used: self.used,
+            frames_reserved: self.reserved,
+            peak_frames_reserved: self.peak_reserved,
+            peak_pages_resident: self.peak_used,
+            ..super::ManagerStats::default()
+        }
+    }
 }
 
 /// A policy's record of one 2 MiB virtual chunk of an application.

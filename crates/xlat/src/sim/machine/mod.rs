@@ -85,6 +85,7 @@ macro_rules! machine_kinds {
         /// A validated machine configuration of any kind.
         #[derive(Clone, Debug, PartialEq, Serialize)]
         #[serde(tag = "kind")]
+        #[allow(clippy::large_enum_variant, reason = "a few specs per experiment, validated once: their size costs nothing")]
         pub enum MachineSpec {
             $($(#[$doc])* #[serde(rename = $name)] $variant($module::$spec),)+
         }

@@ -550,10 +550,6 @@ impl MemoryManager for Mosaic {
     fn stats(&self) -> ManagerStats {
         let counts = self.counts;
         ManagerStats {
-            frames_used: self.usage.used,
-            frames_reserved: self.usage.reserved,
-            peak_frames_reserved: self.usage.peak_reserved,
-            peak_pages_resident: self.usage.peak_used,
             far_faults_base: counts.far_faults,
             far_faults_large: 0,
             coalesced: counts.coalesced,
@@ -561,6 +557,7 @@ impl MemoryManager for Mosaic {
             compactions: counts.compactions,
             pages_migrated: counts.migrated,
             shared_frames: counts.shared,
+            ..self.usage.stats()
         }
     }
 }
