@@ -4,7 +4,8 @@
 //!
 //! A reduced experiment is the file with every workload cut to its first [`REFS`] references
 //! and built-in workloads at `paper` scale run at `small` (their set-up alone would take
-//! minutes). `tests/golden/pressure.toml`, run whole, adds what the cut experiments reach too
+//! minutes); a `gpu` workload keeps its first two applications, each at its tiny footprint,
+//! and its `gpu.csv` is compared too. `tests/golden/pressure.toml`, run whole, adds what the cut experiments reach too
 //! briefly: every eviction policy and recency mode under heavy pressure, with Mosaic TLBs and
 //! several address spaces.
 //!
@@ -14,7 +15,9 @@
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
 use xlat::config::{load_experiment, parse_experiment, ExperimentSpec};
+use xlat::gpu::kernels::TINY_BYTES;
 use xlat::sim::{run_experiment, write_results};
+use xlat::source::SourceSpec;
 
 /// References per workload of a reduced experiment.
 const REFS: u64 = 300_000;
@@ -34,24 +37,32 @@ fn reduced(path: &Path) -> ExperimentSpec {
     let mut spec = parse_experiment(&text, path.parent().unwrap()).unwrap();
     for w in &mut spec.workloads {
         w.limit = Some(w.limit.map_or(REFS, |limit| limit.min(REFS)));
+        if let SourceSpec::Gpu { apps } = &mut w.source {
+            apps.truncate(2);
+            apps.iter_mut().for_each(|app| app.bytes = TINY_BYTES);
+        }
     }
     spec
 }
 
-/// The results.csv of `spec`, and its timing.csv when a machine is timed.
-fn results_csv(spec: &ExperimentSpec) -> (String, Option<String>) {
+/// The results.csv of `spec`, its timing.csv when a machine is timed, and its gpu.csv when
+/// a `gpu` machine ran.
+fn results_csv(spec: &ExperimentSpec) -> (String, Option<String>, Option<String>) {
     let result = run_experiment(spec, &AtomicBool::new(false), &mut |_| {}).unwrap();
     let dir = tempfile::tempdir().unwrap();
     write_results(dir.path(), spec, &result).unwrap();
     let read = |file: &str| std::fs::read_to_string(dir.path().join(file));
-    (read("results.csv").unwrap(), read("timing.csv").ok())
+    (read("results.csv").unwrap(), read("timing.csv").ok(), read("gpu.csv").ok())
 }
 
 /// Checks the tables of `name` (see [`check`]).
-fn check_all(name: &str, (results, timing): (String, Option<String>)) {
+fn check_all(name: &str, (results, timing, gpu): (String, Option<String>, Option<String>)) {
     check(name, &results);
     if let Some(timing) = timing {
         check(&format!("{name}.timing"), &timing);
+    }
+    if let Some(gpu) = gpu {
+        check(&format!("{name}.gpu"), &gpu);
     }
 }
 

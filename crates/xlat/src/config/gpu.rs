@@ -58,6 +58,8 @@ pub struct RawGpu {
     pub far_fault_base_us: Option<f64>,
     /// Microseconds of a 2 MiB far fault (default 318).
     pub far_fault_large_us: Option<f64>,
+    /// PCIe bandwidth in GB/s, which far faults' transfers share (default 12).
+    pub pcie_gb_per_s: Option<f64>,
     /// Nanoseconds compaction spends per page copied, the whole GPU stalled (default 1000;
     /// 80 for in-DRAM bulk copy).
     pub copy_ns_per_page: Option<f64>,
@@ -173,6 +175,7 @@ fn params(raw: &RawGpu, path: &str) -> Result<GpuParams> {
         sm_split: raw.sm_split.unwrap_or(d.sm_split),
         far_fault_base_us: non_negative(raw.far_fault_base_us.unwrap_or(d.far_fault_base_us), &format!("{path}.far_fault_base_us"))?,
         far_fault_large_us: non_negative(raw.far_fault_large_us.unwrap_or(d.far_fault_large_us), &format!("{path}.far_fault_large_us"))?,
+        pcie_gb_per_s: positive(raw.pcie_gb_per_s.unwrap_or(d.pcie_gb_per_s), &format!("{path}.pcie_gb_per_s"))?,
         copy_ns_per_page: non_negative(raw.copy_ns_per_page.unwrap_or(d.copy_ns_per_page), &format!("{path}.copy_ns_per_page"))?,
     };
     check_caches(&p, path)?;

@@ -107,6 +107,8 @@ pub struct Gpu<'p> {
     heap: BinaryHeap<Reverse<(u64, usize)>>,
     stall_until: u64,
     stalled: u64,
+    /// The cycle the PCIe bus is next free.
+    pcie_free: u64,
     far_fault_cycles: u64,
     invalidations: u64,
     instr: WarpInstr,
@@ -151,6 +153,7 @@ impl<'p> Gpu<'p> {
             heap: BinaryHeap::new(),
             stall_until: 0,
             stalled: 0,
+            pcie_free: 0,
             far_fault_cycles: 0,
             invalidations: 0,
             instr: WarpInstr::default(),
@@ -295,19 +298,24 @@ impl<'p> Gpu<'p> {
         let migrated = self.manager.stats().pages_migrated;
         let touch = self.manager.touch(app, vpn).map_err(|e| self.place_error(e))?;
         self.after_manager(migrated, at);
-        let far = self.far_fault(touch.transferred);
+        let far = self.far_fault(touch.transferred, at);
         self.far_fault_cycles += far;
         Ok((touch.mapping.pfn, touch.mapping.large, far))
     }
 
-    /// Cycles of a far fault that brought `bytes` over PCIe.
-    fn far_fault(&self, bytes: u64) -> u64 {
+    /// Cycles of a far fault at `at` that brought `bytes` over PCIe: its wait for the bus
+    /// (busy with earlier transfers) and its load-to-use latency.
+    fn far_fault(&mut self, bytes: u64, at: u64) -> u64 {
         let large_bytes = PAGES_PER_LARGE << BASE_PAGE_SHIFT;
-        match bytes {
-            0 => 0,
+        let latency = match bytes {
+            0 => return 0,
             b if b >= large_bytes => self.params.cycles(self.params.far_fault_large_us) * b.div_ceil(large_bytes),
             b => self.params.cycles(self.params.far_fault_base_us) * b.div_ceil(1 << BASE_PAGE_SHIFT),
-        }
+        };
+        let start = self.pcie_free.max(at);
+        let transfer_us = bytes as f64 / (self.params.pcie_gb_per_s * 1e3);
+        self.pcie_free = start + self.params.cycles(transfer_us);
+        start - at + latency
     }
 
     /// Flushes the TLB entries the manager made stale, and stalls the whole GPU from `at`

@@ -61,6 +61,10 @@ pub struct GpuParams {
     pub far_fault_base_us: f64,
     /// Load-to-use microseconds of a far fault bringing a 2 MiB page (318).
     pub far_fault_large_us: f64,
+    /// PCIe bandwidth in GB/s (12: PCIe 3.0 x16 as measured, the GTX 1080's bus): far
+    /// faults' transfers take the bus one after another, each for its bytes' time, and wait
+    /// for it, on top of their load-to-use latency.
+    pub pcie_gb_per_s: f64,
     /// Nanoseconds compaction spends copying one base page, during which the whole GPU
     /// stalls (the paper's worst-case model). Default 1000: a 4 KiB page read and written
     /// 64 bits at a time over one channel; in-DRAM bulk copy (RowClone, LISA) is 80.
@@ -100,6 +104,7 @@ impl Default for GpuParams {
             sm_split: SmSplit::RemainderToLast,
             far_fault_base_us: 55.0,
             far_fault_large_us: 318.0,
+            pcie_gb_per_s: 12.0,
             copy_ns_per_page: 1000.0,
         }
     }

@@ -196,6 +196,17 @@ fn a_first_touch_under_demand_paging_pays_a_far_fault_of_its_page_size() {
 }
 
 #[test]
+fn far_faults_take_the_pcie_bus_one_after_another() {
+    // Two warps a cycle apart each fault a page of their own: the second transfer waits for
+    // the first's 4 KiB to cross at 12 GB/s, less the cycle it came later.
+    let params = cold_params(1);
+    let one = run_one(&params, FlatManager::boxed(false, true, false), Scripted::boxed(1, 1, 0, |_, _| 1 << 30));
+    let two = run_one(&params, FlatManager::boxed(false, true, false), Scripted::boxed(2, 1, 0, |w, _| (w as u64 + 1) << 30));
+    let transfer = params.cycles(4096.0 / (params.pcie_gb_per_s * 1e3));
+    assert_eq!(two.apps[0].cycles - one.apps[0].cycles, 1 + (transfer - 1));
+}
+
+#[test]
 fn large_pages_let_one_entry_translate_a_whole_chunk() {
     let params = cold_params(1);
     let line = |_: usize, s: usize| (1 << 30) + s as u64 * 4096;
