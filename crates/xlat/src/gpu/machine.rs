@@ -93,7 +93,7 @@ enum After {
 }
 
 /// A GPU running one mix of applications.
-pub struct Gpu<'p> {
+struct Gpu<'p> {
     params: &'p GpuParams,
     sms: Vec<Sm>,
     parked: Vec<bool>,
