@@ -38,9 +38,10 @@
 //!   threshold whose pages fit in the free slots of its application's other frames is
 //!   emptied. Every migrated page's base entry is flushed. Memory channels are not modelled,
 //!   so the same-channel restriction is not applied.
-//! - The emergency list is the brief's variant: `emergency-frames` free frames are held
-//!   aside (and refilled first when frames are freed) and used, for the application alone,
-//!   only when the free list is empty and CAC freed nothing. Past that, the paper's failsafe:
+//! - The emergency list is simpler than the paper's (which keeps aside frames that CAC
+//!   found too full to compact): `emergency_frames` free frames are held aside (and refilled
+//!   first when frames are freed) and used, for the application alone, only when the free
+//!   list is empty and CAC freed nothing. Past that, the paper's failsafe:
 //!   a page takes a free slot of any application's frame; a frame that so comes to hold two
 //!   applications' pages counts in `shared_frames`. Only then is memory out.
 
