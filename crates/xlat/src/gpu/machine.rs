@@ -14,6 +14,7 @@ use super::caches::{CacheCounts, Caches};
 use super::kernel::{Kernel, MemEvent, WarpInstr};
 use super::memory::{AppId, ManagerStats, MemoryManager, PlaceError, PAGES_PER_LARGE};
 use super::params::GpuParams;
+use super::prefetch::Prefetched;
 use super::sm::Sm;
 use super::tlb::{entry, SplitTlb, TlbCounts};
 use super::walker::{WalkCounts, Walker};
@@ -116,12 +117,14 @@ struct Gpu<'p> {
 }
 
 /// Runs `apps` together on a GPU of `params` whose memory `manager` places, each on its
-/// share of the SMs, until every application has finished (or `interrupt` is set).
+/// share of the SMs, until every application has finished (or `interrupt` is set). Each
+/// application's instructions are generated on a thread of its own ([`Prefetched`]).
 pub fn run(params: &GpuParams, manager: Box<dyn MemoryManager>, apps: Vec<Box<dyn Kernel>>, interrupt: &AtomicBool) -> Result<RunStats> {
     let shares = params
         .sm_split
         .shares(params.sms, apps.len())
         .ok_or_else(|| Error::Simulation(format!("{} applications cannot share {} SMs", apps.len(), params.sms)))?;
+    let apps = apps.into_iter().map(|app| Box::new(Prefetched::start(app)) as Box<dyn Kernel>).collect();
     let mut gpu = Gpu::new(params, manager, apps, &shares);
     gpu.start()?;
     let partial = gpu.simulate(interrupt)?;

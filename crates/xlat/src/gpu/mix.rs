@@ -2,13 +2,16 @@
 //! the applications of their IPC in the mix over their IPC alone, alone meaning on the same
 //! number of SMs under the GPU-MMU baseline (the paper's metric, after Eyerman and Eeckhout).
 
-use super::kernels::{build, KernelSpec};
+use super::kernels::{build, build_all, KernelSpec};
 use super::machine::{run, AppStats, RunStats};
 use super::memory::{self, ManagerKind, ManagerSpec};
 use super::params::GpuParams;
 use crate::{Error, Result};
+use rayon::prelude::*;
 use serde::Serialize;
+use std::collections::HashMap;
 use std::sync::atomic::AtomicBool;
+use std::sync::Mutex;
 
 /// A GPU machine's configuration: its hardware, its memory manager, and whether to run each
 /// application alone for the weighted speedup.
@@ -68,27 +71,59 @@ pub fn check_mix(spec: &GpuSpec, apps: &[KernelSpec], field: &str) -> Result<()>
     Ok(())
 }
 
-/// Runs `apps` together on `spec`'s machine and, when it asks, each alone.
-pub fn run_mix(spec: &GpuSpec, apps: &[KernelSpec], interrupt: &AtomicBool) -> Result<MixResult> {
-    let kernels = apps.iter().map(build).collect::<Result<Vec<_>>>()?;
-    let shared = run(&spec.params, memory::build(&spec.manager, apps.len()), kernels, interrupt)?;
-    let alone = if spec.weighted_speedup && !shared.partial { Some(alone_ipcs(spec, apps, &shared, interrupt)?) } else { None };
+/// Runs `apps` together on `spec`'s machine and, when it asks, each alone (at the same
+/// time, on other threads), taking alone runs that `alone` already holds from it.
+pub fn run_mix(spec: &GpuSpec, apps: &[KernelSpec], alone: &AloneRuns, interrupt: &AtomicBool) -> Result<MixResult> {
+    let shared = || -> Result<RunStats> { run(&spec.params, memory::build(&spec.manager, apps.len()), build_all(apps)?, interrupt) };
+    let (shared, alone) = if spec.weighted_speedup {
+        let (shared, alone) = rayon::join(shared, || alone.ipcs(spec, apps, interrupt));
+        (shared?, alone?)
+    } else {
+        (shared()?, None)
+    };
+    let alone = alone.filter(|_| !shared.partial);
     let weighted_speedup = alone.as_ref().map(|alone| shared.apps.iter().zip(alone).map(|(s, a)| if *a > 0.0 { s.ipc / a } else { 0.0 }).sum());
     let results = shared.apps.iter().enumerate().map(|(i, s)| AppResult { shared: s.clone(), alone_ipc: alone.as_ref().map(|a| a[i]) }).collect();
     Ok(MixResult { machine: spec.name.clone(), manager: spec.manager.kind, apps: results, weighted_speedup, run: shared })
 }
 
-/// Each application's IPC alone on as many SMs as it had in `shared`, under GPU-MMU.
-fn alone_ipcs(spec: &GpuSpec, apps: &[KernelSpec], shared: &RunStats, interrupt: &AtomicBool) -> Result<Vec<f64>> {
-    let manager = ManagerSpec { kind: ManagerKind::GpuMmu, ..spec.manager.clone() };
-    apps.iter()
-        .zip(&shared.apps)
-        .map(|(app, stats)| {
-            let params = GpuParams { sms: stats.sms, ..spec.params.clone() };
-            let alone = run(&params, memory::build(&manager, 1), vec![build(app)?], interrupt)?;
-            Ok(alone.apps[0].ipc)
-        })
-        .collect()
+/// Applications' IPCs alone, by what determines them (the application, the hardware with
+/// the application's share of the SMs, and the GPU-MMU manager's configuration): the
+/// machines of an experiment that differ only in their policy run each alone run once.
+#[derive(Debug, Default)]
+pub struct AloneRuns {
+    ipcs: Mutex<HashMap<String, f64>>,
+}
+
+impl AloneRuns {
+    /// Each application's IPC alone on as many SMs as it has in a mix of `apps` on `spec`,
+    /// under GPU-MMU, several at once; `None` when interrupted first.
+    fn ipcs(&self, spec: &GpuSpec, apps: &[KernelSpec], interrupt: &AtomicBool) -> Result<Option<Vec<f64>>> {
+        let shares = spec.params.sm_split.shares(spec.params.sms, apps.len()).ok_or_else(|| Error::Simulation(format!("{} applications cannot share {} SMs", apps.len(), spec.params.sms)))?;
+        let manager = ManagerSpec { kind: ManagerKind::GpuMmu, ..spec.manager.clone() };
+        let ipcs = apps
+            .par_iter()
+            .zip(shares)
+            .map(|(app, sms)| self.ipc(&GpuParams { sms, ..spec.params.clone() }, &manager, app, interrupt))
+            .collect::<Result<Vec<_>>>()?;
+        Ok(ipcs.into_iter().collect())
+    }
+
+    /// `app`'s IPC alone on `params` under `manager`, run unless known; `None` when
+    /// interrupted first (and then not kept).
+    fn ipc(&self, params: &GpuParams, manager: &ManagerSpec, app: &KernelSpec, interrupt: &AtomicBool) -> Result<Option<f64>> {
+        let key = serde_json::to_string(&(params, manager, app)).expect("GPU specs serialize");
+        if let Some(&ipc) = self.ipcs.lock().expect("no thread panics holding it").get(&key) {
+            return Ok(Some(ipc));
+        }
+        let alone = run(params, memory::build(manager, 1), vec![build(app)?], interrupt)?;
+        if alone.partial {
+            return Ok(None);
+        }
+        let ipc = alone.apps[0].ipc;
+        self.ipcs.lock().expect("no thread panics holding it").insert(key, ipc);
+        Ok(Some(ipc))
+    }
 }
 
 /// One row of `gpu.csv`: one application of a mix on one `gpu` machine, with the mix's
@@ -208,20 +243,33 @@ mod tests {
     fn identical_copies_with_an_ideal_tlb_speed_up_about_as_many_times_as_there_are_copies() {
         // Each copy runs on a third of the SMs, as it did alone; with no translation cost
         // the copies interfere only through the L2 cache and DRAM.
-        let result = run_mix(&spec(ManagerKind::Ideal), &copies(KernelKind::Stencil, 3), &AtomicBool::new(false)).expect("runs");
+        let result = run_mix(&spec(ManagerKind::Ideal), &copies(KernelKind::Stencil, 3), &AloneRuns::default(), &AtomicBool::new(false)).expect("runs");
         let ws = result.weighted_speedup.expect("asked for");
         assert!(ws > 2.5 && ws <= 3.3, "weighted speedup {ws}");
     }
 
     #[test]
     fn an_application_alone_under_gpu_mmu_has_a_weighted_speedup_of_one() {
-        let result = run_mix(&spec(ManagerKind::GpuMmu), &copies(KernelKind::Gups, 1), &AtomicBool::new(false)).expect("runs");
+        let result = run_mix(&spec(ManagerKind::GpuMmu), &copies(KernelKind::Gups, 1), &AloneRuns::default(), &AtomicBool::new(false)).expect("runs");
         assert_eq!(result.weighted_speedup, Some(1.0));
     }
 
     #[test]
+    fn machines_differing_only_in_their_policy_share_their_alone_runs() {
+        let alone = AloneRuns::default();
+        let apps = [KernelSpec { kind: KernelKind::Gups, bytes: TINY_BYTES, seed: 1 }, KernelSpec { kind: KernelKind::Stream, bytes: TINY_BYTES, seed: 2 }];
+        let first = run_mix(&spec(ManagerKind::GpuMmu), &apps, &alone, &AtomicBool::new(false)).expect("runs");
+        let second = run_mix(&spec(ManagerKind::Mosaic), &apps, &alone, &AtomicBool::new(false)).expect("runs");
+        assert_eq!(alone.ipcs.lock().unwrap().len(), 2, "one alone run per application");
+        let ipcs = |r: &MixResult| r.apps.iter().map(|a| a.alone_ipc).collect::<Vec<_>>();
+        assert_eq!(ipcs(&first), ipcs(&second));
+        let fresh = run_mix(&spec(ManagerKind::Mosaic), &apps, &AloneRuns::default(), &AtomicBool::new(false)).expect("runs");
+        assert_eq!(fresh, second, "the same results as alone runs of its own");
+    }
+
+    #[test]
     fn gpu_csv_has_the_columns_plots_may_name() {
-        let result = run_mix(&spec(ManagerKind::Mosaic), &copies(KernelKind::Stream, 2), &AtomicBool::new(false)).expect("runs");
+        let result = run_mix(&spec(ManagerKind::Mosaic), &copies(KernelKind::Stream, 2), &AloneRuns::default(), &AtomicBool::new(false)).expect("runs");
         let rows = result.rows("w");
         assert_eq!(rows.len(), 2);
         let mut w = csv::Writer::from_writer(Vec::new());

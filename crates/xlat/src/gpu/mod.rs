@@ -10,6 +10,7 @@ pub mod machine;
 pub mod memory;
 pub mod mix;
 pub mod params;
+pub mod prefetch;
 pub mod slots;
 pub mod sm;
 pub mod tlb;

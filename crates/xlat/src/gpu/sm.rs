@@ -12,64 +12,81 @@ pub struct Slot {
 }
 
 /// One SM: the cycle of its next issue and its warps, oldest first.
+///
+/// The slots are kept as two arrays, ready cycles apart from warp numbers, and GTO's greedy
+/// warp as its slot: the scheduler's scan for the oldest ready warp, made at nearly every
+/// issue, then reads one dense array.
 #[derive(Clone, Debug)]
 pub struct Sm {
     /// The application the SM runs.
     pub app: usize,
     /// The cycle the SM issues next.
     pub time: u64,
-    /// Resident warps, oldest first.
-    slots: Vec<Slot>,
-    /// The warp issued last (GTO's greedy choice), by warp index.
-    greedy: Option<u32>,
+    /// Per resident warp, oldest first: the cycle it can issue again.
+    ready: Vec<u64>,
+    /// Per resident warp, oldest first: its index in its launch's grid.
+    warps: Vec<u32>,
+    /// The slot of the warp issued last (GTO's greedy choice).
+    greedy: Option<usize>,
 }
 
 impl Sm {
     /// An SM of application `app` with no warp.
     pub fn new(app: usize) -> Sm {
-        Sm { app, time: 0, slots: Vec::new(), greedy: None }
+        Sm { app, time: 0, ready: Vec::new(), warps: Vec::new(), greedy: None }
     }
 
     /// Warps resident.
     pub fn warps(&self) -> usize {
-        self.slots.len()
+        self.warps.len()
     }
 
     /// Makes `warp` resident, youngest, ready at `now`.
     pub fn admit(&mut self, warp: u32, now: u64) {
-        self.slots.push(Slot { warp, ready: now });
+        self.warps.push(warp);
+        self.ready.push(now);
     }
 
     /// The slot GTO issues from at the SM's time, or the earliest cycle a warp is ready
     /// (`Err`) when none is; `None` when no warp is resident.
+    #[inline]
     pub fn pick(&self) -> Option<Result<usize, u64>> {
-        if self.slots.is_empty() {
+        if self.ready.is_empty() {
             return None;
         }
-        let ready = |s: &Slot| s.ready <= self.time;
-        if let Some(i) = self.greedy.and_then(|g| self.slots.iter().position(|s| s.warp == g)).filter(|&i| ready(&self.slots[i])) {
-            return Some(Ok(i));
+        if let Some(g) = self.greedy.filter(|&g| self.ready[g] <= self.time) {
+            return Some(Ok(g));
         }
-        match self.slots.iter().position(ready) {
-            Some(i) => Some(Ok(i)),
-            None => Some(Err(self.slots.iter().map(|s| s.ready).min().expect("slots are not empty"))),
+        let mut earliest = u64::MAX;
+        for (i, &ready) in self.ready.iter().enumerate() {
+            if ready <= self.time {
+                return Some(Ok(i));
+            }
+            earliest = earliest.min(ready);
         }
+        Some(Err(earliest))
     }
 
     /// The warp in slot `i`.
     pub fn slot(&self, i: usize) -> Slot {
-        self.slots[i]
+        Slot { warp: self.warps[i], ready: self.ready[i] }
     }
 
     /// Records that slot `i` issued and can issue again at `ready`.
     pub fn issued(&mut self, i: usize, ready: u64) {
-        self.slots[i].ready = ready;
-        self.greedy = Some(self.slots[i].warp);
+        self.ready[i] = ready;
+        self.greedy = Some(i);
     }
 
-    /// Removes the warp of slot `i`, which exited.
+    /// Removes the warp of slot `i`, which exited (the younger ones move up a slot).
     pub fn retire(&mut self, i: usize) {
-        self.slots.remove(i);
+        self.warps.remove(i);
+        self.ready.remove(i);
+        self.greedy = match self.greedy {
+            Some(g) if g == i => None,
+            Some(g) if g > i => Some(g - 1),
+            g => g,
+        };
     }
 }
 
@@ -97,5 +114,19 @@ mod tests {
         sm.retire(0);
         sm.retire(0);
         assert_eq!(sm.pick(), None);
+    }
+
+    #[test]
+    fn the_greedy_warp_follows_its_slot_and_ends_with_it() {
+        let mut sm = Sm::new(0);
+        for w in 0..3 {
+            sm.admit(w, 0);
+        }
+        sm.issued(2, 0);
+        sm.retire(0);
+        assert_eq!(sm.pick(), Some(Ok(1)), "an older warp exited: the greedy warp moved up a slot");
+        sm.retire(1);
+        sm.admit(2, 0);
+        assert_eq!(sm.pick(), Some(Ok(0)), "the next launch's warp of the same number is not greedy: the oldest is");
     }
 }

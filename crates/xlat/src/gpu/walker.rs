@@ -50,11 +50,34 @@ pub struct Walker {
     pending: FxHashMap<(AppId, u64), u64>,
     /// The same walks by completion, earliest first, to drop them once done.
     expiries: BinaryHeap<Reverse<(u64, AppId, u64)>>,
-    /// The latest completion in `pending`: a request at or after it needs no lookup.
-    latest: u64,
+    /// A filter before `pending`: per bucket of keys (see [`bucket`]), the latest completion
+    /// tracked for any of them. A request at or after its bucket's needs no lookup, which
+    /// is nearly every request: the map is probed only for pages whose walk may be in flight.
+    recent: Vec<u64>,
     /// Page-table nodes by (application, level, page-number prefix), numbered as created.
     nodes: FxHashMap<(AppId, u32, u64), u64>,
+    /// The nodes of the top three levels by (application, page number >> 18): what every
+    /// walk within a page directory's gigabyte shares, found with one lookup, not three.
+    upper: FxHashMap<(AppId, u64), [u64; 3]>,
     counts: WalkCounts,
+}
+
+/// Buckets of the filter before the in-flight map: a power of two well above the walks in
+/// flight (64), so that a bucket rarely holds a walk of another page.
+const BUCKETS: usize = 1 << 12;
+
+/// The filter bucket of `key` of `app`.
+#[inline]
+fn bucket(app: AppId, key: u64) -> usize {
+    let h = (key ^ u64::from(app) << 40).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    (h >> (64 - BUCKETS.trailing_zeros())) as usize
+}
+
+/// The physical address of the entry for `vpn` in `node`, a node of level `level`.
+fn entry_address(node: u64, vpn: u64, level: u32) -> u64 {
+    let below = BITS_PER_LEVEL * (LEVELS - level);
+    let index = (vpn >> (below - BITS_PER_LEVEL)) & ((1 << BITS_PER_LEVEL) - 1);
+    TABLE_BASE + node * 4096 + index * ENTRY_BYTES
 }
 
 /// The key of `vpn`'s walk: its base page, or its chunk (tagged) when mapped large.
@@ -69,8 +92,9 @@ impl Walker {
             slots: Slots::new(max_walks),
             pending: FxHashMap::default(),
             expiries: BinaryHeap::new(),
-            latest: 0,
+            recent: vec![0; BUCKETS],
             nodes: FxHashMap::default(),
+            upper: FxHashMap::default(),
             counts: WalkCounts::default(),
         }
     }
@@ -79,10 +103,13 @@ impl Walker {
     /// flight at `now` (the request then merges with it, and is counted).
     #[inline]
     pub fn in_flight(&mut self, app: AppId, vpn: u64, now: u64) -> Option<u64> {
-        if now >= self.latest {
-            return None;
-        }
-        let done = [false, true].into_iter().filter_map(|large| self.pending.get(&(app, key(vpn, large)))).copied().find(|&done| done > now)?;
+        let done = [false, true]
+            .into_iter()
+            .map(|large| key(vpn, large))
+            .filter(|&k| self.recent[bucket(app, k)] > now)
+            .filter_map(|k| self.pending.get(&(app, k)))
+            .copied()
+            .find(|&done| done > now)?;
         self.counts.merged += 1;
         Some(done)
     }
@@ -94,9 +121,11 @@ impl Walker {
     pub fn walk(&mut self, caches: &mut Caches, app: AppId, vpn: u64, large: bool, now: u64, extra: u64) -> u64 {
         let start = self.slots.acquire(now);
         let leaf = if large { LEVELS - 1 } else { LEVELS };
+        let upper = self.upper_nodes(app, vpn);
         let mut t = start;
         for level in 0..leaf {
-            t += caches.shared(self.entry_address(app, vpn, level), t);
+            let node = if level < LEVELS - 1 { upper[level as usize] } else { self.node(app, vpn, level) };
+            t += caches.shared(entry_address(node, vpn, level), t);
         }
         self.slots.hold_until(t);
         self.counts.walks += 1;
@@ -124,17 +153,27 @@ impl Walker {
         }
         self.pending.insert((app, key), done);
         self.expiries.push(Reverse((done, app, key)));
-        self.latest = self.latest.max(done);
+        let b = bucket(app, key);
+        self.recent[b] = self.recent[b].max(done);
     }
 
-    /// The physical address of the entry for `vpn` in its level-`level` node (0: the root).
-    fn entry_address(&mut self, app: AppId, vpn: u64, level: u32) -> u64 {
-        let below = BITS_PER_LEVEL * (LEVELS - level);
-        let prefix = vpn >> below;
+    /// The number of the level-`level` node (0: the root) on `vpn`'s path, created (numbered
+    /// next) when the walk is its first.
+    fn node(&mut self, app: AppId, vpn: u64, level: u32) -> u64 {
+        let prefix = vpn >> (BITS_PER_LEVEL * (LEVELS - level));
         let count = self.nodes.len() as u64;
-        let node = *self.nodes.entry((app, level, prefix)).or_insert(count);
-        let index = (vpn >> (below - BITS_PER_LEVEL)) & ((1 << BITS_PER_LEVEL) - 1);
-        TABLE_BASE + node * 4096 + index * ENTRY_BYTES
+        *self.nodes.entry((app, level, prefix)).or_insert(count)
+    }
+
+    /// The nodes of levels 0 to 2 on `vpn`'s path.
+    fn upper_nodes(&mut self, app: AppId, vpn: u64) -> [u64; 3] {
+        let region = vpn >> (2 * BITS_PER_LEVEL);
+        if let Some(&nodes) = self.upper.get(&(app, region)) {
+            return nodes;
+        }
+        let nodes = [0, 1, 2].map(|level| self.node(app, vpn, level));
+        self.upper.insert((app, region), nodes);
+        nodes
     }
 
     /// The counts so far.
@@ -187,7 +226,10 @@ mod tests {
     #[test]
     fn entries_of_neighbouring_pages_share_a_node_and_a_cache_line() {
         let mut w = Walker::new(64);
-        assert_eq!(w.entry_address(0, 0x1000, 3) + 8, w.entry_address(0, 0x1001, 3));
-        assert_ne!(w.entry_address(0, 0x1000, 3), w.entry_address(1, 0x1000, 3), "applications have their own tables");
+        let address = |w: &mut Walker, app, vpn| entry_address(w.node(app, vpn, 3), vpn, 3);
+        assert_eq!(address(&mut w, 0, 0x1000) + 8, address(&mut w, 0, 0x1001));
+        assert_ne!(address(&mut w, 0, 0x1000), address(&mut w, 1, 0x1000), "applications have their own tables");
+        let upper = w.upper_nodes(0, 0x1000);
+        assert_eq!(upper, [0, 1, 2].map(|level| w.node(0, 0x1000, level)), "the top levels' nodes, remembered");
     }
 }

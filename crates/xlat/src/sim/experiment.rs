@@ -11,7 +11,7 @@ use super::stats::{MachineStats, ResultRow};
 use crate::config::ExperimentSpec;
 use crate::memref::Batch;
 use crate::source::background::{interruptibly, receive, Received};
-use crate::gpu::mix::MixResult;
+use crate::gpu::mix::{AloneRuns, MixResult};
 use crate::source::{RefSource, SourceSpec, WorkloadSpec};
 use crate::sim::MachineSpec;
 use crate::{Error, Result};
@@ -89,8 +89,9 @@ pub fn run_experiment(
     progress: &mut dyn FnMut(Progress),
 ) -> Result<ExperimentResult> {
     let mut workloads = Vec::new();
+    let alone = AloneRuns::default();
     for w in &spec.workloads {
-        let result = run_workload(w, &spec.machines, spec.batch, interrupt, progress)?;
+        let result = run_workload(w, &spec.machines, spec.batch, &alone, interrupt, progress)?;
         let partial = result.partial;
         workloads.push(result);
         if partial {
@@ -100,16 +101,19 @@ pub fn run_experiment(
     Ok(ExperimentResult { partial: false, workloads })
 }
 
-/// Runs one workload through fresh machines built from `machines`.
+/// Runs one workload through fresh machines built from `machines`; `gpu` machines take the
+/// applications' alone runs that `alone` holds (from earlier workloads of the experiment)
+/// and add theirs.
 pub fn run_workload(
     workload: &WorkloadSpec,
     machines: &[MachineSpec],
     batch: usize,
+    alone: &AloneRuns,
     interrupt: &AtomicBool,
     progress: &mut dyn FnMut(Progress),
 ) -> Result<WorkloadResult> {
     if let SourceSpec::Gpu { apps } = &workload.source {
-        return run_gpu_workload(workload, apps, machines, interrupt, progress);
+        return run_gpu_workload(workload, apps, machines, alone, interrupt, progress);
     }
     let opened = open_interruptibly(workload, interrupt)?;
     let mut sims: Vec<Box<dyn Machine>> =
@@ -155,6 +159,7 @@ fn run_gpu_workload(
     workload: &WorkloadSpec,
     apps: &[crate::gpu::kernels::KernelSpec],
     machines: &[MachineSpec],
+    alone: &AloneRuns,
     interrupt: &AtomicBool,
     progress: &mut dyn FnMut(Progress),
 ) -> Result<WorkloadResult> {
@@ -163,7 +168,7 @@ fn run_gpu_workload(
     progress(Progress::Start { workload: &workload.name, expected: Some(gpus.len() as u64) });
     let mut results = Vec::new();
     for gpu in gpus {
-        let result = crate::gpu::mix::run_mix(gpu, apps, interrupt).map_err(|e| Error::Simulation(format!("workload `{}` on machine `{}`: {e}", workload.name, gpu.name)))?;
+        let result = crate::gpu::mix::run_mix(gpu, apps, alone, interrupt).map_err(|e| Error::Simulation(format!("workload `{}` on machine `{}`: {e}", workload.name, gpu.name)))?;
         let partial = result.run.partial;
         results.push(result);
         progress(Progress::Advance { refs: results.len() as u64 });

@@ -130,6 +130,13 @@ pub fn build(spec: &KernelSpec) -> Result<Box<dyn Kernel>> {
     })
 }
 
+/// Builds every application of `specs`, in order, several at once (each computes its own
+/// result from its own seed, so the outcome does not depend on how many run together).
+pub fn build_all(specs: &[KernelSpec]) -> Result<Vec<Box<dyn Kernel>>> {
+    use rayon::prelude::*;
+    specs.par_iter().map(build).collect()
+}
+
 /// Checks `spec` without building it: its footprint in range.
 pub fn check_spec(spec: &KernelSpec) -> Result<()> {
     check_bytes(spec.bytes)
