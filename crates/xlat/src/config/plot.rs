@@ -24,9 +24,9 @@ pub const TIMING_COLUMNS: [&str; 12] = [
 ];
 
 /// The columns of `gpu.csv` ([`crate::gpu::mix::GpuRow`]).
-pub const GPU_COLUMNS: [&str; 25] = [
+pub const GPU_COLUMNS: [&str; 26] = [
     "workload", "config", "manager", "apps", "app_index", "app", "sms", "instructions", "requests", "cycles", "ipc", "alone_ipc", "speedup",
-    "weighted_speedup", "l1_tlb_hit_rate", "l2_tlb_hit_rate", "walks", "merged", "far_faults", "coalesced", "splintered", "compactions",
+    "weighted_speedup", "total_ipc", "l1_tlb_hit_rate", "l2_tlb_hit_rate", "walks", "merged", "far_faults", "coalesced", "splintered", "compactions",
     "pages_migrated", "bloat", "partial",
 ];
 

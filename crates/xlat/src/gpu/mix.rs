@@ -159,6 +159,9 @@ pub struct GpuRow {
     pub speedup: Option<f64>,
     /// The mix's weighted speedup.
     pub weighted_speedup: Option<f64>,
+    /// The mix's IPC: its applications' IPCs summed, the GPU's throughput (what compares
+    /// machines whose alone runs differ, e.g. in their TLB sizes).
+    pub total_ipc: f64,
     /// The mix's L1 TLB hit rate (all SMs).
     pub l1_tlb_hit_rate: f64,
     /// The mix's L2 TLB hit rate.
@@ -205,6 +208,7 @@ impl MixResult {
                 alone_ipc: a.alone_ipc,
                 speedup: a.alone_ipc.filter(|&alone| alone > 0.0).map(|alone| a.shared.ipc / alone),
                 weighted_speedup: self.weighted_speedup,
+                total_ipc: self.apps.iter().map(|a| a.shared.ipc).sum(),
                 l1_tlb_hit_rate: run.l1_tlb.hit_rate(),
                 l2_tlb_hit_rate: run.l2_tlb.hit_rate(),
                 walks: run.walker.walks,
