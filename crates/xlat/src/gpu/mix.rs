@@ -2,7 +2,7 @@
 //! the applications of their IPC in the mix over their IPC alone, alone meaning on the same
 //! number of SMs under the GPU-MMU baseline (the paper's metric, after Eyerman and Eeckhout).
 
-use super::kernels::{build, KernelSpec};
+use super::kernels::AppSpec;
 use super::machine::{run, AppStats, RunStats};
 use super::memory::{self, ManagerKind, ManagerSpec};
 use super::params::GpuParams;
@@ -52,12 +52,12 @@ pub struct MixResult {
 
 /// Checks that `apps` fit the machine: no more applications than SMs, and their footprints
 /// together within its memory. Errors name the field.
-pub fn check_mix(spec: &GpuSpec, apps: &[KernelSpec], field: &str) -> Result<()> {
+pub fn check_mix(spec: &GpuSpec, apps: &[AppSpec], field: &str) -> Result<()> {
     if spec.params.sm_split.shares(spec.params.sms, apps.len()).is_none() {
         let message = format!("{} applications cannot share machine `{}`'s {} SMs", apps.len(), spec.name, spec.params.sms);
         return Err(Error::config(field, message));
     }
-    let total: u64 = apps.iter().map(|a| a.bytes).sum();
+    let total: u64 = apps.iter().map(AppSpec::footprint).sum();
     if total > spec.manager.memory_bytes {
         let message = format!(
             "the applications' footprints add up to {total} bytes, more than machine `{}`'s {} bytes of GPU memory",
@@ -69,8 +69,8 @@ pub fn check_mix(spec: &GpuSpec, apps: &[KernelSpec], field: &str) -> Result<()>
 }
 
 /// Runs `apps` together on `spec`'s machine and, when it asks, each alone.
-pub fn run_mix(spec: &GpuSpec, apps: &[KernelSpec], interrupt: &AtomicBool) -> Result<MixResult> {
-    let kernels = apps.iter().map(build).collect::<Result<Vec<_>>>()?;
+pub fn run_mix(spec: &GpuSpec, apps: &[AppSpec], interrupt: &AtomicBool) -> Result<MixResult> {
+    let kernels = apps.iter().map(AppSpec::build).collect::<Result<Vec<_>>>()?;
     let shared = run(&spec.params, memory::build(&spec.manager, apps.len()), kernels, interrupt)?;
     let alone = if spec.weighted_speedup && !shared.partial { Some(alone_ipcs(spec, apps, &shared, interrupt)?) } else { None };
     let weighted_speedup = alone.as_ref().map(|alone| shared.apps.iter().zip(alone).map(|(s, a)| if *a > 0.0 { s.ipc / a } else { 0.0 }).sum());
@@ -79,13 +79,13 @@ pub fn run_mix(spec: &GpuSpec, apps: &[KernelSpec], interrupt: &AtomicBool) -> R
 }
 
 /// Each application's IPC alone on as many SMs as it had in `shared`, under GPU-MMU.
-fn alone_ipcs(spec: &GpuSpec, apps: &[KernelSpec], shared: &RunStats, interrupt: &AtomicBool) -> Result<Vec<f64>> {
+fn alone_ipcs(spec: &GpuSpec, apps: &[AppSpec], shared: &RunStats, interrupt: &AtomicBool) -> Result<Vec<f64>> {
     let manager = ManagerSpec { kind: ManagerKind::GpuMmu, ..spec.manager.clone() };
     apps.iter()
         .zip(&shared.apps)
         .map(|(app, stats)| {
             let params = GpuParams { sms: stats.sms, ..spec.params.clone() };
-            let alone = run(&params, memory::build(&manager, 1), vec![build(app)?], interrupt)?;
+            let alone = run(&params, memory::build(&manager, 1), vec![app.build()?], interrupt)?;
             Ok(alone.apps[0].ipc)
         })
         .collect()
@@ -189,7 +189,7 @@ impl MixResult {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::gpu::kernels::{KernelKind, TINY_BYTES};
+    use crate::gpu::kernels::{KernelKind, KernelSpec, TINY_BYTES};
 
     fn spec(kind: ManagerKind) -> GpuSpec {
         let manager = ManagerSpec { kind, ..ManagerSpec::default() };
@@ -200,8 +200,8 @@ mod tests {
         serde_json::to_value(kind).expect("serializes").as_str().expect("a string").to_string()
     }
 
-    fn copies(kind: KernelKind, n: usize) -> Vec<KernelSpec> {
-        vec![KernelSpec { kind, bytes: TINY_BYTES, seed: 1 }; n]
+    fn copies(kind: KernelKind, n: usize) -> Vec<AppSpec> {
+        vec![AppSpec::Builtin(KernelSpec { kind, bytes: TINY_BYTES, seed: 1 }); n]
     }
 
     #[test]

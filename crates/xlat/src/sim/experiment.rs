@@ -153,7 +153,7 @@ fn workload_result(
 /// counts machines done.
 fn run_gpu_workload(
     workload: &WorkloadSpec,
-    apps: &[crate::gpu::kernels::KernelSpec],
+    apps: &[crate::gpu::kernels::AppSpec],
     machines: &[MachineSpec],
     interrupt: &AtomicBool,
     progress: &mut dyn FnMut(Progress),
