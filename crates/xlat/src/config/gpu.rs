@@ -104,9 +104,9 @@ pub struct RawGpuManager {
     pub emergency_frames: Option<u32>,
 }
 
-/// One application of a `gpu` workload. (Untagged: a string is a name, a table with `app`
-/// a built-in one, a table with `trace` a trace; the tables deny unknown fields, so neither
-/// takes the other's.)
+/// One application of a `gpu` workload.
+// Untagged: a string is a name, a table with `app` a built-in one, a table with `trace` a
+// trace; both tables deny unknown fields, so neither takes the other's.
 #[derive(Clone, Debug, Deserialize, Serialize, schemars::JsonSchema)]
 #[serde(untagged)]
 pub enum RawGpuApp {

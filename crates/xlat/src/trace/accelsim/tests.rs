@@ -42,6 +42,8 @@ pub(crate) fn line(access: &Access, version: u32, mode: u8, lineinfo: bool) -> O
     }
     let lanes = &access.lanes;
     match mode {
+        // No active lane: the mode alone (a mask of 0 is what shrinking reaches).
+        1 | 2 if lanes.is_empty() => write!(text, " {mode}").unwrap(),
         0 => {
             text.push_str(" 0");
             lanes.iter().for_each(|a| write!(text, " 0x{a:016x}").unwrap());
