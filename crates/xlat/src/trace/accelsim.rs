@@ -26,6 +26,10 @@
 //! for stores and atomics). Every warp instruction counts one instruction. References come
 //! kernel by kernel, thread block by thread block and warp by warp, in the files' order: a
 //! sequential view of the program, not a GPU's interleaving of warps.
+//!
+//! The parsing ([`KernelList`], [`KernelFile::next_event`], [`lane_segments`]) is public:
+//! the GPU machine's traced applications (`gpu::kernels::traced`) read traces with it, as
+//! warps the machine schedules itself.
 
 use super::io::{display_path, open_input, Input};
 use crate::memref::{AccessKind, Batch, MemRef};
