@@ -995,3 +995,21 @@ fn results_are_identical_across_runs_batch_sizes_and_core_counts() {
     assert_eq!(run(xlat, &["run", "b.toml"], "batch"), first, "batches of 777 references");
     assert_eq!(run("taskset", &["-c", "0", xlat, "run", "a.toml"], "one-core"), first, "on one core");
 }
+
+/// `xlat run` refuses a `gpu` workload whose traced application's trace has a bad line, with
+/// exit code 1 and an error naming the application's field and the trace's file and line.
+#[test]
+fn a_malformed_traced_application_is_refused_by_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = dir.path().join("myapp");
+    std::fs::create_dir(&trace).unwrap();
+    std::fs::write(trace.join("kernelslist.g"), "MemcpyHtoD,0x7f2000000000,1024\nkernel-1.traceg\n").unwrap();
+    std::fs::write(trace.join("kernel-1.traceg"), "-accelsim tracer version = 4\n#BEGIN_TB\nwarp = 0\ninsts = 1\n0010 zz 0 LDG.E 0 4 0 0x10\n#END_TB\n").unwrap();
+    let experiment = "[[workload]]\nname = \"w\"\ntype = \"gpu\"\napps = [\"bfs\", { trace = \"myapp\" }]\n[[machine]]\nname = \"g\"\nkind = \"gpu\"\n";
+    std::fs::write(dir.path().join("gpu.toml"), experiment).unwrap();
+    let out = xlat(&["run", "gpu.toml", "--out", "res"], dir.path());
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("workload[0].apps[1].trace") && stderr.contains("kernel-1.traceg:5") && stderr.contains("mask"), "{stderr}");
+    assert!(!dir.path().join("res").exists(), "refused before running");
+}

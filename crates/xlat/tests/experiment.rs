@@ -838,3 +838,37 @@ fn an_accelsim_trace_directory_runs_as_a_trace_workload() {
     let row = rows.iter().find(|r| r.side != "instr").unwrap();
     assert_eq!((row.refs, row.accesses, row.misses, row.page_faults), (3, 3, 2, 2), "{row:?}");
 }
+
+/// The example of a traced application (examples/accelsim-vecadd.toml) runs beside a
+/// built-in one: every warp instruction and request of its trace, its footprint the three
+/// 2 MiB chunks its buffers touch, in `gpu.csv` under its name.
+#[test]
+fn the_traced_application_example_runs_beside_a_built_in_one() {
+    let examples = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples");
+    let text = std::fs::read_to_string(examples.join("accelsim-vecadd.toml")).unwrap();
+    let (spec, result) = run_text(&text, &examples);
+    let xlat::source::SourceSpec::Gpu { apps } = &spec.workloads[0].source else { panic!("a gpu workload") };
+    assert_eq!(apps[1].footprint(), 6 << 20);
+    let result = result.unwrap();
+    let rows = result.workloads[0].gpu[0].rows("bfs-and-vecadd");
+    let vecadd = &rows[1];
+    // Eight warps of seven instructions, three of them global accesses of one line each.
+    assert_eq!((vecadd.app.as_str(), vecadd.instructions, vecadd.requests), ("vecadd", 56, 24));
+    assert!(vecadd.ipc > 0.0 && rows[0].requests > 0 && !vecadd.partial);
+}
+
+/// A missing or malformed trace in a `gpu` workload's applications is refused before
+/// running, naming the application's field and the reader's file and line.
+#[test]
+fn a_bad_traced_application_names_its_field_and_the_traces_line() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("kernelslist.g"), "kernel-1.traceg\n").unwrap();
+    std::fs::write(dir.path().join("kernel-1.traceg"), "-accelsim tracer version = 4\n#BEGIN_TB\nwarp = 0\ninsts = 1\n0010 1 0 LDG.E 0 4 9 0x10\n#END_TB\n").unwrap();
+    let experiment = |trace: &str| format!("[[workload]]\nname = \"w\"\ntype = \"gpu\"\napps = [\"bfs\", {{ trace = {trace:?} }}]\n[[machine]]\nname = \"g\"\nkind = \"gpu\"\n");
+    let e = parse_experiment(&experiment(dir.path().to_str().unwrap()), Path::new(".")).unwrap_err().to_string();
+    assert!(e.contains("workload[0].apps[1].trace") && e.contains("kernel-1.traceg:5") && e.contains("address mode"), "{e}");
+    let e = parse_experiment(&experiment("no/such/trace"), dir.path()).unwrap_err().to_string();
+    assert!(e.contains("workload[0].apps[1].trace") && e.contains("no/such/trace"), "{e}");
+    let e = parse_experiment(&experiment("").replace("trace = \"\"", "trace = \"\", app = \"bfs\""), Path::new(".")).unwrap_err().to_string();
+    assert!(e.contains("apps") && e.contains("line 4"), "a table with both `app` and `trace` is refused: {e}");
+}

@@ -15,7 +15,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
 use xlat::config::{load_experiment, parse_experiment, ExperimentSpec};
-use xlat::gpu::kernels::TINY_BYTES;
+use xlat::gpu::kernels::{AppSpec, TINY_BYTES};
 use xlat::sim::{run_experiment, write_results};
 use xlat::source::SourceSpec;
 
@@ -39,7 +39,12 @@ fn reduced(path: &Path) -> ExperimentSpec {
         w.limit = Some(w.limit.map_or(REFS, |limit| limit.min(REFS)));
         if let SourceSpec::Gpu { apps } = &mut w.source {
             apps.truncate(2);
-            apps.iter_mut().for_each(|app| app.bytes = TINY_BYTES);
+            // A trace is as large as it is; built-in applications shrink.
+            for app in apps.iter_mut() {
+                if let AppSpec::Builtin(spec) = app {
+                    spec.bytes = TINY_BYTES;
+                }
+            }
         }
     }
     spec

@@ -34,9 +34,11 @@ fn the_committed_schema_is_the_generated_one() {
     assert!(committed == generated, "{} is stale: regenerate it with `cargo run --release -- schema > docs/experiment.schema.json`", path.display());
 }
 
+/// The experiments of `experiments/` and `examples/`.
 #[test]
 fn every_experiment_file_satisfies_the_schema() {
-    let mut files: Vec<PathBuf> = std::fs::read_dir(repo().join("experiments")).unwrap().map(|e| e.unwrap().path()).collect();
+    let dirs = ["experiments", "examples"].map(|dir| std::fs::read_dir(repo().join(dir)).unwrap());
+    let mut files: Vec<PathBuf> = dirs.into_iter().flatten().map(|e| e.unwrap().path()).collect();
     files.retain(|p| p.extension().is_some_and(|e| e == "toml"));
     assert!(files.len() >= 7, "the paper experiments and the default are there");
     for file in files {

@@ -430,10 +430,10 @@ const GPU_MIX: &str = "gpu-5-app-mix-gpu-mmu";
 /// building the applications (computing their results) is timed apart, as a built-in
 /// workload's set-up is.
 fn measure_gpu_mix() -> Result<Measurement> {
-    use xlat::gpu::kernels::{build_all, default_bytes, KernelKind, KernelSpec};
+    use xlat::gpu::kernels::{build_all, default_bytes, AppSpec, KernelKind, KernelSpec};
     let kinds = [KernelKind::Stream, KernelKind::Spmv, KernelKind::Bfs, KernelKind::Histo, KernelKind::Gups];
     let started = Instant::now();
-    let specs: Vec<KernelSpec> = kinds.iter().map(|&kind| KernelSpec { kind, bytes: default_bytes(kind), seed: 42 }).collect();
+    let specs: Vec<AppSpec> = kinds.iter().map(|&kind| AppSpec::Builtin(KernelSpec { kind, bytes: default_bytes(kind), seed: 42 })).collect();
     let apps = build_all(&specs)?;
     let built = started.elapsed().as_secs_f64();
     let manager = xlat::gpu::memory::ManagerSpec { kind: xlat::gpu::memory::ManagerKind::GpuMmu, ..Default::default() };

@@ -1,16 +1,18 @@
 //! `gpu` machines and `gpu` workloads as written, and their validation into
-//! [`GpuSpec`] and lists of [`KernelSpec`]. Fields left out take GPU Mosaic's Table 1 (see
+//! [`GpuSpec`] and lists of [`AppSpec`]. Fields left out take GPU Mosaic's Table 1 (see
 //! [`GpuParams`]'s defaults and [`ManagerSpec`]'s).
 
 use super::raw::{RawMachine, RawWorkload};
 use super::size::ByteSize;
-use crate::gpu::kernels::{default_bytes, KernelKind, KernelSpec};
+use crate::gpu::kernels::traced::TraceSpec;
+use crate::gpu::kernels::{default_bytes, AppSpec, KernelKind, KernelSpec};
 use crate::gpu::memory::{ManagerKind, ManagerSpec};
 use crate::gpu::mix::GpuSpec;
 use crate::gpu::params::{GpuParams, SmSplit};
 use crate::gpu::tlb::LevelShape;
 use crate::{Error, Result};
 use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
 
 /// A `gpu` machine's `[machine.gpu]` table.
 #[derive(Clone, Debug, Default, Deserialize, Serialize, schemars::JsonSchema)]
@@ -103,6 +105,8 @@ pub struct RawGpuManager {
 }
 
 /// One application of a `gpu` workload.
+// Untagged: a string is a name, a table with `app` a built-in one, a table with `trace` a
+// trace; both tables deny unknown fields, so neither takes the other's.
 #[derive(Clone, Debug, Deserialize, Serialize, schemars::JsonSchema)]
 #[serde(untagged)]
 pub enum RawGpuApp {
@@ -110,6 +114,19 @@ pub enum RawGpuApp {
     Name(KernelKind),
     /// Its name, footprint and seed.
     Table(RawGpuAppTable),
+    /// A real program's Accel-Sim trace.
+    Trace(RawGpuTrace),
+}
+
+/// A traced application: a real program's Accel-Sim trace.
+#[derive(Clone, Debug, Deserialize, Serialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RawGpuTrace {
+    /// The trace: a directory holding `kernelslist.g`, or that file (relative to the
+    /// experiment file).
+    pub trace: PathBuf,
+    /// Its name in results (default the trace directory's name).
+    pub name: Option<String>,
 }
 
 /// An application given as a table.
@@ -239,8 +256,9 @@ fn manager(raw: RawGpuManager, path: &str) -> Result<ManagerSpec> {
     })
 }
 
-/// The applications of a `gpu` workload, each with its footprint and seed.
-pub fn gpu_apps(w: &RawWorkload, path: &str, seed: u64) -> Result<Vec<KernelSpec>> {
+/// The applications of a `gpu` workload, each with its footprint and seed; a trace is read
+/// whole to check it and learn its footprint, relative to `base_dir`.
+pub fn gpu_apps(w: &RawWorkload, path: &str, seed: u64, base_dir: &Path) -> Result<Vec<AppSpec>> {
     let foreign = [
         ("footprint", w.footprint.is_some()),
         ("refs", w.refs.is_some()),
@@ -260,16 +278,30 @@ pub fn gpu_apps(w: &RawWorkload, path: &str, seed: u64) -> Result<Vec<KernelSpec
     apps.iter()
         .enumerate()
         .map(|(i, app)| {
+            let field = format!("{path}.apps[{i}]");
             let (kind, bytes, own_seed) = match app {
                 RawGpuApp::Name(kind) => (*kind, None, None),
                 RawGpuApp::Table(t) => (t.app, t.footprint.map(|b| b.0), t.seed),
+                RawGpuApp::Trace(t) => return trace_app(t, &field, base_dir),
             };
             // Copies of one application get different data, as separate runs of it would.
             let spec = KernelSpec { kind, bytes: bytes.unwrap_or_else(|| default_bytes(kind)), seed: own_seed.unwrap_or(seed.wrapping_add(i as u64)) };
-            crate::gpu::kernels::check_spec(&spec).map_err(|e| Error::config(format!("{path}.apps[{i}].footprint"), e.to_string()))?;
-            Ok(spec)
+            crate::gpu::kernels::check_spec(&spec).map_err(|e| Error::config(format!("{field}.footprint"), e.to_string()))?;
+            Ok(AppSpec::Builtin(spec))
         })
         .collect()
+}
+
+/// The traced application of `t` (at `field`), its trace read and checked.
+fn trace_app(t: &RawGpuTrace, field: &str, base_dir: &Path) -> Result<AppSpec> {
+    if t.trace.as_os_str().is_empty() {
+        return Err(Error::config(format!("{field}.trace"), "the trace path is empty"));
+    }
+    if let Some(name) = &t.name {
+        super::validate::check_name(name, &format!("{field}.name"))?;
+    }
+    let spec = TraceSpec::open(&base_dir.join(&t.trace), t.name.clone()).map_err(|e| Error::config(format!("{field}.trace"), e.to_string()))?;
+    Ok(AppSpec::Trace(spec))
 }
 
 fn count(v: usize, min: usize, max: usize, path: &str) -> Result<usize> {
@@ -302,7 +334,8 @@ mod tests {
         let text = format!("[[workload]]\nname = \"w\"\ntype = \"gpu\"\napps = [\"bfs\", {{ app = \"gups\", footprint = \"8MiB\", seed = 9 }}]\n{GPU}");
         let spec = parse_experiment(&text, Path::new(".")).expect("valid");
         let crate::source::SourceSpec::Gpu { apps } = &spec.workloads[0].source else { panic!("a gpu workload") };
-        assert_eq!((apps[1].bytes, apps[1].seed), (8 << 20, 9));
+        let crate::gpu::kernels::AppSpec::Builtin(gups) = &apps[1] else { panic!("a built-in application") };
+        assert_eq!((gups.bytes, gups.seed), (8 << 20, 9));
         let gpu = spec.machines[0].gpu().expect("a gpu machine");
         assert_eq!((gpu.params.sms, gpu.params.l2_tlb.base_entries, gpu.manager.memory_bytes), (30, 512, 3 << 30));
     }

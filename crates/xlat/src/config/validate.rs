@@ -200,7 +200,7 @@ pub fn workload(w: &RawWorkload, path: &str, seed: u64, base_dir: &Path) -> Resu
         return err(format!("{path}.{field}"), "only built-in workloads (gups, btree, xsbench, graph500, gap, memcached, redis, sysbench-memory) take this field");
     }
     if w.kind == WorkloadType::Gpu {
-        let apps = super::gpu::gpu_apps(w, path, seed)?;
+        let apps = super::gpu::gpu_apps(w, path, seed, base_dir)?;
         return Ok(WorkloadSpec { name: w.name.clone(), source: SourceSpec::Gpu { apps }, skip: 0, limit: None, machines: w.machines.clone() });
     }
     if w.apps.is_some() {

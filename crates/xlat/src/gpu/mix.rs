@@ -2,7 +2,7 @@
 //! the applications of their IPC in the mix over their IPC alone, alone meaning on the same
 //! number of SMs under the GPU-MMU baseline (the paper's metric, after Eyerman and Eeckhout).
 
-use super::kernels::{build, build_all, KernelSpec};
+use super::kernels::{build_all, AppSpec};
 use super::machine::{run, AppStats, RunStats};
 use super::memory::{self, ManagerKind, ManagerSpec};
 use super::params::GpuParams;
@@ -55,12 +55,12 @@ pub struct MixResult {
 
 /// Checks that `apps` fit the machine: no more applications than SMs, and their footprints
 /// together within its memory. Errors name the field.
-pub fn check_mix(spec: &GpuSpec, apps: &[KernelSpec], field: &str) -> Result<()> {
+pub fn check_mix(spec: &GpuSpec, apps: &[AppSpec], field: &str) -> Result<()> {
     if spec.params.sm_split.shares(spec.params.sms, apps.len()).is_none() {
         let message = format!("{} applications cannot share machine `{}`'s {} SMs", apps.len(), spec.name, spec.params.sms);
         return Err(Error::config(field, message));
     }
-    let total: u64 = apps.iter().map(|a| a.bytes).sum();
+    let total: u64 = apps.iter().map(AppSpec::footprint).sum();
     if total > spec.manager.memory_bytes {
         let message = format!(
             "the applications' footprints add up to {total} bytes, more than machine `{}`'s {} bytes of GPU memory",
@@ -73,7 +73,7 @@ pub fn check_mix(spec: &GpuSpec, apps: &[KernelSpec], field: &str) -> Result<()>
 
 /// Runs `apps` together on `spec`'s machine and, when it asks, each alone (at the same
 /// time, on other threads), taking alone runs that `alone` already holds from it.
-pub fn run_mix(spec: &GpuSpec, apps: &[KernelSpec], alone: &AloneRuns, interrupt: &AtomicBool) -> Result<MixResult> {
+pub fn run_mix(spec: &GpuSpec, apps: &[AppSpec], alone: &AloneRuns, interrupt: &AtomicBool) -> Result<MixResult> {
     let shared = || -> Result<RunStats> { run(&spec.params, memory::build(&spec.manager, apps.len()), build_all(apps)?, interrupt) };
     let (shared, alone) = if spec.weighted_speedup {
         let (shared, alone) = rayon::join(shared, || alone.ipcs(spec, apps, interrupt));
@@ -98,7 +98,7 @@ pub struct AloneRuns {
 impl AloneRuns {
     /// Each application's IPC alone on as many SMs as it has in a mix of `apps` on `spec`,
     /// under GPU-MMU, several at once; `None` when interrupted first.
-    fn ipcs(&self, spec: &GpuSpec, apps: &[KernelSpec], interrupt: &AtomicBool) -> Result<Option<Vec<f64>>> {
+    fn ipcs(&self, spec: &GpuSpec, apps: &[AppSpec], interrupt: &AtomicBool) -> Result<Option<Vec<f64>>> {
         let shares = spec.params.sm_split.shares(spec.params.sms, apps.len()).ok_or_else(|| Error::Simulation(format!("{} applications cannot share {} SMs", apps.len(), spec.params.sms)))?;
         let manager = ManagerSpec { kind: ManagerKind::GpuMmu, ..spec.manager.clone() };
         let ipcs = apps
@@ -111,12 +111,12 @@ impl AloneRuns {
 
     /// `app`'s IPC alone on `params` under `manager`, run unless known; `None` when
     /// interrupted first (and then not kept).
-    fn ipc(&self, params: &GpuParams, manager: &ManagerSpec, app: &KernelSpec, interrupt: &AtomicBool) -> Result<Option<f64>> {
+    fn ipc(&self, params: &GpuParams, manager: &ManagerSpec, app: &AppSpec, interrupt: &AtomicBool) -> Result<Option<f64>> {
         let key = serde_json::to_string(&(params, manager, app)).expect("GPU specs serialize");
         if let Some(&ipc) = self.ipcs.lock().expect("no thread panics holding it").get(&key) {
             return Ok(Some(ipc));
         }
-        let alone = run(params, memory::build(manager, 1), vec![build(app)?], interrupt)?;
+        let alone = run(params, memory::build(manager, 1), vec![app.build()?], interrupt)?;
         if alone.partial {
             return Ok(None);
         }
@@ -228,7 +228,7 @@ impl MixResult {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::gpu::kernels::{KernelKind, TINY_BYTES};
+    use crate::gpu::kernels::{KernelKind, KernelSpec, TINY_BYTES};
 
     fn spec(kind: ManagerKind) -> GpuSpec {
         let manager = ManagerSpec { kind, ..ManagerSpec::default() };
@@ -239,8 +239,8 @@ mod tests {
         serde_json::to_value(kind).expect("serializes").as_str().expect("a string").to_string()
     }
 
-    fn copies(kind: KernelKind, n: usize) -> Vec<KernelSpec> {
-        vec![KernelSpec { kind, bytes: TINY_BYTES, seed: 1 }; n]
+    fn copies(kind: KernelKind, n: usize) -> Vec<AppSpec> {
+        vec![AppSpec::Builtin(KernelSpec { kind, bytes: TINY_BYTES, seed: 1 }); n]
     }
 
     #[test]
@@ -261,7 +261,7 @@ mod tests {
     #[test]
     fn machines_differing_only_in_their_policy_share_their_alone_runs() {
         let alone = AloneRuns::default();
-        let apps = [KernelSpec { kind: KernelKind::Gups, bytes: TINY_BYTES, seed: 1 }, KernelSpec { kind: KernelKind::Stream, bytes: TINY_BYTES, seed: 2 }];
+        let apps = [KernelKind::Gups, KernelKind::Stream].map(|kind| AppSpec::Builtin(KernelSpec { kind, bytes: TINY_BYTES, seed: 1 }));
         let first = run_mix(&spec(ManagerKind::GpuMmu), &apps, &alone, &AtomicBool::new(false)).expect("runs");
         let second = run_mix(&spec(ManagerKind::Mosaic), &apps, &alone, &AtomicBool::new(false)).expect("runs");
         assert_eq!(alone.ipcs.lock().unwrap().len(), 2, "one alone run per application");

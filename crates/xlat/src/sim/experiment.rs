@@ -157,7 +157,7 @@ fn workload_result(
 /// counts machines done.
 fn run_gpu_workload(
     workload: &WorkloadSpec,
-    apps: &[crate::gpu::kernels::KernelSpec],
+    apps: &[crate::gpu::kernels::AppSpec],
     machines: &[MachineSpec],
     alone: &AloneRuns,
     interrupt: &AtomicBool,

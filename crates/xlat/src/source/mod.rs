@@ -40,7 +40,7 @@ pub enum SourceSpec {
     /// reference stream.
     Gpu {
         /// The applications, in mix order.
-        apps: Vec<crate::gpu::kernels::KernelSpec>,
+        apps: Vec<crate::gpu::kernels::AppSpec>,
     },
 }
 

@@ -26,6 +26,10 @@
 //! for stores and atomics). Every warp instruction counts one instruction. References come
 //! kernel by kernel, thread block by thread block and warp by warp, in the files' order: a
 //! sequential view of the program, not a GPU's interleaving of warps.
+//!
+//! The parsing ([`KernelList`], [`KernelFile::next_event`], [`lane_segments`]) is public:
+//! the GPU machine's traced applications (`gpu::kernels::traced`) read traces with it, as
+//! warps the machine schedules itself.
 
 use super::io::{display_path, open_input, Input};
 use crate::memref::{AccessKind, Batch, MemRef};
@@ -65,32 +69,57 @@ fn global_access(opcode: &str) -> Option<Global> {
     }
 }
 
-/// The kernels' trace files listed by `list` (a `kernelslist.g`), in launch order.
-fn kernel_files(list: &Path) -> Result<Vec<PathBuf>> {
-    let text = std::fs::read_to_string(list).map_err(|e| Error::io(list, e))?;
-    let dir = list.parent().unwrap_or(Path::new("."));
-    let mut files = Vec::new();
-    for (i, line) in text.lines().enumerate() {
-        let line = line.trim();
-        let at = |message: String| Error::AtLine { path: list.to_path_buf(), line: i as u64 + 1, message };
-        if line.is_empty() {
-            continue;
-        }
-        if let Some(copy) = line.strip_prefix("MemcpyHtoD,") {
-            let mut fields = copy.split(',');
-            let (Some(addr), Some(bytes), None) = (fields.next(), fields.next(), fields.next()) else {
-                return Err(at("expected `MemcpyHtoD,0x<address>,<bytes>`".into()));
-            };
-            if hex(addr).is_none() || bytes.trim().parse::<u64>().is_err() {
-                return Err(at(format!("bad copy `{line}`: expected a hex address and a decimal byte count")));
-            }
-        } else if line.ends_with(".traceg") || line.ends_with(".traceg.xz") {
-            files.push(dir.join(line));
+/// What a trace's `kernelslist.g` lists: the program's copies to the GPU and its kernels'
+/// trace files.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct KernelList {
+    /// Each `MemcpyHtoD`'s destination and bytes, in program order.
+    pub copies: Vec<(u64, u64)>,
+    /// The kernels' trace files, in launch order.
+    pub files: Vec<PathBuf>,
+}
+
+impl KernelList {
+    /// The list of the trace at `path`: a directory holding `kernelslist.g`, that file
+    /// itself, or one kernel's `.traceg` file (a list of that kernel alone, with no copies).
+    pub fn open(path: &Path) -> Result<KernelList> {
+        if path.is_dir() {
+            KernelList::read(&path.join(KERNEL_LIST))
+        } else if path.file_name().is_some_and(|n| n == KERNEL_LIST) {
+            KernelList::read(path)
         } else {
-            return Err(at(format!("`{line}` is neither a `MemcpyHtoD,…` copy nor a kernel's `.traceg` file")));
+            Ok(KernelList { copies: Vec::new(), files: vec![path.to_path_buf()] })
         }
     }
-    Ok(files)
+
+    /// Reads the `kernelslist.g` at `list`.
+    fn read(list: &Path) -> Result<KernelList> {
+        let text = std::fs::read_to_string(list).map_err(|e| Error::io(list, e))?;
+        let dir = list.parent().unwrap_or(Path::new("."));
+        let mut kernels = KernelList::default();
+        for (i, line) in text.lines().enumerate() {
+            let line = line.trim();
+            let at = |message: String| Error::AtLine { path: list.to_path_buf(), line: i as u64 + 1, message };
+            if line.is_empty() {
+                continue;
+            }
+            if let Some(copy) = line.strip_prefix("MemcpyHtoD,") {
+                let mut fields = copy.split(',');
+                let (Some(addr), Some(bytes), None) = (fields.next(), fields.next(), fields.next()) else {
+                    return Err(at("expected `MemcpyHtoD,0x<address>,<bytes>`".into()));
+                };
+                let (Some(addr), Ok(bytes)) = (hex(addr), bytes.trim().parse::<u64>()) else {
+                    return Err(at(format!("bad copy `{line}`: expected a hex address and a decimal byte count")));
+                };
+                kernels.copies.push((addr, bytes));
+            } else if line.ends_with(".traceg") || line.ends_with(".traceg.xz") {
+                kernels.files.push(dir.join(line));
+            } else {
+                return Err(at(format!("`{line}` is neither a `MemcpyHtoD,…` copy nor a kernel's `.traceg` file")));
+            }
+        }
+        Ok(kernels)
+    }
 }
 
 /// A hexadecimal number, with or without `0x`.
@@ -201,24 +230,28 @@ fn skip_registers<'a>(next: &mut impl FnMut(&str) -> std::result::Result<&'a str
     (0..count).try_for_each(|_| next(&format!("{side} register")).map(drop))
 }
 
+/// The bytes each lane at `lanes` touches when it accesses `width` bytes, split at 128-byte
+/// segment boundaries: `(first, last)` byte pairs in lane order (a lane's bytes may cross
+/// into the next segment, which then gets their part).
+pub fn lane_segments(lanes: &[u64], width: u64) -> impl Iterator<Item = (u64, u64)> + '_ {
+    lanes.iter().flat_map(move |&addr| {
+        let last = addr.saturating_add(width.max(1) - 1);
+        let mut start = Some(addr);
+        std::iter::from_fn(move || {
+            let first = start?;
+            let segment_end = (first | (SEGMENT_BYTES - 1)).min(last);
+            start = (segment_end < last).then(|| segment_end + 1);
+            Some((first, segment_end))
+        })
+    })
+}
+
 /// The coalesced requests of lanes at `lanes` each touching `width` bytes: one per
 /// 128-byte segment, from the lowest byte touched in it to the highest, in address order.
 /// `spans` is scratch space the caller keeps, so that no instruction allocates.
 fn coalesce(lanes: &[u64], width: u64, kind: AccessKind, spans: &mut Vec<(u64, u64)>, out: &mut Vec<MemRef>) {
     spans.clear();
-    for &addr in lanes {
-        // A lane's bytes may cross a segment boundary: each segment gets its part.
-        let last = addr.saturating_add(width - 1);
-        let mut start = addr;
-        loop {
-            let segment_end = (start | (SEGMENT_BYTES - 1)).min(last);
-            spans.push((start, segment_end));
-            if segment_end == last {
-                break;
-            }
-            start = segment_end + 1;
-        }
-    }
+    spans.extend(lane_segments(lanes, width));
     spans.sort_unstable();
     let mut i = 0;
     while i < spans.len() {
@@ -232,6 +265,26 @@ fn coalesce(lanes: &[u64], width: u64, kind: AccessKind, spans: &mut Vec<(u64, u
     }
 }
 
+/// One thing a kernel's file says, in file order ([`KernelFile::next_event`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Event<'a> {
+    /// The next warp's instructions begin (its `insts = n` line; `n` may be 0): warps come
+    /// thread block by thread block, each block's in the file's order.
+    Warp,
+    /// A warp instruction that makes no global access (shared, local, or not memory).
+    Other,
+    /// A warp instruction's global access: load or store, the bytes each active lane
+    /// touches, and the active lanes' addresses in lane order (none when no lane is active).
+    Global {
+        /// Load, or store (stores and atomics).
+        kind: AccessKind,
+        /// Bytes each lane touches (1 to 128).
+        width: u64,
+        /// The active lanes' addresses.
+        lanes: &'a [u64],
+    },
+}
+
 /// Where the reader is in a kernel's file.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Place {
@@ -243,20 +296,23 @@ enum Place {
     InWarp(u64),
 }
 
-/// One kernel's trace file being read.
-struct Kernel {
+/// One kernel's trace file being read, event by event.
+pub struct KernelFile {
     path: PathBuf,
     input: Input,
     line: String,
     line_no: u64,
     header: Header,
     place: Place,
+    lanes: Vec<u64>,
 }
 
-impl Kernel {
-    fn open(path: &Path) -> Result<Kernel> {
+impl KernelFile {
+    /// Opens the kernel's file at `path` (`.traceg`, or compressed `.traceg.xz`).
+    pub fn open(path: &Path) -> Result<KernelFile> {
         let (input, _, _) = open_input(path)?;
-        Ok(Kernel { path: display_path(path), input, line: String::new(), line_no: 0, header: Header { version: 4, ..Header::default() }, place: Place::Outside })
+        let header = Header { version: 4, ..Header::default() };
+        Ok(KernelFile { path: display_path(path), input, line: String::new(), line_no: 0, header, place: Place::Outside, lanes: Vec::with_capacity(LANES) })
     }
 
     fn error(&self, message: impl Into<String>) -> Error {
@@ -279,9 +335,9 @@ impl Kernel {
         Ok(true)
     }
 
-    /// The next global access of the kernel, its lanes in `lanes`, counting every warp
-    /// instruction in `instructions`; `None` at the end of the file.
-    fn next_access(&mut self, lanes: &mut Vec<u64>, instructions: &mut u64) -> Result<Option<(AccessKind, u64)>> {
+    /// The file's next warp or warp instruction; `None` at its end. Errors name the file
+    /// and line.
+    pub fn next_event(&mut self) -> Result<Option<Event<'_>>> {
         loop {
             if !self.read_line()? {
                 return match self.place {
@@ -292,19 +348,21 @@ impl Kernel {
             }
             if let Place::InWarp(left) = self.place {
                 self.place = if left == 1 { Place::InBlock } else { Place::InWarp(left - 1) };
-                *instructions += 1;
-                match parse_instruction(&self.line, &self.header, lanes) {
-                    Ok(Some(access)) => return Ok(Some(access)),
-                    Ok(None) => continue,
-                    Err(message) => return Err(self.error(message)),
-                }
+                return match parse_instruction(&self.line, &self.header, &mut self.lanes) {
+                    Ok(Some((kind, width))) => Ok(Some(Event::Global { kind, width, lanes: &self.lanes })),
+                    Ok(None) => Ok(Some(Event::Other)),
+                    Err(message) => Err(self.error(message)),
+                };
             }
-            self.structure_line()?;
+            if self.structure_line()? {
+                return Ok(Some(Event::Warp));
+            }
         }
     }
 
-    /// Takes a line outside a warp's instructions: a header, block or warp line.
-    fn structure_line(&mut self) -> Result<()> {
+    /// Takes a line outside a warp's instructions: a header, block or warp line; true when
+    /// it begins a warp's instructions.
+    fn structure_line(&mut self) -> Result<bool> {
         let line = self.line.trim();
         match self.place {
             _ if line.is_empty() || line.starts_with("#traces format") => {}
@@ -323,13 +381,14 @@ impl Kernel {
                     if count > 0 {
                         self.place = Place::InWarp(count);
                     }
+                    return Ok(true);
                 } else if !line.starts_with("thread block =") && !line.starts_with("warp =") {
                     return Err(self.error(format!("expected `thread block =`, `warp =`, `insts =` or #END_TB in a thread block, found `{}`", shorten(line))));
                 }
             }
             Place::InWarp(_) => unreachable!("instruction lines are taken before"),
         }
-        Ok(())
+        Ok(false)
     }
 }
 
@@ -343,9 +402,8 @@ fn shorten(line: &str) -> String {
 pub struct AccelSimReader {
     path: PathBuf,
     files: std::vec::IntoIter<PathBuf>,
-    kernel: Option<Kernel>,
+    kernel: Option<KernelFile>,
     kernels: u64,
-    lanes: Vec<u64>,
     /// Scratch space of `coalesce`.
     spans: Vec<(u64, u64)>,
     /// Requests of the last instruction not yet delivered, in reverse order.
@@ -356,14 +414,8 @@ impl AccelSimReader {
     /// Opens the trace at `path`.
     pub fn open(path: impl AsRef<Path>) -> Result<AccelSimReader> {
         let path = path.as_ref();
-        let files = if path.is_dir() {
-            kernel_files(&path.join(KERNEL_LIST))?
-        } else if path.file_name().is_some_and(|n| n == KERNEL_LIST) {
-            kernel_files(path)?
-        } else {
-            vec![path.to_path_buf()]
-        };
-        Ok(AccelSimReader { path: path.to_path_buf(), files: files.into_iter(), kernel: None, kernels: 0, lanes: Vec::with_capacity(LANES), spans: Vec::new(), pending: Vec::new() })
+        let files = KernelList::open(path)?.files;
+        Ok(AccelSimReader { path: path.to_path_buf(), files: files.into_iter(), kernel: None, kernels: 0, spans: Vec::new(), pending: Vec::new() })
     }
 
     /// The requests of the next global access into `self.pending`, counting instructions in
@@ -375,14 +427,17 @@ impl AccelSimReader {
                 None => match self.files.next() {
                     Some(file) => {
                         self.kernels += 1;
-                        self.kernel.insert(Kernel::open(&file)?)
+                        self.kernel.insert(KernelFile::open(&file)?)
                     }
                     None => return Ok(false),
                 },
             };
-            match kernel.next_access(&mut self.lanes, &mut batch.instructions)? {
-                Some((kind, width)) => {
-                    coalesce(&self.lanes, width, kind, &mut self.spans, &mut self.pending);
+            match kernel.next_event()? {
+                Some(Event::Warp) => {}
+                Some(Event::Other) => batch.instructions += 1,
+                Some(Event::Global { kind, width, lanes }) => {
+                    batch.instructions += 1;
+                    coalesce(lanes, width, kind, &mut self.spans, &mut self.pending);
                     self.pending.reverse();
                     return Ok(true);
                 }
@@ -418,5 +473,6 @@ impl RefSource for AccelSimReader {
     }
 }
 
+/// The tests' trace writer is shared with the GPU's traced applications' tests.
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

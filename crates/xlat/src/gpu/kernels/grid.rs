@@ -96,9 +96,26 @@ pub(crate) struct Steps {
 }
 
 impl Steps {
-    /// Adds `n` non-memory instructions before the next memory instruction.
+    /// Adds `n` non-memory instructions before the next memory instruction (at most
+    /// `u32::MAX` of them: a traced warp's longer run saturates).
     pub(crate) fn compute(&mut self, n: u32) {
-        self.pending += n;
+        self.pending = self.pending.saturating_add(n);
+    }
+
+    /// Takes the compute instructions not attached to a memory instruction: a traced warp's
+    /// last ones, which its exit issues.
+    pub(crate) fn take_pending(&mut self) -> u32 {
+        std::mem::take(&mut self.pending)
+    }
+
+    /// Steps assembled.
+    pub(crate) fn len(&self) -> usize {
+        self.steps.len()
+    }
+
+    /// Every step's lines, one after another.
+    pub(crate) fn lines(&self) -> &[u64] {
+        &self.lines
     }
 
     /// A warp load of the active lanes' byte addresses `addrs`, in lane order.
@@ -113,10 +130,11 @@ impl Steps {
 
     /// Coalesces the lane addresses into distinct 128-byte lines in order of their first
     /// lane; an instruction with no active lane issues no request, so its compute carries on.
-    fn access(&mut self, kind: AccessKind, addrs: impl IntoIterator<Item = u64>) {
+    /// (A traced lane whose bytes cross into the next line gives an address in each.)
+    pub(crate) fn access(&mut self, kind: AccessKind, addrs: impl IntoIterator<Item = u64>) {
         let start = self.lines.len();
         for (lane, addr) in addrs.into_iter().enumerate() {
-            debug_assert!(lane < LANES, "a warp instruction has at most 32 lanes");
+            debug_assert!(lane < 2 * LANES, "a warp instruction has at most 32 lanes, each in one or two lines");
             let line = addr - addr % REQUEST_BYTES;
             if !self.lines[start..].contains(&line) {
                 self.lines.push(line);
@@ -135,7 +153,8 @@ impl Steps {
         self.lines.clear();
     }
 
-    fn write(&self, i: usize, out: &mut WarpInstr) {
+    /// Writes step `i` into `out`.
+    pub(crate) fn write(&self, i: usize, out: &mut WarpInstr) {
         let step = self.steps[i];
         out.compute = step.compute;
         out.kind = Some(step.kind);

@@ -3,6 +3,7 @@
 //! (docs/gpu-workloads.md maps them). Each one really computes its result on the host when
 //! built, from data drawn from a seeded generator, and derives every warp's coalesced
 //! requests from that computation, as its CUDA code would issue them with 32 lanes per warp.
+//! Beside them, a mix may run real programs' traces ([`traced`]).
 
 mod bfs;
 mod grid;
@@ -12,6 +13,7 @@ mod mm;
 mod spmv;
 mod stencil;
 mod stream;
+pub mod traced;
 mod wavefront;
 
 #[cfg(test)]
@@ -75,6 +77,35 @@ impl KernelKind {
     }
 }
 
+/// One application of a mix: a built-in one or a real program's trace.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(untagged)]
+pub enum AppSpec {
+    /// A built-in application.
+    Builtin(KernelSpec),
+    /// A trace.
+    Trace(traced::TraceSpec),
+}
+
+impl AppSpec {
+    /// Bytes the application allocates at most at once: a built-in's target, a trace's
+    /// allocations.
+    pub fn footprint(&self) -> u64 {
+        match self {
+            AppSpec::Builtin(spec) => spec.bytes,
+            AppSpec::Trace(spec) => spec.bytes,
+        }
+    }
+
+    /// Builds the application: a built-in one's data and result, or a trace read.
+    pub fn build(&self) -> Result<Box<dyn Kernel>> {
+        match self {
+            AppSpec::Builtin(spec) => build(spec),
+            AppSpec::Trace(spec) => Ok(Box::new(spec.build()?)),
+        }
+    }
+}
+
 /// One application to run: which, its footprint target and its data's seed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct KernelSpec {
@@ -132,9 +163,9 @@ pub fn build(spec: &KernelSpec) -> Result<Box<dyn Kernel>> {
 
 /// Builds every application of `specs`, in order, several at once (each computes its own
 /// result from its own seed, so the outcome does not depend on how many run together).
-pub fn build_all(specs: &[KernelSpec]) -> Result<Vec<Box<dyn Kernel>>> {
+pub fn build_all(specs: &[AppSpec]) -> Result<Vec<Box<dyn Kernel>>> {
     use rayon::prelude::*;
-    specs.par_iter().map(build).collect()
+    specs.par_iter().map(AppSpec::build).collect()
 }
 
 /// Checks `spec` without building it: its footprint in range.

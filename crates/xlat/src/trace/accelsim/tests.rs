@@ -5,16 +5,30 @@ use std::fmt::Write as _;
 /// A warp's memory instruction as the tests write it: opcode, access width, active mask and
 /// each active lane's address.
 #[derive(Clone, Debug)]
-struct Access {
-    opcode: &'static str,
-    width: u64,
-    mask: u32,
-    lanes: Vec<u64>,
+pub(crate) struct Access {
+    pub(crate) opcode: &'static str,
+    pub(crate) width: u64,
+    pub(crate) mask: u32,
+    pub(crate) lanes: Vec<u64>,
+}
+
+impl Access {
+    /// The global access the reader sees in this instruction, if any (every generic access
+    /// the tests write lies outside the windows).
+    pub(crate) fn global(&self) -> Option<AccessKind> {
+        match global_access(self.opcode) {
+            _ if self.width == 0 => None,
+            Some(Global::Load) => Some(AccessKind::Load),
+            Some(Global::Store) => Some(AccessKind::Store),
+            Some(Global::Generic(kind)) => Some(kind),
+            None => None,
+        }
+    }
 }
 
 /// Writes `access` as an instruction line of tracer `version` in address `mode`, as NVBit's
 /// tracer does; `None` when the mode cannot express the lanes (a stride that varies).
-fn line(access: &Access, version: u32, mode: u8, lineinfo: bool) -> Option<String> {
+pub(crate) fn line(access: &Access, version: u32, mode: u8, lineinfo: bool) -> Option<String> {
     let mut text = String::new();
     if version < 3 {
         text.push_str("0 0 0 3 ");
@@ -28,6 +42,8 @@ fn line(access: &Access, version: u32, mode: u8, lineinfo: bool) -> Option<Strin
     }
     let lanes = &access.lanes;
     match mode {
+        // No active lane: the mode alone (a mask of 0 is what shrinking reaches).
+        1 | 2 if lanes.is_empty() => write!(text, " {mode}").unwrap(),
         0 => {
             text.push_str(" 0");
             lanes.iter().for_each(|a| write!(text, " 0x{a:016x}").unwrap());
@@ -52,24 +68,32 @@ fn line(access: &Access, version: u32, mode: u8, lineinfo: bool) -> Option<Strin
 
 /// A kernel file of tracer `version`: one thread block of one warp per instruction list.
 fn kernel(warps: &[Vec<String>], version: u32, lineinfo: bool) -> String {
+    kernel_of_blocks(&[warps.to_vec()], version, lineinfo)
+}
+
+/// A kernel file of tracer `version`: one thread block per entry of `blocks`, each of one
+/// warp per instruction list.
+pub(crate) fn kernel_of_blocks(blocks: &[Vec<Vec<String>>], version: u32, lineinfo: bool) -> String {
     let mut text = format!(
         "-kernel name = k\n-kernel id = 1\n-grid dim = (1,1,1)\n-block dim = (32,1,1)\n-shmem = 0\n-nregs = 8\n-binary version = 70\n\
          -cuda stream id = 0\n-shmem base_addr = 0x00007f0000000000\n-local mem base_addr = 0x00007f0001000000\n-nvbit version = 1.5\n\
          -accelsim tracer version = {version}\n-enable lineinfo = {}\n\n#traces format = PC mask dest_num [reg_dests] opcode src_num [reg_srcs] mem_width [adrrescompress?] [mem_addresses]\n\n",
         u8::from(lineinfo)
     );
-    text.push_str("#BEGIN_TB\n\nthread block = 0,0,0\n\n");
-    for (w, lines) in warps.iter().enumerate() {
-        write!(text, "warp = {w}\ninsts = {}\n", lines.len()).unwrap();
-        lines.iter().for_each(|l| writeln!(text, "{l}").unwrap());
-        text.push('\n');
+    for (b, warps) in blocks.iter().enumerate() {
+        write!(text, "#BEGIN_TB\n\nthread block = {b},0,0\n\n").unwrap();
+        for (w, lines) in warps.iter().enumerate() {
+            write!(text, "warp = {w}\ninsts = {}\n", lines.len()).unwrap();
+            lines.iter().for_each(|l| writeln!(text, "{l}").unwrap());
+            text.push('\n');
+        }
+        text.push_str("#END_TB\n");
     }
-    text.push_str("#END_TB\n");
     text
 }
 
 /// Every reference of the trace at `path`, and its instructions.
-fn read(path: &Path) -> Result<(Vec<MemRef>, u64)> {
+pub(crate) fn read(path: &Path) -> Result<(Vec<MemRef>, u64)> {
     let mut reader = AccelSimReader::open(path)?;
     let mut batch = Batch::with_capacity(7);
     let mut refs = Vec::new();
@@ -98,7 +122,8 @@ fn naive(access: &Access, kind: AccessKind) -> Vec<MemRef> {
     refs
 }
 
-fn write_dir(kernels: &[String]) -> tempfile::TempDir {
+/// A trace directory of the kernels' files `kernels`, its list copying 4 KiB to the GPU first.
+pub(crate) fn write_dir(kernels: &[String]) -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
     let mut list = String::from("MemcpyHtoD,0x00007f1000000000,4096\n");
     for (i, k) in kernels.iter().enumerate() {
@@ -109,7 +134,8 @@ fn write_dir(kernels: &[String]) -> tempfile::TempDir {
     dir
 }
 
-fn access_strategy() -> impl Strategy<Value = Access> {
+/// Warp instructions of every kind the reader knows, at lanes in a 1 MiB region.
+pub(crate) fn access_strategy() -> impl Strategy<Value = Access> {
     let opcodes = prop::sample::select(vec!["LDG.E", "STG.E.64", "ATOMG.E.ADD", "RED.E.ADD", "LD.E", "ST.E", "LDS", "STL", "IMAD"]);
     (opcodes, prop::sample::select(vec![1u64, 2, 4, 8, 16]), any::<u32>(), 0u64..1 << 20, prop::sample::select(vec![0i64, 4, 8, -8, 128, 1000]), any::<bool>())
         .prop_map(|(opcode, width, mask, base, stride, scattered)| {
@@ -135,13 +161,7 @@ proptest! {
         let lines: Vec<Vec<String>> = warps.iter().map(|w| w.iter().map(|a| line(a, version, mode, lineinfo).or_else(|| line(a, version, 0, lineinfo)).unwrap()).collect()).collect();
         let dir = write_dir(&[kernel(&lines, version, lineinfo)]);
         let (refs, instructions) = read(dir.path()).unwrap();
-        let expected: Vec<MemRef> = warps.iter().flatten().flat_map(|a| match global_access(a.opcode) {
-            _ if a.width == 0 => Vec::new(),
-            Some(Global::Load) => naive(a, AccessKind::Load),
-            Some(Global::Store) => naive(a, AccessKind::Store),
-            Some(Global::Generic(kind)) => naive(a, kind),
-            None => Vec::new(),
-        }).collect();
+        let expected: Vec<MemRef> = warps.iter().flatten().flat_map(|a| a.global().map_or_else(Vec::new, |kind| naive(a, kind))).collect();
         prop_assert_eq!(refs, expected);
         prop_assert_eq!(instructions, warps.iter().map(Vec::len).sum::<usize>() as u64);
     }

@@ -1,0 +1,3 @@
+MemcpyHtoD,0x00007f2000000000,1024
+MemcpyHtoD,0x00007f2000200000,1024
+kernel-1.traceg
