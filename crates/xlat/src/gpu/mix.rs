@@ -51,17 +51,19 @@ pub struct MixResult {
 }
 
 /// Checks that `apps` fit the machine: no more applications than SMs, and their footprints
-/// together within its memory. Errors name the field.
+/// together within its memory less what pre-fragmented data takes. Errors name the field.
 pub fn check_mix(spec: &GpuSpec, apps: &[KernelSpec], field: &str) -> Result<()> {
     if spec.params.sm_split.shares(spec.params.sms, apps.len()).is_none() {
         let message = format!("{} applications cannot share machine `{}`'s {} SMs", apps.len(), spec.name, spec.params.sms);
         return Err(Error::config(field, message));
     }
     let total: u64 = apps.iter().map(|a| a.bytes).sum();
-    if total > spec.manager.memory_bytes {
+    let prefragmented = spec.manager.prefragmented_bytes();
+    let available = spec.manager.memory_bytes - prefragmented;
+    if total > available {
         let message = format!(
-            "the applications' footprints add up to {total} bytes, more than machine `{}`'s {} bytes of GPU memory",
-            spec.name, spec.manager.memory_bytes
+            "the applications' footprints add up to {total} bytes, more than machine `{}`'s {available} bytes of GPU memory ({prefragmented} pre-fragmented)",
+            spec.name
         );
         return Err(Error::config(field, message));
     }
@@ -78,9 +80,10 @@ pub fn run_mix(spec: &GpuSpec, apps: &[KernelSpec], interrupt: &AtomicBool) -> R
     Ok(MixResult { machine: spec.name.clone(), manager: spec.manager.kind, apps: results, weighted_speedup, run: shared })
 }
 
-/// Each application's IPC alone on as many SMs as it had in `shared`, under GPU-MMU.
+/// Each application's IPC alone on as many SMs as it had in `shared`, under GPU-MMU with no
+/// pre-fragmented data: one baseline for every degree of fragmentation of a sweep.
 fn alone_ipcs(spec: &GpuSpec, apps: &[KernelSpec], shared: &RunStats, interrupt: &AtomicBool) -> Result<Vec<f64>> {
-    let manager = ManagerSpec { kind: ManagerKind::GpuMmu, ..spec.manager.clone() };
+    let manager = ManagerSpec { kind: ManagerKind::GpuMmu, fragmentation_index: 0.0, ..spec.manager.clone() };
     apps.iter()
         .zip(&shared.apps)
         .map(|(app, stats)| {
