@@ -56,7 +56,8 @@
 //! pre-fragmented data of the free fragmented frame holding least of it into the free slots
 //! of the other free fragmented frames (fullest first); the OS can move data it placed, and
 //! each base page so copied counts as migrated. Frames full of pre-fragmented data are in
-//! no list: nothing can use them.
+//! no list: nothing can use them. The emergency frames are the lowest-numbered others,
+//! fragmented or not (the list is a last resort, for fragmented pages only).
 
 mod cac;
 #[cfg(test)]
@@ -431,6 +432,7 @@ impl Mosaic {
         }
         if let Some(frame) = self.emergency.pop() {
             self.take_frame(app, frame, Role::Pool);
+            // Always some: an emergency frame holds no page and is not full of data.
             if let Some(slot) = self.frames[frame as usize].free_slot() {
                 return Ok((frame, slot));
             }
