@@ -102,6 +102,12 @@ pub struct RawGpuManager {
     pub cac_threshold: Option<f64>,
     /// Mosaic's emergency frames (default 8).
     pub emergency_frames: Option<u32>,
+    /// CAC stress test: the fraction of large frames holding pre-fragmented data (default
+    /// 0, none).
+    pub fragmentation_index: Option<f64>,
+    /// CAC stress test: the fraction of each pre-fragmented large frame its data takes
+    /// (default 0.5).
+    pub frame_occupancy: Option<f64>,
 }
 
 /// One application of a `gpu` workload.
@@ -142,8 +148,9 @@ pub struct RawGpuAppTable {
     pub seed: Option<u64>,
 }
 
-/// Validates a `gpu` machine; errors name the field under `path`.
-pub fn gpu_machine(m: &RawMachine, path: &str) -> Result<GpuSpec> {
+/// Validates a `gpu` machine; errors name the field under `path`. `seed` (the machine's,
+/// else the experiment's) places pre-fragmented data.
+pub fn gpu_machine(m: &RawMachine, path: &str, seed: u64) -> Result<GpuSpec> {
     let cpu_fields = [
         ("preset", m.preset.is_some()),
         ("entries", m.entries.is_some()),
@@ -161,7 +168,8 @@ pub fn gpu_machine(m: &RawMachine, path: &str) -> Result<GpuSpec> {
     let raw = m.gpu.clone().unwrap_or_default();
     let path = format!("{path}.gpu");
     let params = params(&raw, &path)?;
-    let manager = manager(raw.manager.as_ref().cloned().unwrap_or_default(), &format!("{path}.manager"))?;
+    let mut manager = manager(raw.manager.as_ref().cloned().unwrap_or_default(), &format!("{path}.manager"))?;
+    manager.prefragment_seed = m.seed.unwrap_or(seed);
     Ok(GpuSpec { name: m.name.clone(), params, manager, weighted_speedup: raw.weighted_speedup.unwrap_or(true) })
 }
 
@@ -246,6 +254,8 @@ fn manager(raw: RawGpuManager, path: &str) -> Result<ManagerSpec> {
     if !(0.0..=1.0).contains(&cac_threshold) {
         return Err(Error::config(format!("{path}.cac_threshold"), format!("{cac_threshold} is not an occupancy between 0 and 1")));
     }
+    let fragmentation_index = fraction(raw.fragmentation_index.unwrap_or(d.fragmentation_index), &format!("{path}.fragmentation_index"))?;
+    let frame_occupancy = fraction(raw.frame_occupancy.unwrap_or(d.frame_occupancy), &format!("{path}.frame_occupancy"))?;
     Ok(ManagerSpec {
         kind: raw.policy.unwrap_or(d.kind),
         memory_bytes: memory,
@@ -253,6 +263,9 @@ fn manager(raw: RawGpuManager, path: &str) -> Result<ManagerSpec> {
         cac: raw.cac.unwrap_or(d.cac),
         cac_threshold,
         emergency_frames: raw.emergency_frames.unwrap_or(d.emergency_frames),
+        fragmentation_index,
+        frame_occupancy,
+        prefragment_seed: d.prefragment_seed,
     })
 }
 
@@ -312,6 +325,10 @@ fn positive(v: f64, path: &str) -> Result<f64> {
     if v.is_finite() && v > 0.0 { Ok(v) } else { Err(Error::config(path, format!("{v} is not a positive number"))) }
 }
 
+fn fraction(v: f64, path: &str) -> Result<f64> {
+    if (0.0..=1.0).contains(&v) { Ok(v) } else { Err(Error::config(path, format!("{v} is not a fraction between 0 and 1"))) }
+}
+
 fn non_negative(v: f64, path: &str) -> Result<f64> {
     if v.is_finite() && v >= 0.0 { Ok(v) } else { Err(Error::config(path, format!("{v} is not a number of 0 or more"))) }
 }
@@ -364,5 +381,19 @@ mod tests {
         assert!(error(&odd).contains("machine[0].gpu.l2_tlb.base_ways"), "{}", error(&odd));
         let unknown = format!("[[workload]]\nname = \"w\"\ntype = \"gpu\"\napps = [\"lulesh\"]\n{GPU}");
         assert!(error(&unknown).contains("apps"), "{}", error(&unknown));
+    }
+
+    #[test]
+    fn pre_fragmentation_is_a_fraction_placed_by_the_machine_seed() {
+        let w = "seed = 7\n[[workload]]\nname = \"w\"\ntype = \"gpu\"\napps = [\"bfs\"]\n";
+        for (field, bad) in [("fragmentation_index", "1.5"), ("frame_occupancy", "-0.1"), ("frame_occupancy", "nan")] {
+            let text = format!("{w}{GPU}gpu = {{ manager = {{ {field} = {bad} }} }}\n");
+            assert!(error(&text).contains(&format!("machine[0].gpu.manager.{field}: ")) && error(&text).contains("between 0 and 1"), "{}", error(&text));
+        }
+        let text = format!("{w}{GPU}gpu = {{ manager = {{ fragmentation_index = 1.0, frame_occupancy = 0.25 }} }}\n[[machine]]\nname = \"h\"\nkind = \"gpu\"\nseed = 3\n");
+        let spec = parse_experiment(&text, Path::new(".")).expect("valid");
+        let (a, b) = (&spec.machines[0].gpu().expect("gpu").manager, &spec.machines[1].gpu().expect("gpu").manager);
+        assert_eq!((a.fragmentation_index, a.frame_occupancy, a.prefragment_seed), (1.0, 0.25, 7));
+        assert_eq!((b.fragmentation_index, b.frame_occupancy, b.prefragment_seed), (0.0, 0.5, 3));
     }
 }

@@ -54,17 +54,19 @@ pub struct MixResult {
 }
 
 /// Checks that `apps` fit the machine: no more applications than SMs, and their footprints
-/// together within its memory. Errors name the field.
+/// together within its memory less what pre-fragmented data takes. Errors name the field.
 pub fn check_mix(spec: &GpuSpec, apps: &[AppSpec], field: &str) -> Result<()> {
     if spec.params.sm_split.shares(spec.params.sms, apps.len()).is_none() {
         let message = format!("{} applications cannot share machine `{}`'s {} SMs", apps.len(), spec.name, spec.params.sms);
         return Err(Error::config(field, message));
     }
     let total: u64 = apps.iter().map(AppSpec::footprint).sum();
-    if total > spec.manager.memory_bytes {
+    let prefragmented = spec.manager.prefragmented_bytes();
+    let available = spec.manager.memory_bytes - prefragmented;
+    if total > available {
         let message = format!(
-            "the applications' footprints add up to {total} bytes, more than machine `{}`'s {} bytes of GPU memory",
-            spec.name, spec.manager.memory_bytes
+            "the applications' footprints add up to {total} bytes, more than machine `{}`'s {available} bytes of GPU memory ({prefragmented} pre-fragmented)",
+            spec.name
         );
         return Err(Error::config(field, message));
     }
@@ -97,10 +99,13 @@ pub struct AloneRuns {
 
 impl AloneRuns {
     /// Each application's IPC alone on as many SMs as it has in a mix of `apps` on `spec`,
-    /// under GPU-MMU, several at once; `None` when interrupted first.
+    /// under GPU-MMU with no pre-fragmented data (one baseline for every degree of
+    /// fragmentation of a sweep), several at once; `None` when interrupted first.
     fn ipcs(&self, spec: &GpuSpec, apps: &[AppSpec], interrupt: &AtomicBool) -> Result<Option<Vec<f64>>> {
         let shares = spec.params.sm_split.shares(spec.params.sms, apps.len()).ok_or_else(|| Error::Simulation(format!("{} applications cannot share {} SMs", apps.len(), spec.params.sms)))?;
-        let manager = ManagerSpec { kind: ManagerKind::GpuMmu, ..spec.manager.clone() };
+        let d = ManagerSpec::default();
+        let unfragmented = ManagerSpec { fragmentation_index: 0.0, frame_occupancy: d.frame_occupancy, prefragment_seed: d.prefragment_seed, ..spec.manager.clone() };
+        let manager = ManagerSpec { kind: ManagerKind::GpuMmu, ..unfragmented };
         let ipcs = apps
             .par_iter()
             .zip(shares)

@@ -4,12 +4,14 @@
 //! applications and nothing could be coalesced without migration; no mapping is ever large.
 //!
 //! The free list is a stack: freed frames are reused first (most recently freed first), and
-//! fresh frames are handed out in ascending order.
+//! fresh frames are handed out in ascending order. Pre-fragmented base frames are left out
+//! of it: they simply cannot be used.
 
 use super::pages::{
     chunk_masks, count_pages, page_range, split, Bitmap, ChunkRecord, Tables, Usage, BASE_BYTES,
-    NO_FRAME,
+    LARGE_BYTES, NO_FRAME,
 };
+use super::prefrag::{base_frames, prefragment};
 use super::{
     AppId, Invalidation, ManagerSpec, ManagerStats, Mapping, MemoryManager, PlaceError, Touch,
     PAGES_PER_LARGE,
@@ -46,6 +48,8 @@ pub struct GpuMmu {
     demand_paging: bool,
     /// Free base frames; the next one handed out is the last.
     free: Vec<u32>,
+    /// Base frames holding pre-fragmented data, ascending.
+    prefragmented: Vec<u64>,
     tables: Tables<Chunk>,
     usage: Usage,
     far_faults: u64,
@@ -56,9 +60,12 @@ impl GpuMmu {
     /// A manager of `spec.memory_bytes` of memory for `apps` applications.
     pub fn new(spec: &ManagerSpec, apps: usize) -> GpuMmu {
         let frames = (spec.memory_bytes / BASE_BYTES).min(u64::from(NO_FRAME)) as u32;
+        let prefragmented = base_frames(&prefragment(spec, spec.memory_bytes / LARGE_BYTES));
+        let usable = |pfn: &u32| prefragmented.binary_search(&u64::from(*pfn)).is_err();
         GpuMmu {
             demand_paging: spec.demand_paging,
-            free: (0..frames).rev().collect(),
+            free: (0..frames).rev().filter(usable).collect(),
+            prefragmented,
             tables: Tables::new(apps),
             usage: Usage::default(),
             far_faults: 0,
@@ -181,7 +188,15 @@ impl MemoryManager for GpuMmu {
     }
 
     fn stats(&self) -> ManagerStats {
-        ManagerStats { far_faults_base: self.far_faults, ..self.usage.stats() }
+        ManagerStats {
+            far_faults_base: self.far_faults,
+            prefragmented_frames: self.prefragmented.len() as u64,
+            ..self.usage.stats()
+        }
+    }
+
+    fn prefragmented(&self) -> Vec<u64> {
+        self.prefragmented.clone()
     }
 }
 

@@ -50,6 +50,10 @@ impl MemoryManager for Ideal {
     fn stats(&self) -> ManagerStats {
         self.0.stats()
     }
+
+    fn prefragmented(&self) -> Vec<u64> {
+        self.0.prefragmented()
+    }
 }
 
 #[cfg(test)]

@@ -8,11 +8,15 @@
 //! large page is already on the GPU. The frame returns to the free list (and the large TLB
 //! entry is flushed) only when the chunk's last allocated page is freed; freeing a page
 //! inside a held chunk flushes nothing, since the page would come back to the same frame.
+//!
+//! A large frame holding pre-fragmented data is never used: a large page needs all 512 base
+//! frames (so memory may run out sooner, which is the stress test's point).
 
 use super::pages::{
     chunk_masks, page_range, split, Bitmap, ChunkRecord, Newly, Tables, Usage, LARGE_BYTES,
     NO_FRAME,
 };
+use super::prefrag::{base_frames, prefragment};
 use super::{
     AppId, Invalidation, ManagerSpec, ManagerStats, Mapping, MemoryManager, PlaceError, Touch,
     PAGES_PER_LARGE,
@@ -50,6 +54,8 @@ pub struct LargeOnly {
     demand_paging: bool,
     /// Free large frames; the next one handed out is the last.
     free: Vec<u32>,
+    /// Base frames holding pre-fragmented data, ascending.
+    prefragmented: Vec<u64>,
     tables: Tables<Chunk>,
     usage: Usage,
     far_faults: u64,
@@ -60,9 +66,12 @@ impl LargeOnly {
     /// A manager of `spec.memory_bytes` of memory for `apps` applications.
     pub fn new(spec: &ManagerSpec, apps: usize) -> LargeOnly {
         let frames = (spec.memory_bytes / LARGE_BYTES).min(u64::from(NO_FRAME) / PAGES_PER_LARGE);
+        let fragmented = prefragment(spec, frames);
+        let usable = |frame: &u32| fragmented.binary_search_by_key(frame, |p| p.0).is_err();
         LargeOnly {
             demand_paging: spec.demand_paging,
-            free: (0..frames as u32).rev().collect(),
+            free: (0..frames as u32).rev().filter(usable).collect(),
+            prefragmented: base_frames(&fragmented),
             tables: Tables::new(apps),
             usage: Usage::default(),
             far_faults: 0,
@@ -218,7 +227,15 @@ impl MemoryManager for LargeOnly {
     }
 
     fn stats(&self) -> ManagerStats {
-        ManagerStats { far_faults_large: self.far_faults, ..self.usage.stats() }
+        ManagerStats {
+            far_faults_large: self.far_faults,
+            prefragmented_frames: self.prefragmented.len() as u64,
+            ..self.usage.stats()
+        }
+    }
+
+    fn prefragmented(&self) -> Vec<u64> {
+        self.prefragmented.clone()
     }
 }
 

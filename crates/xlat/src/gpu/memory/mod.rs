@@ -23,12 +23,16 @@
 //! - A page moves only by compaction (Mosaic's CAC), which flushes its base entry; coalescing
 //!   moves nothing and flushes nothing.
 //! - Nothing is ever evicted: a resident page stays resident until freed.
+//! - Pre-fragmented base frames (the paper's CAC stress test, `prefrag`) are never given to
+//!   an application and never freed; only Mosaic's CAC moves them. They count in no frame
+//!   statistic but `prefragmented_frames`.
 
 mod gpu_mmu;
 mod ideal;
 mod large_only;
 mod mosaic;
 mod pages;
+mod prefrag;
 #[cfg(test)]
 mod tests;
 
@@ -125,6 +129,8 @@ pub struct ManagerStats {
     /// Large frames that came to hold pages of two applications (CoCoA's soft guarantee
     /// broken by the emergency path).
     pub shared_frames: u64,
+    /// Base frames holding pre-fragmented data (the CAC stress test); constant.
+    pub prefragmented_frames: u64,
 }
 
 impl ManagerStats {
@@ -186,6 +192,17 @@ pub struct ManagerSpec {
     /// Mosaic's emergency frames: free large frames kept aside for when the free frame list
     /// runs out (default 8, 16 MiB or 0.5% of 3 GiB; the paper gives no number).
     pub emergency_frames: u32,
+    /// The CAC stress test's fragmentation index: the fraction of large frames (whole
+    /// 2 MiB frames of `memory_bytes`, for every policy) holding pre-fragmented data, in
+    /// [0, 1] (default 0: none).
+    pub fragmentation_index: f64,
+    /// The CAC stress test's large frame occupancy: the fraction of each pre-fragmented
+    /// large frame's 512 base frames the data takes, in [0, 1] (default 0.5, the paper's
+    /// Fig. 16a).
+    pub frame_occupancy: f64,
+    /// Seed of where the pre-fragmented data lies (default 1; a machine's configuration
+    /// gives its `seed`, else the experiment's).
+    pub prefragment_seed: u64,
 }
 
 impl Default for ManagerSpec {
@@ -197,6 +214,9 @@ impl Default for ManagerSpec {
             cac: true,
             cac_threshold: 0.5,
             emergency_frames: 8,
+            fragmentation_index: 0.0,
+            frame_occupancy: 0.5,
+            prefragment_seed: 1,
         }
     }
 }
@@ -209,6 +229,16 @@ pub fn build(spec: &ManagerSpec, apps: usize) -> Box<dyn MemoryManager> {
         ManagerKind::LargeOnly => Box::new(LargeOnly::new(spec, apps)),
         ManagerKind::Mosaic => Box::new(Mosaic::new(spec, apps)),
         ManagerKind::Ideal => Box::new(Ideal::new(spec, apps)),
+    }
+}
+
+impl ManagerSpec {
+    /// Bytes of memory pre-fragmented data takes (the CAC stress test), which no
+    /// application can have under any policy.
+    pub fn prefragmented_bytes(&self) -> u64 {
+        let large_frames = self.memory_bytes / pages::LARGE_BYTES;
+        let frames = prefrag::prefragment(self, large_frames);
+        frames.iter().map(|(_, data)| data.count()).sum::<u64>() * pages::BASE_BYTES
     }
 }
 
@@ -242,4 +272,10 @@ pub trait MemoryManager: Send {
 
     /// What the manager did and holds so far.
     fn stats(&self) -> ManagerStats;
+
+    /// The base frames holding pre-fragmented data now, ascending (they move only by
+    /// Mosaic's CAC); none for a manager that does not model it.
+    fn prefragmented(&self) -> Vec<u64> {
+        Vec::new()
+    }
 }

@@ -1,7 +1,8 @@
 //! Every policy against a brute-force reference model: random sequences of allocations,
 //! touches and frees, with memory small enough that allocations fail and CAC runs, checked
 //! after every step against the model's record of allocations, touched pages, where each
-//! page's content was last seen and what the TLBs may have cached.
+//! page's content was last seen and what the TLBs may have cached. Pre-fragmented memory
+//! (the CAC stress test) is never an application's, and is never lost or duplicated.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -65,6 +66,14 @@ fn op() -> impl Strategy<Value = Op> {
     ]
 }
 
+/// No pre-fragmentation half of the time, else any degree of it: (index, occupancy, seed).
+fn fragmentation() -> impl Strategy<Value = (f64, f64, u64)> {
+    prop_oneof![
+        Just((0.0, 0.5, 1)),
+        (0.0..=1.0f64, 0.0..=1.0f64, 0..4u64),
+    ]
+}
+
 fn spec() -> impl Strategy<Value = ManagerSpec> {
     let kind = prop_oneof![
         Just(ManagerKind::GpuMmu),
@@ -79,29 +88,53 @@ fn spec() -> impl Strategy<Value = ManagerSpec> {
         any::<bool>(),
         0.0..1.0f64,
         0..3u32,
+        fragmentation(),
     )
         .prop_map(
-            |(kind, frames, demand_paging, cac, cac_threshold, emergency_frames)| ManagerSpec {
+            |(kind, frames, demand_paging, cac, cac_threshold, emergency_frames, f)| ManagerSpec {
                 kind,
                 memory_bytes: frames * LARGE_BYTES,
                 demand_paging,
                 cac,
                 cac_threshold,
                 emergency_frames,
+                fragmentation_index: f.0,
+                frame_occupancy: f.1,
+                prefragment_seed: f.2,
             },
         )
 }
 
 /// Mosaic with so little memory that CAC and the emergency paths run often.
 fn mosaic_under_pressure() -> impl Strategy<Value = ManagerSpec> {
-    (3..6u64, any::<bool>(), 0.3..1.0f64, 0..2u32).prop_map(
-        |(frames, demand_paging, cac_threshold, emergency_frames)| ManagerSpec {
+    (3..6u64, any::<bool>(), 0.3..1.0f64, 0..2u32, fragmentation()).prop_map(
+        |(frames, demand_paging, cac_threshold, emergency_frames, f)| ManagerSpec {
             kind: ManagerKind::Mosaic,
             memory_bytes: frames * LARGE_BYTES,
             demand_paging,
             cac: true,
             cac_threshold,
             emergency_frames,
+            fragmentation_index: f.0,
+            frame_occupancy: f.1,
+            prefragment_seed: f.2,
+        },
+    )
+}
+
+/// Mosaic whose every frame is pre-fragmented, lightly enough that CAC can move the data to
+/// free whole frames.
+fn mosaic_prefragmented() -> impl Strategy<Value = ManagerSpec> {
+    (3..8u64, any::<bool>(), 0.01..0.5f64, 0..8u64).prop_map(
+        |(frames, demand_paging, frame_occupancy, prefragment_seed)| ManagerSpec {
+            kind: ManagerKind::Mosaic,
+            memory_bytes: frames * LARGE_BYTES,
+            demand_paging,
+            emergency_frames: 0,
+            fragmentation_index: 1.0,
+            frame_occupancy,
+            prefragment_seed,
+            ..ManagerSpec::default()
         },
     )
 }
@@ -121,6 +154,8 @@ struct Model {
     large_view: BTreeMap<(AppId, u64), u64>,
     /// Base entries flushed in this step.
     flushed: BTreeSet<(AppId, u64)>,
+    /// The pre-fragmented base frames at the start.
+    prefragmented: Vec<u64>,
 }
 
 impl Model {
@@ -133,6 +168,7 @@ impl Model {
             base_view: BTreeMap::new(),
             large_view: BTreeMap::new(),
             flushed: BTreeSet::new(),
+            prefragmented: Vec::new(),
         }
     }
 
@@ -308,6 +344,7 @@ impl Model {
         self.check_frames(manager, &resident);
         self.check_views(&resident);
         self.check_large(&resident);
+        self.check_prefragmented(manager, &resident);
         self.placed = resident.iter().map(|(&page, m)| (page, m.pfn)).collect();
     }
 
@@ -364,7 +401,9 @@ impl Model {
         assert!(stats.peak_frames_reserved >= stats.frames_reserved);
         assert!(stats.peak_pages_resident >= stats.frames_used);
         if matches!(self.spec.kind, ManagerKind::Mosaic | ManagerKind::LargeOnly) {
-            assert_eq!(stats.frames_reserved % PAGES_PER_LARGE, 0);
+            if stats.prefragmented_frames == 0 {
+                assert_eq!(stats.frames_reserved % PAGES_PER_LARGE, 0);
+            }
             let shared = apps_in_large_frame
                 .values()
                 .filter(|apps| apps.len() > 1)
@@ -392,6 +431,31 @@ impl Model {
                     assert_eq!(mapping.pfn, first + off, "cached large entry went stale");
                 }
             }
+        }
+    }
+
+    /// Pre-fragmented base frames: as many as at the start, distinct, in whole large frames
+    /// of memory, holding no application's page; only Mosaic (CAC) moves them.
+    fn check_prefragmented(
+        &self,
+        manager: &dyn MemoryManager,
+        resident: &BTreeMap<(AppId, u64), Mapping>,
+    ) {
+        let now = manager.prefragmented();
+        assert_eq!(now.len(), self.prefragmented.len(), "pre-fragmented data lost");
+        assert_eq!(manager.stats().prefragmented_frames, now.len() as u64);
+        assert!(now.windows(2).all(|w| w[0] < w[1]), "pre-fragmented frames duplicated");
+        let large_frames = self.spec.memory_bytes / LARGE_BYTES;
+        assert!(now.iter().all(|&pfn| pfn < large_frames * PAGES_PER_LARGE));
+        for (page, mapping) in resident {
+            assert!(
+                now.binary_search(&mapping.pfn).is_err(),
+                "{page:?} placed on pre-fragmented frame {}",
+                mapping.pfn
+            );
+        }
+        if self.spec.kind != ManagerKind::Mosaic {
+            assert_eq!(now, self.prefragmented, "pre-fragmented data moved");
         }
     }
 
@@ -426,6 +490,11 @@ fn run(spec: ManagerSpec, ops: &[Op]) {
     let mut manager = build(&spec, usize::from(APPS));
     assert_eq!(manager.ideal(), spec.kind == ManagerKind::Ideal);
     let mut model = Model::new(spec);
+    model.prefragmented = manager.prefragmented();
+    let large_frames = model.spec.memory_bytes / LARGE_BYTES;
+    let expected = (model.spec.fragmentation_index * large_frames as f64).round()
+        * (model.spec.frame_occupancy * PAGES_PER_LARGE as f64).round();
+    assert_eq!(model.prefragmented.len() as u64, expected as u64);
     for op in ops {
         model.run(manager.as_mut(), op);
         model.check(manager.as_ref());
@@ -449,6 +518,33 @@ proptest! {
         ops in prop::collection::vec(op(), 1..60),
     ) {
         run(spec, &ops);
+    }
+
+    #[test]
+    fn mosaic_moving_prefragmented_data_keeps_the_reference_model(
+        spec in mosaic_prefragmented(),
+        ops in prop::collection::vec(op(), 1..60),
+    ) {
+        run(spec, &ops);
+    }
+
+    #[test]
+    fn a_fragmentation_index_of_0_ignores_occupancy_and_seed(
+        spec in spec(),
+        frame_occupancy in 0.0..=1.0f64,
+        prefragment_seed in any::<u64>(),
+        ops in prop::collection::vec(op(), 1..40),
+    ) {
+        let plain = ManagerSpec { fragmentation_index: 0.0, ..spec };
+        let other = ManagerSpec { frame_occupancy, prefragment_seed, ..plain.clone() };
+        let (mut a, mut b) = (build(&plain, usize::from(APPS)), build(&other, usize::from(APPS)));
+        let (mut model_a, mut model_b) = (Model::new(plain), Model::new(other));
+        for op in &ops {
+            model_a.run(a.as_mut(), op);
+            model_b.run(b.as_mut(), op);
+            prop_assert_eq!(a.stats(), b.stats());
+            prop_assert_eq!(model_a.resident(a.as_ref()), model_b.resident(b.as_ref()));
+        }
     }
 }
 
@@ -531,4 +627,48 @@ fn touching_an_unallocated_page_fails_for_every_policy() {
         manager.allocate(7, 0, 4096).unwrap();
         assert!(manager.touch(7, 0).is_ok());
     }
+}
+
+#[test]
+fn every_policy_prefragments_half_of_8_frames_at_a_quarter_as_4_frames_of_128() {
+    for kind in [
+        ManagerKind::GpuMmu,
+        ManagerKind::LargeOnly,
+        ManagerKind::Mosaic,
+        ManagerKind::Ideal,
+    ] {
+        let spec = ManagerSpec {
+            kind,
+            memory_bytes: 8 * LARGE_BYTES,
+            fragmentation_index: 0.5,
+            frame_occupancy: 0.25,
+            ..ManagerSpec::default()
+        };
+        let manager = build(&spec, 1);
+        let mut per_frame: BTreeMap<u64, u64> = BTreeMap::new();
+        for pfn in manager.prefragmented() {
+            *per_frame.entry(pfn / PAGES_PER_LARGE).or_default() += 1;
+        }
+        assert_eq!(per_frame.values().collect::<Vec<_>>(), vec![&128; 4], "{kind:?}");
+        let stats = manager.stats();
+        assert_eq!((stats.prefragmented_frames, stats.frames_reserved), (512, 0));
+        assert_eq!(spec.prefragmented_bytes(), 512 * BASE_BYTES);
+    }
+}
+
+#[test]
+fn large_pages_cannot_use_a_prefragmented_frame() {
+    let spec = |fragmentation_index| ManagerSpec {
+        kind: ManagerKind::LargeOnly,
+        memory_bytes: 4 * LARGE_BYTES,
+        fragmentation_index,
+        frame_occupancy: 0.01,
+        ..ManagerSpec::default()
+    };
+    let mut clean = build(&spec(0.0), 1);
+    assert!(clean.allocate(0, 0, 4 * LARGE_BYTES).is_ok());
+    // 5 base frames in each of 2 frames leave room for 2 large pages, not 3.
+    let mut fragmented = build(&spec(0.5), 1);
+    assert!(fragmented.allocate(0, 0, 2 * LARGE_BYTES).is_ok());
+    assert!(fragmented.allocate(0, 2 * LARGE_BYTES, 4096).is_err());
 }

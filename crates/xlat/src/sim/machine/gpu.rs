@@ -10,8 +10,8 @@ use crate::{Error, Result};
 pub use crate::gpu::mix::GpuSpec;
 
 impl KindSpec for GpuSpec {
-    fn from_raw(raw: &RawMachine, path: &str, _seed: u64) -> Result<GpuSpec> {
-        crate::config::gpu::gpu_machine(raw, path)
+    fn from_raw(raw: &RawMachine, path: &str, seed: u64) -> Result<GpuSpec> {
+        crate::config::gpu::gpu_machine(raw, path, seed)
     }
 
     fn name(&self) -> &str {

@@ -4,8 +4,12 @@
 //! least one page and fewer than the occupancy threshold. Migration targets are the
 //! application's pool frames first (so that reservations keep their slots for their own
 //! chunks), fullest first (packing rather than spreading), then its reservations.
+//!
+//! Under the CAC stress test CAC also moves pre-fragmented data (no application's) out of a
+//! free fragmented frame into the free slots of the others, to make an unfragmented frame
+//! a chunk can be reserved and coalesced in.
 
-use super::{Invalidation, Mosaic, Role, PAGES_PER_LARGE};
+use super::{Bitmap, Invalidation, Mosaic, Role, PAGES_PER_LARGE};
 
 impl Mosaic {
     /// Compaction under memory pressure: empties the least used compactable frame whose
@@ -44,9 +48,10 @@ impl Mosaic {
     fn compact(&mut self, victim: u32) -> bool {
         let victim_state = self.frames[victim as usize];
         let targets = self.targets(victim_state.owner, victim);
-        let room = targets
-            .iter()
-            .map(|&t| PAGES_PER_LARGE - self.frames[t as usize].used);
+        let room = targets.iter().map(|&t| {
+            let state = &self.frames[t as usize];
+            state.usable() - state.used
+        });
         let room = room.sum::<u64>();
         if room < victim_state.used {
             return false;
@@ -93,6 +98,55 @@ impl Mosaic {
     fn first_free(&self, targets: &[u32]) -> Option<(u32, usize)> {
         targets
             .iter()
-            .find_map(|&t| Some((t, self.frames[t as usize].slots.first_zero()?)))
+            .find_map(|&t| Some((t, self.frames[t as usize].free_slot()?)))
+    }
+
+    /// Frees an unfragmented frame by moving the pre-fragmented data of the free fragmented
+    /// frame holding least of it into the other free fragmented frames, fullest first. True
+    /// when a frame was freed (it is then the next `free` hands out).
+    pub(super) fn defragment(&mut self) -> bool {
+        if !self.cac || self.defrag_futile || self.fragmented.len() < 2 {
+            return false;
+        }
+        let frames = &self.frames;
+        let holes = |&f: &u32| frames[f as usize].usable();
+        // The victim's data fits in the others' holes exactly when all holes add up to a
+        // whole frame, whichever frame is the victim.
+        if self.fragmented.iter().map(holes).sum::<u64>() < PAGES_PER_LARGE {
+            self.defrag_futile = true;
+            return false;
+        }
+        let by_data = |&f: &u32| (frames[f as usize].prefrag.count(), f);
+        let at = (0..self.fragmented.len())
+            .min_by_key(|&i| by_data(&self.fragmented[i]))
+            .unwrap_or(0);
+        let victim = self.fragmented.swap_remove(at);
+        self.fragmented
+            .sort_unstable_by_key(|f| (std::cmp::Reverse(by_data(f).0), *f));
+        self.move_prefragmented(victim);
+        self.fragmented.retain(|&f| self.frames[f as usize].usable() > 0);
+        self.fragmented.sort_unstable_by_key(|&f| std::cmp::Reverse(f));
+        self.free.push(victim);
+        self.counts.compactions += 1;
+        true
+    }
+
+    /// Moves every pre-fragmented base frame of `victim` into the first free slots of
+    /// `fragmented`, in its order (the caller checked they have room).
+    fn move_prefragmented(&mut self, victim: u32) {
+        let data = std::mem::replace(&mut self.frames[victim as usize].prefrag, Bitmap::EMPTY);
+        let mut targets = self.fragmented.iter();
+        let mut target = targets.next().copied();
+        for _ in data.ones() {
+            while let Some(t) = target {
+                let state = &mut self.frames[t as usize];
+                if let Some(slot) = state.free_slot() {
+                    state.prefrag.set(slot);
+                    break;
+                }
+                target = targets.next().copied();
+            }
+            self.counts.migrated += 1;
+        }
     }
 }

@@ -44,6 +44,20 @@
 //!   list is empty and CAC freed nothing. Past that, the paper's failsafe:
 //!   a page takes a free slot of any application's frame; a frame that so comes to hold two
 //!   applications' pages counts in `shared_frames`. Only then is memory out.
+//!
+//! # Pre-fragmented memory (the CAC stress test, Section 6.5)
+//! The paper says only that pre-fragmented data breaks the soft guarantee and cannot be
+//! coalesced with other pages of its frame. Here a large frame holding some (and free slots)
+//! is never reserved for a chunk, since the chunk could never coalesce there; when no
+//! application page is in it, it waits in its own free list, from which pool frames (for
+//! fragmented pages) are taken first, keeping unfragmented frames for reservations. Its
+//! free part then belongs to one application, as any frame does. When a whole-chunk
+//! reservation finds no unfragmented frame, CAC first tries to make one: it moves the
+//! pre-fragmented data of the free fragmented frame holding least of it into the free slots
+//! of the other free fragmented frames (fullest first); the OS can move data it placed, and
+//! each base page so copied counts as migrated. Frames full of pre-fragmented data are in
+//! no list: nothing can use them. The emergency frames are the lowest-numbered others,
+//! fragmented or not (the list is a last resort, for fragmented pages only).
 
 mod cac;
 #[cfg(test)]
@@ -53,6 +67,7 @@ use super::pages::{
     chunk_masks, page_range, split, Bitmap, ChunkRecord, Newly, Tables, Usage, BASE_BYTES,
     LARGE_BYTES, NO_FRAME,
 };
+use super::prefrag::prefragment;
 use super::{
     AppId, Invalidation, ManagerSpec, ManagerStats, Mapping, MemoryManager, PlaceError, Touch,
     PAGES_PER_LARGE,
@@ -116,6 +131,8 @@ struct Frame {
     used: u64,
     /// Holds pages of an application other than its owner.
     shared: bool,
+    /// Base frames holding pre-fragmented data (no application's; never in `slots`).
+    prefrag: Bitmap,
 }
 
 impl Frame {
@@ -125,11 +142,22 @@ impl Frame {
         slots: Bitmap::EMPTY,
         used: 0,
         shared: false,
+        prefrag: Bitmap::EMPTY,
     };
+
+    /// Base frames an application may use: those pre-fragmented data does not take.
+    fn usable(&self) -> u64 {
+        PAGES_PER_LARGE - self.prefrag.count()
+    }
 
     /// True when the frame belongs to an application and has a free slot.
     fn has_room(&self) -> bool {
-        self.role != Role::Free && self.used < PAGES_PER_LARGE
+        self.role != Role::Free && self.used < self.usable()
+    }
+
+    /// The lowest base frame holding neither a page nor pre-fragmented data.
+    fn free_slot(&self) -> Option<usize> {
+        self.slots.or(&self.prefrag).first_zero()
     }
 }
 
@@ -163,8 +191,10 @@ pub struct Mosaic {
     threshold: u64,
     emergency_target: usize,
     frames: Vec<Frame>,
-    /// Free large frames; the next one handed out is the last.
+    /// Free large frames without pre-fragmented data; the next one handed out is the last.
     free: Vec<u32>,
+    /// Free large frames with pre-fragmented data and a free slot, handed out like `free`.
+    fragmented: Vec<u32>,
     emergency: Vec<u32>,
     /// Each application's frames (reserved and pool).
     owned: Vec<Vec<u32>>,
@@ -176,6 +206,11 @@ pub struct Mosaic {
     /// Set when a compaction search found nothing, cleared by a free: placing pages only
     /// fills frames, so until something is freed the search would fail again.
     cac_futile: bool,
+    /// Set when moving pre-fragmented data could free no frame, cleared when a frame joins
+    /// `fragmented` (taking frames from it only removes room).
+    defrag_futile: bool,
+    /// Base frames holding pre-fragmented data.
+    prefragmented: u64,
     invalidations: Vec<Invalidation>,
 }
 
@@ -184,23 +219,36 @@ impl Mosaic {
     /// applications.
     pub fn new(spec: &ManagerSpec, apps: usize) -> Mosaic {
         let frames = (spec.memory_bytes / LARGE_BYTES).min(u64::from(NO_FRAME) / PAGES_PER_LARGE);
-        let frames = frames as u32;
-        let emergency = spec.emergency_frames.min(frames);
+        let mut states = vec![Frame::FREE; frames as usize];
+        for (frame, prefrag) in prefragment(spec, frames) {
+            states[frame as usize].prefrag = prefrag;
+        }
+        let prefragmented = states.iter().map(|f| f.prefrag.count()).sum();
+        // Frames full of pre-fragmented data can hold nothing: they go in no list.
+        let usable: Vec<u32> = (0..frames as u32)
+            .filter(|&f| states[f as usize].usable() > 0)
+            .collect();
+        let emergency = (spec.emergency_frames as usize).min(usable.len());
+        let (emergency_list, rest) = usable.split_at(emergency);
+        let clean = |f: &&u32| states[**f as usize].prefrag.is_empty();
         let threshold = (spec.cac_threshold.clamp(0.0, 1.0) * PAGES_PER_LARGE as f64).round();
         Mosaic {
             demand_paging: spec.demand_paging,
             cac: spec.cac,
             threshold: threshold as u64,
-            emergency_target: emergency as usize,
-            frames: vec![Frame::FREE; frames as usize],
-            free: (emergency..frames).rev().collect(),
-            emergency: (0..emergency).rev().collect(),
+            emergency_target: emergency,
+            free: rest.iter().rev().filter(clean).copied().collect(),
+            fragmented: rest.iter().rev().filter(|f| !clean(f)).copied().collect(),
+            emergency: emergency_list.iter().rev().copied().collect(),
+            frames: states,
             owned: vec![Vec::new(); apps],
             reverse: vec![NO_PAGE; frames as usize * PAGES_PER_LARGE as usize],
             tables: Tables::new(apps),
             usage: Usage::default(),
             counts: Counts::default(),
             cac_futile: false,
+            defrag_futile: false,
+            prefragmented,
             invalidations: Vec::new(),
         }
     }
@@ -216,15 +264,24 @@ impl Mosaic {
 
     /// Gives `frame` (just taken from a free list) to `app` for `role`.
     fn take_frame(&mut self, app: AppId, frame: u32, role: Role) {
-        self.frames[frame as usize] = Frame {
+        let state = &mut self.frames[frame as usize];
+        *state = Frame {
             owner: app,
             role,
-            slots: Bitmap::default(),
-            used: 0,
-            shared: false,
+            prefrag: state.prefrag,
+            ..Frame::FREE
         };
+        let usable = state.usable();
         self.owned_mut(app).push(frame);
-        self.usage.add_reserved(PAGES_PER_LARGE);
+        self.usage.add_reserved(usable);
+    }
+
+    /// Takes a free frame as a pool of `app`'s fragmented pages, a fragmented one first (it
+    /// could never be reserved); returns it and its first free slot.
+    fn take_pool_frame(&mut self, app: AppId) -> Option<(u32, usize)> {
+        let frame = self.fragmented.pop().or_else(|| self.free.pop())?;
+        self.take_frame(app, frame, Role::Pool);
+        Some((frame, self.frames[frame as usize].free_slot()?))
     }
 
     /// Returns the empty `frame` to the emergency list if it is short, else the free list.
@@ -239,13 +296,20 @@ impl Mosaic {
         if let Some(at) = owned.iter().position(|&f| f == frame) {
             owned.swap_remove(at);
         }
-        self.frames[frame as usize] = Frame::FREE;
+        let prefrag = self.frames[frame as usize].prefrag;
+        self.frames[frame as usize] = Frame {
+            prefrag,
+            ..Frame::FREE
+        };
         if self.emergency.len() < self.emergency_target {
             self.emergency.push(frame);
-        } else {
+        } else if prefrag.is_empty() {
             self.free.push(frame);
+        } else {
+            self.fragmented.push(frame);
+            self.defrag_futile = false;
         }
-        self.usage.sub_reserved(PAGES_PER_LARGE);
+        self.usage.sub_reserved(self.frames[frame as usize].usable());
     }
 
     /// Puts page `vpn` of `app` (allocated, in no frame now) in `slot` of `frame`; coalesces
@@ -340,7 +404,9 @@ impl Mosaic {
     /// Reserves a free frame for `chunk` of `app` (compacting first when the chunk is
     /// allocated whole and no frame is free); [`NO_FRAME`] leaves the chunk fragmented.
     fn reserve(&mut self, app: AppId, chunk: u64, whole: bool) -> u32 {
-        if self.free.is_empty() && whole {
+        // CAC's first resort is to move pre-fragmented data: that frees an unfragmented
+        // frame, which compacting an application's frame may not.
+        if self.free.is_empty() && whole && !self.defragment() {
             self.compact_one();
         }
         let Some(frame) = self.free.pop() else {
@@ -366,7 +432,10 @@ impl Mosaic {
         }
         if let Some(frame) = self.emergency.pop() {
             self.take_frame(app, frame, Role::Pool);
-            return Ok((frame, 0));
+            // Always some: an emergency frame holds no page and is not full of data.
+            if let Some(slot) = self.frames[frame as usize].free_slot() {
+                return Ok((frame, slot));
+            }
         }
         self.any_slot().ok_or(PlaceError::OutOfMemory {
             app,
@@ -394,18 +463,16 @@ impl Mosaic {
                 .min_by_key(|&&f| (frames[f as usize].used, f))
         };
         if let Some(&frame) = pool.or_else(reserved) {
-            return Some((frame, self.frames[frame as usize].slots.first_zero()?));
+            return Some((frame, self.frames[frame as usize].free_slot()?));
         }
-        let frame = self.free.pop()?;
-        self.take_frame(app, frame, Role::Pool);
-        Some((frame, 0))
+        self.take_pool_frame(app)
     }
 
     /// The paper's failsafe: a free slot in any application's frame, least used first.
     fn any_slot(&self) -> Option<(u32, usize)> {
         let frames = self.frames.iter().enumerate().filter(|(_, f)| f.has_room());
         let (frame, state) = frames.min_by_key(|(i, f)| (f.used, *i))?;
-        Some((frame as u32, state.slots.first_zero()?))
+        Some((frame as u32, state.free_slot()?))
     }
 
     /// Drops resident page `off` of `chunk` of `app` from its frame, flushing its base
@@ -558,7 +625,18 @@ impl MemoryManager for Mosaic {
             compactions: counts.compactions,
             pages_migrated: counts.migrated,
             shared_frames: counts.shared,
+            prefragmented_frames: self.prefragmented,
             ..self.usage.stats()
         }
+    }
+
+    fn prefragmented(&self) -> Vec<u64> {
+        let frames = self.frames.iter().enumerate();
+        frames
+            .flat_map(|(frame, state)| {
+                let first = frame as u64 * PAGES_PER_LARGE;
+                state.prefrag.ones().map(move |off| first + off as u64)
+            })
+            .collect()
     }
 }
