@@ -13,10 +13,7 @@ use super::{ManagerSpec, PAGES_PER_LARGE};
 /// The pre-fragmented large frames among `large_frames`, ascending, each with the base
 /// frames of it the data takes. Empty when `spec.fragmentation_index` is 0.
 pub(super) fn prefragment(spec: &ManagerSpec, large_frames: u64) -> Vec<(u32, Bitmap)> {
-    let index = spec.fragmentation_index.clamp(0.0, 1.0);
-    let occupancy = spec.frame_occupancy.clamp(0.0, 1.0);
-    let frames = (index * large_frames as f64).round() as usize;
-    let per_frame = (occupancy * PAGES_PER_LARGE as f64).round() as usize;
+    let (frames, per_frame) = amounts(spec, large_frames);
     if frames == 0 || per_frame == 0 {
         return Vec::new();
     }
@@ -33,6 +30,16 @@ pub(super) fn prefragment(spec: &ManagerSpec, large_frames: u64) -> Vec<(u32, Bi
             (frame as u32, data)
         })
         .collect()
+}
+
+/// How many of `large_frames` large frames are pre-fragmented, and how many base frames of
+/// each the data takes.
+pub(super) fn amounts(spec: &ManagerSpec, large_frames: u64) -> (usize, usize) {
+    let index = spec.fragmentation_index.clamp(0.0, 1.0);
+    let occupancy = spec.frame_occupancy.clamp(0.0, 1.0);
+    let frames = (index * large_frames as f64).round() as usize;
+    let per_frame = (occupancy * PAGES_PER_LARGE as f64).round() as usize;
+    (frames, per_frame)
 }
 
 /// The base frames of `frames` (as [`prefragment`] gives them), ascending.

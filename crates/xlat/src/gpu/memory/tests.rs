@@ -656,6 +656,15 @@ fn every_policy_prefragments_half_of_8_frames_at_a_quarter_as_4_frames_of_128() 
     }
 }
 
+proptest! {
+    /// The count validation uses is what a manager places, at any index and occupancy.
+    #[test]
+    fn prefragmented_bytes_counts_what_is_placed(frames in 1u64..64, index in 0.0f64..=1.0, occupancy in 0.0f64..=1.0) {
+        let spec = ManagerSpec { kind: ManagerKind::GpuMmu, memory_bytes: frames * LARGE_BYTES, fragmentation_index: index, frame_occupancy: occupancy, ..ManagerSpec::default() };
+        prop_assert_eq!(spec.prefragmented_bytes(), build(&spec, 1).prefragmented().len() as u64 * BASE_BYTES);
+    }
+}
+
 #[test]
 fn large_pages_cannot_use_a_prefragmented_frame() {
     let spec = |fragmentation_index| ManagerSpec {
