@@ -120,10 +120,7 @@ struct Gpu<'p> {
 /// share of the SMs, until every application has finished (or `interrupt` is set). Each
 /// application's instructions are generated on a thread of its own ([`Prefetched`]).
 pub fn run(params: &GpuParams, manager: Box<dyn MemoryManager>, apps: Vec<Box<dyn Kernel>>, interrupt: &AtomicBool) -> Result<RunStats> {
-    let shares = params
-        .sm_split
-        .shares(params.sms, apps.len())
-        .ok_or_else(|| Error::Simulation(format!("{} applications cannot share {} SMs", apps.len(), params.sms)))?;
+    let shares = params.sm_shares(apps.len())?;
     let apps = apps.into_iter().map(|app| Box::new(Prefetched::start(app)) as Box<dyn Kernel>).collect();
     let mut gpu = Gpu::new(params, manager, apps, &shares);
     gpu.start()?;

@@ -102,10 +102,8 @@ impl AloneRuns {
     /// under GPU-MMU with no pre-fragmented data (one baseline for every degree of
     /// fragmentation of a sweep), several at once; `None` when interrupted first.
     fn ipcs(&self, spec: &GpuSpec, apps: &[AppSpec], interrupt: &AtomicBool) -> Result<Option<Vec<f64>>> {
-        let shares = spec.params.sm_split.shares(spec.params.sms, apps.len()).ok_or_else(|| Error::Simulation(format!("{} applications cannot share {} SMs", apps.len(), spec.params.sms)))?;
-        let d = ManagerSpec::default();
-        let unfragmented = ManagerSpec { fragmentation_index: 0.0, frame_occupancy: d.frame_occupancy, prefragment_seed: d.prefragment_seed, ..spec.manager.clone() };
-        let manager = ManagerSpec { kind: ManagerKind::GpuMmu, ..unfragmented };
+        let shares = spec.params.sm_shares(apps.len())?;
+        let manager = ManagerSpec { kind: ManagerKind::GpuMmu, ..spec.manager.unfragmented() };
         let ipcs = apps
             .par_iter()
             .zip(shares)

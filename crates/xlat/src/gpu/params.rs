@@ -116,6 +116,14 @@ impl GpuParams {
         (us * self.clock_mhz).round() as u64
     }
 
+    /// The SMs of each of `apps` applications (see [`SmSplit::shares`]); an error when they
+    /// cannot share the GPU's.
+    pub fn sm_shares(&self, apps: usize) -> crate::Result<Vec<usize>> {
+        self.sm_split
+            .shares(self.sms, apps)
+            .ok_or_else(|| crate::Error::Simulation(format!("{apps} applications cannot share {} SMs", self.sms)))
+    }
+
     /// Bytes of host memory the TLBs and caches take at most.
     pub fn host_bytes(&self) -> u64 {
         let l1 = self.l1_tlb.host_bytes().saturating_mul(self.sms as u64);

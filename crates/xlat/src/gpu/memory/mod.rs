@@ -233,6 +233,13 @@ pub fn build(spec: &ManagerSpec, apps: usize) -> Box<dyn MemoryManager> {
 }
 
 impl ManagerSpec {
+    /// This configuration without pre-fragmented data, the fields that only place it back
+    /// at their defaults (so that configurations differing only in them compare equal).
+    pub fn unfragmented(&self) -> ManagerSpec {
+        let d = ManagerSpec::default();
+        ManagerSpec { fragmentation_index: 0.0, frame_occupancy: d.frame_occupancy, prefragment_seed: d.prefragment_seed, ..self.clone() }
+    }
+
     /// Bytes of memory pre-fragmented data takes (the CAC stress test), which no
     /// application can have under any policy.
     pub fn prefragmented_bytes(&self) -> u64 {
