@@ -656,6 +656,9 @@ fn workload_list_info_and_check() {
     assert!(info.status.success(), "{}", text(&info.stderr));
     let stdout = text(&info.stdout);
     assert!(stdout.contains("table_log2 = 30") && stdout.contains("expected footprint: 8.00GiB"), "{stdout}");
+    // The process's start-up is one line before the workload's own allocations.
+    assert!(stdout.contains("startup") && stdout.contains("process start-up: 376KiB in 19 places"), "{stdout}");
+    assert!(stdout.contains("mmap            8GiB touched"), "{stdout}");
     let check = xlat(&["workload", "check", "btree", "--scale", "tiny", "--set", "lookups=500"], dir.path());
     assert!(check.status.success(), "{}", text(&check.stderr));
     assert!(text(&check.stdout).contains("all 500 lookups found their key's value"), "{}", text(&check.stdout));

@@ -227,6 +227,7 @@ fn configuration_errors_name_the_field() {
         (SMALL.replace("memory = \"64MiB\"", "memory = \"64XB\""), "", "unknown size suffix"),
         (SMALL.replace("refs = 50_000\n\n[[workload]]", "refs = 50_000\nstride = 64\n\n[[workload]]"), "workload[0].stride", "only strided"),
         (SMALL.replace("type = \"sequential\"", "type = \"trace\""), "workload[0].footprint", "only synthetic"),
+        (SMALL.replace("refs = 50_000\n\n[[workload]]", "refs = 50_000\nstartup = true\n\n[[workload]]"), "workload[0].startup", "only built-in"),
         (SMALL.replace("type = \"sequential\"\nfootprint = \"1MiB\"\nrefs = 50_000", "type = \"trace\"\npath = \"\""), "workload[0].path", "the trace path is empty"),
         (SMALL.replace("name = \"zipf\"", "name = \"seq\""), "workload[1].name", "already named"),
         (SMALL.replace("schema = 1", "schema = 2"), "schema", "not supported"),
@@ -245,6 +246,23 @@ fn configuration_errors_name_the_field() {
         (SMALL.replace("placement = \"sequential\"", "placement = \"sequential\"\neviction = \"horizon-lru\""), "machine[1].os.eviction", "`horizon-lru` eviction needs iceberg"),
     ];
     assert_config_errors(cases);
+}
+
+/// A built-in workload starts as a process does when it runs from the program's start, and
+/// `startup` says otherwise either way.
+#[test]
+fn builtin_workloads_start_with_the_process_start_up_by_default() {
+    let startup = |params: &str, field: &str| {
+        let text = format!("schema = 1\n[[workload]]\nname = \"g\"\ntype = \"gups\"\nscale = \"tiny\"\nparams = {{ {params} }}\n{field}\n[[machine]]\nname = \"m\"\npreset = \"single-tlb\"\n");
+        match parse_experiment(&text, Path::new(".")).unwrap().workloads.remove(0).source {
+            xlat::source::SourceSpec::Builtin(b) => (b.startup, b.expected().phases[0].name),
+            other => panic!("not a built-in: {other:?}"),
+        }
+    };
+    assert_eq!(startup("", ""), (true, "startup"));
+    assert_eq!(startup("init = false", ""), (false, "init"));
+    assert_eq!(startup("", "startup = false"), (false, "init"));
+    assert_eq!(startup("init = false", "startup = true"), (true, "startup"));
 }
 
 #[test]

@@ -10,7 +10,7 @@ use std::sync::atomic::AtomicBool;
 use std::time::Instant;
 use xlat::source::Interruptible;
 use xlat::units::format_bytes;
-use xlat::workload::{BuiltinSpec, Expected, Scale, WORKLOADS};
+use xlat::workload::{startup, BuiltinSpec, Expected, Scale, WORKLOADS};
 
 /// Subcommands of `xlat workload`.
 #[derive(Subcommand)]
@@ -131,12 +131,18 @@ fn print_expected(expected: &Expected) -> std::io::Result<()> {
         outln!("  {:<8} {:>16} ({exact}, {emitted})", p.name, thousands(p.refs))?;
     }
     outln!("allocations, in program order:")?;
-    const SHOWN: usize = 12;
-    for r in expected.regions.iter().filter(|r| r.bytes > 0).take(SHOWN) {
-        let place = if r.mapped() { "mmap" } else { "heap" };
-        outln!("  {:#014x} {place} {:>12} touched {:>12}  {}", r.addr, format_bytes(r.bytes), format_bytes(r.touched), r.name)?;
+    // The process's start-up is one line: its pages are the same for every workload.
+    let (startup, own): (Vec<_>, Vec<_>) = expected.regions.iter().filter(|r| r.bytes > 0).partition(|r| startup::is_startup(r));
+    if !startup.is_empty() {
+        let bytes = startup.iter().map(|r| r.touched).sum::<u64>();
+        outln!("  process start-up: {} in {} places (stack, loader, libraries, heap)", format_bytes(bytes), startup.len())?;
     }
-    let more = expected.regions.iter().filter(|r| r.bytes > 0).count().saturating_sub(SHOWN);
+    const SHOWN: usize = 12;
+    for r in own.iter().take(SHOWN) {
+        let place = r.place();
+        outln!("  {:#014x} {place:<7} {:>12} touched {:>12}  {}", r.addr, format_bytes(r.bytes), format_bytes(r.touched), r.name)?;
+    }
+    let more = own.len().saturating_sub(SHOWN);
     if more > 0 {
         outln!("  ... and {more} more (--json lists all)")?;
     }

@@ -142,6 +142,10 @@ pub struct RawWorkload {
     pub format: Option<String>,
     /// Built-in: scale preset (`tiny`, `small`, `paper`).
     pub scale: Option<String>,
+    /// Built-in: whether the process's start-up pages (the loader's, the libraries' and the
+    /// program's data and the stack, touched before `main`) come first. Default: when the
+    /// run starts at the program's start (its first phase is emitted).
+    pub startup: Option<bool>,
     /// Built-in: explicit parameters overriding the preset's.
     #[schemars(with = "Option<serde_json::Map<String, serde_json::Value>>")]
     pub params: Option<toml::Table>,

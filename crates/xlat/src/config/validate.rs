@@ -195,8 +195,8 @@ pub(super) fn check_name(name: &str, path: &str) -> Result<()> {
 
 /// Validates one workload.
 pub fn workload(w: &RawWorkload, path: &str, seed: u64, base_dir: &Path) -> Result<WorkloadSpec> {
-    if !w.kind.is_builtin() && (w.scale.is_some() || w.params.is_some()) {
-        let field = if w.scale.is_some() { "scale" } else { "params" };
+    if !w.kind.is_builtin() && (w.scale.is_some() || w.params.is_some() || w.startup.is_some()) {
+        let field = if w.scale.is_some() { "scale" } else if w.params.is_some() { "params" } else { "startup" };
         return err(format!("{path}.{field}"), "only built-in workloads (gups, btree, xsbench, graph500, gap, memcached, redis, sysbench-memory) take this field");
     }
     if w.kind == WorkloadType::Gpu {
@@ -321,7 +321,9 @@ fn builtin(w: &RawWorkload, path: &str, seed: u64) -> Result<BuiltinSpec> {
         return err(format!("{path}.scale"), "a built-in workload needs a `scale` (tiny, small or paper)");
     };
     let scale = crate::workload::scale(scale_name, &format!("{path}.scale"))?;
-    BuiltinSpec::new(w.kind.name(), scale, w.params.as_ref(), w.seed.unwrap_or(seed), w.asid.unwrap_or(0), path)
+    let mut spec = BuiltinSpec::new(w.kind.name(), scale, w.params.as_ref(), w.seed.unwrap_or(seed), w.asid.unwrap_or(0), path)?;
+    spec.startup = w.startup.unwrap_or(spec.startup);
+    Ok(spec)
 }
 
 fn synthetic(w: &RawWorkload, path: &str, seed: u64) -> Result<SyntheticSpec> {

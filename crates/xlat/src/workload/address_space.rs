@@ -34,8 +34,10 @@ pub const TEXT_BASE: u64 = 0x5555_5555_4000;
 pub const IMAGE_BYTES: u64 = 0x4000;
 /// The top of the mmap area with ASLR off (`mmap_base`).
 pub const MMAP_BASE: u64 = 0x7fff_f7ff_f000;
-/// Bytes below [`MMAP_BASE`] taken by the dynamic loader, libc and libm before `main` runs.
-pub const LIBRARY_BYTES: u64 = 0x27_c000;
+/// Bytes below [`MMAP_BASE`] taken by the dynamic loader, the vDSO, libm, libc and the
+/// initial thread's TLS before `main` runs (Debian 12, glibc 2.36: `/proc/self/maps` of a
+/// program linking libm, ASLR off; [`super::startup`] places its pages there).
+pub const LIBRARY_BYTES: u64 = 0x30_d000;
 /// Every mapping the model makes lies above this address, every heap chunk below it.
 pub const MMAP_AREA_FLOOR: u64 = 0x7000_0000_0000;
 /// The top of the user stack.

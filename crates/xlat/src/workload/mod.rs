@@ -21,6 +21,7 @@ pub mod keyspace;
 pub mod memcached;
 pub mod redis;
 pub mod source;
+pub mod startup;
 pub mod sysbench_memory;
 pub mod xsbench;
 
@@ -83,9 +84,18 @@ pub struct Region {
 }
 
 impl Region {
-    /// True when the allocation has its own mapping rather than a chunk of the brk heap.
-    pub fn mapped(&self) -> bool {
-        self.addr >= address_space::MMAP_AREA_FLOOR
+    /// Where the region lies in the process: `stack`, `library` (the loader's and the
+    /// libraries' mappings), `mmap` (an allocation's own mapping), `image` (the program's)
+    /// or `heap` (a chunk of the brk heap).
+    pub fn place(&self) -> &'static str {
+        use address_space::{IMAGE_BYTES, LIBRARY_BYTES, MMAP_AREA_FLOOR, MMAP_BASE, TEXT_BASE};
+        match self.addr {
+            a if a >= MMAP_BASE => "stack",
+            a if a >= MMAP_BASE - LIBRARY_BYTES => "library",
+            a if a >= MMAP_AREA_FLOOR => "mmap",
+            a if a < TEXT_BASE + IMAGE_BYTES => "image",
+            _ => "heap",
+        }
     }
 }
 
@@ -236,6 +246,9 @@ pub const WORKLOADS: [(&str, &str); 8] = [
     (sysbench_memory::SysbenchMemory::NAME, sysbench_memory::SysbenchMemory::ABOUT),
 ];
 
+/// The name of the start-up's phase.
+pub const STARTUP: &str = "startup";
+
 /// A validated built-in workload: parameters, seed and address space.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct BuiltinSpec {
@@ -247,6 +260,9 @@ pub struct BuiltinSpec {
     pub seed: u64,
     /// Address space of every reference.
     pub asid: Asid,
+    /// Whether the process's start-up pages ([`startup`]) come first, as in a run from the
+    /// program's start.
+    pub startup: bool,
 }
 
 fn names() -> String {
@@ -301,7 +317,9 @@ impl BuiltinSpec {
             sysbench_memory::SysbenchMemory::NAME => Params::SysbenchMemory(build(scale, overrides, &params_path)?),
             _ => return Err(Error::config(format!("{path}.type"), format!("unknown workload `{name}` (built-in: {})", names()))),
         };
-        Ok(BuiltinSpec { scale, params, seed, asid })
+        // A run from the program's start (its first phase emitted) starts as a process does.
+        let startup = dispatch!(&params, p => p.expected()).phases.first().is_some_and(|p| p.emitted);
+        Ok(BuiltinSpec { scale, params, seed, asid, startup })
     }
 
     /// The workload's name.
@@ -312,14 +330,23 @@ impl BuiltinSpec {
         dispatch!(&self.params, p => of(p))
     }
 
-    /// What the workload will allocate and do.
+    /// What the workload will allocate and do, its start-up first when it has one.
     pub fn expected(&self) -> Expected {
-        dispatch!(&self.params, p => p.expected())
+        let mut expected = dispatch!(&self.params, p => p.expected());
+        if self.startup {
+            expected.regions.splice(0..0, startup::regions());
+            expected.phases.insert(0, ExpectedPhase { name: STARTUP, emitted: true, refs: startup::refs(), exact: true });
+        }
+        expected
     }
 
     /// Runs the workload to the end into `sink` on this thread; fails if its self-check does.
     pub fn run(&self, sink: &mut dyn emit::Sink) -> Result<Report> {
         let mut e = Emitter::new(self.asid, sink);
+        if self.startup {
+            e.phase(STARTUP, true);
+            startup::emit(&mut e);
+        }
         let checked = dispatch!(&self.params, p => p.run(self.seed, &mut e));
         let phases = e.finish();
         match checked {
