@@ -260,6 +260,23 @@ fn sysbench_memory_every_operation_and_access_mode() {
     }
 }
 
+/// A run starts with the process's start-up exactly when it emits its first phase, the
+/// set-up.
+#[test]
+fn the_start_up_comes_first_exactly_when_the_set_up_is_emitted() {
+    let flags = [("gups", "init"), ("btree", "build"), ("xsbench", "setup"), ("graph500", "setup"), ("gap", "setup"), ("memcached", "load"), ("redis", "load"), ("sysbench-memory", "init")];
+    assert_eq!(flags.len(), WORKLOADS.len());
+    for (name, flag) in flags {
+        for on in [true, false] {
+            let s = spec(name, &format!("{flag} = {on}"));
+            let phases = s.expected().phases;
+            assert_eq!((s.startup, phases[0].name == "startup"), (on, on), "{name} with {flag} = {on}");
+            let set_up = &phases[usize::from(on)];
+            assert_eq!(set_up.emitted, on, "{name} with {flag} = {on}: {} comes first", set_up.name);
+        }
+    }
+}
+
 #[test]
 fn every_workload_is_deterministic_for_a_seed() {
     for (name, _) in WORKLOADS {

@@ -84,6 +84,10 @@ impl Workload for Gups {
         Gups { table_log2, updates: 0, init: true }
     }
 
+    fn emits_set_up(&self) -> bool {
+        self.init
+    }
+
     fn validate(&self) -> Result<(), (&'static str, String)> {
         if !(4..=36).contains(&self.table_log2) {
             return Err(("table_log2", format!("{} is outside 4..=36 (128 B to 512 GiB tables)", self.table_log2)));

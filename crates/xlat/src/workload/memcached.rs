@@ -754,6 +754,10 @@ impl Workload for Memcached {
         }
     }
 
+    fn emits_set_up(&self) -> bool {
+        self.load
+    }
+
     fn validate(&self) -> Result<(), (&'static str, String)> {
         if !(1..=1 << 31).contains(&self.records) {
             return Err(("records", format!("{} records is outside 1..=2^31", self.records)));

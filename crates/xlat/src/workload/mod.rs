@@ -187,6 +187,9 @@ pub trait Workload: Clone + fmt::Debug + Serialize + DeserializeOwned + Send + '
     const ABOUT: &'static str;
     /// The parameters of a scale preset.
     fn preset(scale: Scale) -> Self;
+    /// True when the run starts at the program's start: its first phase (the set-up) is
+    /// emitted, so the process's start-up ([`startup`]) comes before it.
+    fn emits_set_up(&self) -> bool;
     /// Checks the parameters; an error names the parameter.
     fn validate(&self) -> std::result::Result<(), (&'static str, String)>;
     /// Allocations, footprint and references per phase, computed without running.
@@ -317,8 +320,7 @@ impl BuiltinSpec {
             sysbench_memory::SysbenchMemory::NAME => Params::SysbenchMemory(build(scale, overrides, &params_path)?),
             _ => return Err(Error::config(format!("{path}.type"), format!("unknown workload `{name}` (built-in: {})", names()))),
         };
-        // A run from the program's start (its first phase emitted) starts as a process does.
-        let startup = dispatch!(&params, p => p.expected()).phases.first().is_some_and(|p| p.emitted);
+        let startup = dispatch!(&params, p => p.emits_set_up());
         Ok(BuiltinSpec { scale, params, seed, asid, startup })
     }
 

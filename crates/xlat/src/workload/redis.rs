@@ -778,6 +778,10 @@ impl Workload for Redis {
         Redis { records, requests, key_bytes: 16, value_bytes: 128, get_fraction: 0.5, distribution: KeyDistribution::Uniform, skew: 0.99, load: true }
     }
 
+    fn emits_set_up(&self) -> bool {
+        self.load
+    }
+
     fn validate(&self) -> Result<(), (&'static str, String)> {
         if !(1..=1 << 31).contains(&self.records) {
             return Err(("records", format!("{} records is outside 1..=2^31", self.records)));

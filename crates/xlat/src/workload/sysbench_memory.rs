@@ -237,6 +237,10 @@ impl Workload for SysbenchMemory {
         SysbenchMemory { block_size, total_size: 2 * block_size, oper: Oper::Write, access_mode: AccessMode::Seq, init: true }
     }
 
+    fn emits_set_up(&self) -> bool {
+        self.init
+    }
+
     fn validate(&self) -> Result<(), (&'static str, String)> {
         if self.block_size < 8 || !self.block_size.is_power_of_two() || self.block_size > MAX_BLOCK {
             return Err(("block_size", format!("{} bytes: need a power of two from 8 to 2^40", self.block_size)));

@@ -380,6 +380,10 @@ impl Workload for Xsbench {
         Xsbench { nuclides, gridpoints, lookups, grid: Grid::Unionized, hash_bins: 10_000, setup: true }
     }
 
+    fn emits_set_up(&self) -> bool {
+        self.setup
+    }
+
     fn validate(&self) -> Result<(), (&'static str, String)> {
         if self.nuclides != 68 && self.nuclides != 355 {
             return Err(("nuclides", format!("{} nuclides: XSBench's materials are defined for 68 or 355", self.nuclides)));

@@ -459,6 +459,10 @@ impl Workload for Btree {
         Btree { keys, lookups: keys, build: true, order: 16 }
     }
 
+    fn emits_set_up(&self) -> bool {
+        self.build
+    }
+
     fn validate(&self) -> Result<(), (&'static str, String)> {
         if !(1..=1 << 32).contains(&self.keys) {
             return Err(("keys", format!("{} keys is outside 1..=2^32", self.keys)));

@@ -239,6 +239,10 @@ impl Workload for Gap {
         Gap { kernel: Kernel::Bfs, graph: GraphKind::Kron, scale: s, degree: 16, trials, sources: 4, delta: 1, setup: true, a, b, c }
     }
 
+    fn emits_set_up(&self) -> bool {
+        self.setup
+    }
+
     fn validate(&self) -> Result<(), (&'static str, String)> {
         if !(1..=30).contains(&self.scale) {
             return Err(("scale", format!("{} is outside 1..=30 (vertex ids are 32-bit)", self.scale)));

@@ -423,6 +423,10 @@ impl Workload for Graph500 {
         Graph500 { scale: s, edgefactor: 16, roots, setup: true, validation: true, adjacency: Adjacency::Csr, a, b, c }
     }
 
+    fn emits_set_up(&self) -> bool {
+        self.setup
+    }
+
     fn validate(&self) -> Result<(), (&'static str, String)> {
         if !(1..=32).contains(&self.scale) {
             return Err(("scale", format!("{} is outside 1..=32", self.scale)));
