@@ -52,7 +52,10 @@ const TCACHE_CHUNK: u64 = 0x290;
 const TOP_PAD: u64 = 128 << 10;
 /// The smallest chunk; the top chunk always keeps at least this much.
 const MIN_CHUNK: u64 = 32;
-const PAGE: u64 = 4096;
+/// Bytes per page.
+pub(super) const PAGE: u64 = 4096;
+/// The first address of the brk heap: right after the program image, page-aligned.
+pub const HEAP_START: u64 = (TEXT_BASE + IMAGE_BYTES).div_ceil(PAGE) * PAGE;
 
 /// Where an allocation was placed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -66,7 +69,6 @@ enum Placement {
 /// A simulated process address space with a glibc-like allocator.
 #[derive(Clone, Debug)]
 pub struct AddressSpace {
-    heap_start: u64,
     /// Address of the heap's top chunk (the next chunk carved from `brk`).
     top: u64,
     /// The program break: the top chunk spans `top..brk`.
@@ -103,13 +105,11 @@ pub fn chunk_size(bytes: u64) -> u64 {
 impl AddressSpace {
     /// A fresh process: image loaded, libraries mapped, heap empty but for malloc's tcache.
     pub fn new() -> AddressSpace {
-        let heap_start = align_up(TEXT_BASE + IMAGE_BYTES, PAGE);
         let mut mappings = BTreeMap::new();
         mappings.insert(MMAP_BASE - LIBRARY_BYTES, MMAP_BASE);
         AddressSpace {
-            heap_start,
-            top: heap_start + TCACHE_CHUNK,
-            brk: align_up(heap_start + TCACHE_CHUNK + TOP_PAD, PAGE),
+            top: HEAP_START + TCACHE_CHUNK,
+            brk: align_up(HEAP_START + TCACHE_CHUNK + TOP_PAD, PAGE),
             threshold: MMAP_THRESHOLD,
             trim_threshold: 2 * MMAP_THRESHOLD,
             mappings,
@@ -121,7 +121,7 @@ impl AddressSpace {
 
     /// The first address of the brk heap.
     pub fn heap_start(&self) -> u64 {
-        self.heap_start
+        HEAP_START
     }
 
     /// The current end of the brk heap's used part.

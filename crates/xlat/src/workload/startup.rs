@@ -17,11 +17,9 @@
 //! program; the OpenMP runtime (libgomp, about 18 more pages) and the C++ library
 //! (libstdc++ and libgcc_s, about 170 more) are not modelled.
 
-use super::address_space::{AddressSpace, MMAP_BASE, STACK_TOP, TEXT_BASE};
+use super::address_space::{HEAP_START, MMAP_BASE, PAGE, STACK_TOP, TEXT_BASE};
 use super::emit::Emitter;
 use super::Region;
-
-const PAGE: u64 = 4096;
 
 /// Where an image lies: in the library area below [`MMAP_BASE`] (the top of the dynamic
 /// loader's mapping), or at the stack's, the program's or the heap's own anchor.
@@ -98,12 +96,12 @@ pub const REFS_PER_PAGE: u64 = 8;
 pub const INSTRUCTIONS: u64 = 130_000;
 
 /// The first address of a run.
-fn start(r: &Run, space: &AddressSpace) -> u64 {
+fn start(r: &Run) -> u64 {
     match r.base {
         Base::Stack => STACK_TOP - (r.offset + r.pages) * PAGE,
         Base::Program => TEXT_BASE + r.offset * PAGE,
         Base::Library(below) => MMAP_BASE - below + r.offset * PAGE,
-        Base::Heap => space.heap_start() + r.offset * PAGE,
+        Base::Heap => HEAP_START + r.offset * PAGE,
     }
 }
 
@@ -122,19 +120,17 @@ pub fn refs() -> u64 {
 
 /// The pages the start-up touches, as regions of a workload's expectation, in order.
 pub fn regions() -> Vec<Region> {
-    let space = AddressSpace::new();
     RUNS.iter()
-        .map(|r| Region { name: format!("{PREFIX}{}", r.name), addr: start(r, &space), bytes: r.pages * PAGE, touched: r.pages * PAGE })
+        .map(|r| Region { name: format!("{PREFIX}{}", r.name), addr: start(r), bytes: r.pages * PAGE, touched: r.pages * PAGE })
         .collect()
 }
 
 /// Emits the start-up's references and instructions to `e`: each run's pages in address
 /// order (the stack's downwards, as it grows), [`REFS_PER_PAGE`] 8-byte accesses each.
 pub fn emit(e: &mut Emitter) {
-    let space = AddressSpace::new();
     let step = PAGE / REFS_PER_PAGE;
     for r in &RUNS {
-        let first = start(r, &space);
+        let first = start(r);
         for page in 0..r.pages {
             let page = match r.base {
                 Base::Stack => r.pages - 1 - page,
@@ -157,7 +153,7 @@ pub fn emit(e: &mut Emitter) {
 mod tests {
     use super::*;
     use crate::memref::AccessKind;
-    use crate::workload::address_space::{LIBRARY_BYTES, MMAP_AREA_FLOOR};
+    use crate::workload::address_space::{AddressSpace, LIBRARY_BYTES, MMAP_AREA_FLOOR};
     use crate::workload::emit::Collect;
     use crate::workload::Expected;
     use std::collections::BTreeSet;
@@ -187,7 +183,7 @@ mod tests {
     fn images_lie_in_the_library_area_or_at_their_anchors() {
         let space = AddressSpace::new();
         for r in &RUNS {
-            let (first, end) = (start(r, &space), start(r, &space) + r.pages * PAGE);
+            let (first, end) = (start(r), start(r) + r.pages * PAGE);
             let inside = |lo: u64, hi: u64| lo <= first && end <= hi;
             let ok = match r.base {
                 Base::Stack => inside(STACK_TOP - (64 << 10), STACK_TOP),
