@@ -365,6 +365,31 @@ fn mosaic_configuration_errors_name_the_field() {
     assert_eq!(names, ["mosaic-4-1w", "mosaic-8-1w", "mosaic-4-full", "mosaic-8-full"]);
 }
 
+/// Transparent huge pages' configuration errors: every combination THP cannot work with is
+/// refused naming the field, and a THP machine runs.
+#[test]
+fn thp_configuration_errors_name_the_field() {
+    let thp = MOSAIC.replace("mosaic = [{ arity = [4, 8], ways = [1, \"full\"] }]\n", "").replace(
+        "placement = \"iceberg\", eviction = \"horizon-lru\", iceberg = { front = 56, back = 8 }",
+        "placement = \"sequential\", page_table = \"radix\", thp = \"always\"",
+    );
+    let cases = [
+        (thp.replace("thp = \"always\"", "thp = \"sometimes\""), "line 11", "unknown variant `sometimes`, expected `never` or `always`"),
+        (thp.replace("placement = \"sequential\"", "placement = \"iceberg\""), "machine[0].os.thp", "which set-associative and iceberg placement hash apart"),
+        (thp.replace("placement = \"sequential\"", "placement = \"set-associative\""), "machine[0].os.thp", "which set-associative and iceberg placement hash apart"),
+        (thp.replace("thp = \"always\"", "thp = \"always\", eviction = \"lru\""), "machine[0].os.thp", "would split it"),
+        (thp.replace("thp = \"always\"", "thp = \"always\", page_size = \"2MiB\""), "machine[0].os.thp", "set `page_size = \"4KiB\"`"),
+        (thp.replace("\"radix\"", "\"fpt\""), "machine[0].os.page_table.mode", "cannot hold the 2 MiB pages of os.thp"),
+        (thp.replace("thp = \"always\"", "khugepaged = { period = 5 }"), "machine[0].os.khugepaged", "set `thp = \"always\"`"),
+        (thp.replace("thp = \"always\"", "thp = \"always\", khugepaged = { max_ptes_none = 512 }"), "machine[0].os.khugepaged.max_ptes_none", "at most 511"),
+        (thp.replace("thp = \"always\"", "thp = \"always\", khugepaged = { pages_to_scan = 0 }"), "machine[0].os.khugepaged.pages_to_scan", "at least one page"),
+        (thp.replace("thp = \"always\"", "thp = \"always\", khugepaged = { scan_sleep = 5 }"), "line 11", "unknown field `scan_sleep`"),
+    ];
+    assert_config_errors(cases);
+    let fine = thp.replace("\"radix\"", "{ kind = \"fpt\", mode = \"l3l2\" }");
+    assert!(parse_experiment(&fine, Path::new(".")).is_ok());
+}
+
 #[test]
 fn mosaic_rows_are_written() {
     let (_dir, csv, json) = written_results(MOSAIC);

@@ -159,6 +159,13 @@ fn skylake() -> RawMachine {
     RawMachine { name: "skylake".into(), preset: Some("skylake-like".into()), ..RawMachine::default() }
 }
 
+/// The skylake-like preset with transparent huge pages (sequential placement, which keeps
+/// runs of free frames for them).
+fn skylake_thp() -> RawMachine {
+    let os = RawOs { placement: Some(Placement::Sequential), thp: Some(xlat::os::Thp::Always), ..RawOs::default() };
+    RawMachine { name: "skylake-thp".into(), os: Some(os), ..skylake() }
+}
+
 const CASES: [Case; 11] = [
     Case {
         name: "tlb1024x4-uniform-256MiB",
@@ -249,13 +256,20 @@ struct WorkloadCase {
     machine: fn() -> RawMachine,
 }
 
-const WORKLOAD_CASES: [WorkloadCase; 6] = [
+const WORKLOAD_CASES: [WorkloadCase; 7] = [
     WorkloadCase {
         name: "gups-small-tlb1024x4",
         description: "GUPS at small scale (128 MiB table, initialization and updates) into one 1024-entry 4-way TLB",
         workload: "gups",
         params: "",
         machine: single_tlb,
+    },
+    WorkloadCase {
+        name: "gups-small-skylake-thp",
+        description: "GUPS at small scale into the skylake-like preset with transparent huge pages (its STLB holds 4 KiB and 2 MiB pages; the general path)",
+        workload: "gups",
+        params: "",
+        machine: skylake_thp,
     },
     WorkloadCase {
         name: "graph500-bfs-small-tlb1024x4",

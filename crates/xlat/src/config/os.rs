@@ -7,7 +7,7 @@ use super::validate::{err, page_size_of};
 use crate::os::eviction::RecencyKind;
 use crate::os::iceberg::IcebergSpec;
 use crate::os::readahead::MAX_PAGE_CLUSTER;
-use crate::os::{EvictionSpec, OsSpec, Placement, PlacementSpec, Recency};
+use crate::os::{EvictionSpec, KhugepagedSpec, OsSpec, Placement, PlacementSpec, Recency, Thp};
 use crate::types::PageSize;
 use crate::units::{exact_bytes, format_bytes};
 use crate::Result;
@@ -29,6 +29,8 @@ pub fn merge(base: RawOs, over: Option<&RawOs>) -> RawOs {
     RawOs {
         memory: o.memory.or(base.memory),
         page_size: o.page_size.or(base.page_size),
+        thp: o.thp.or(base.thp),
+        khugepaged: o.khugepaged.or(base.khugepaged),
         page_table: o.page_table.or(base.page_table),
         kernel_work: o.kernel_work.or(base.kernel_work),
         placement: o.placement.or(base.placement),
@@ -88,9 +90,36 @@ pub fn validate(raw: &RawOs, path: &str) -> Result<OsSpec> {
     let page_table = raw.page_table.unwrap_or_default();
     let kernel_work = raw.kernel_work.unwrap_or_default();
     kernel_work.check(&format!("{path}.kernel_work"))?;
-    let spec = OsSpec { memory, page_size, page_table, kernel_work, placement, eviction, recency, age_window: raw.age_window, swap_cache, page_cluster, swap_slots, swap_cache_cow };
+    let (thp, khugepaged) = thp(raw, path, page_size, &placement, eviction)?;
+    let spec = OsSpec { memory, page_size, thp, khugepaged, page_table, kernel_work, placement, eviction, recency, age_window: raw.age_window, swap_cache, page_cluster, swap_slots, swap_cache_cow };
     spec.page_table.check(&spec, &format!("{path}.page_table"))?;
     Ok(spec)
+}
+
+/// Transparent huge pages and khugepaged's parameters: THP maps 2 MiB pages beside 4 KiB
+/// ones, from runs of 512 free frames, and splits none (see [`crate::os::thp`]), so it needs
+/// 4 KiB pages, a fully associative placement and no eviction.
+fn thp(raw: &RawOs, path: &str, page_size: PageSize, placement: &PlacementSpec, eviction: EvictionSpec) -> Result<(Thp, KhugepagedSpec)> {
+    let thp = raw.thp.unwrap_or_default();
+    let khugepaged = raw.khugepaged.unwrap_or_default();
+    if thp == Thp::Never {
+        if raw.khugepaged.is_some() {
+            return err(format!("{path}.khugepaged"), "khugepaged collapses ranges into transparent huge pages: set `thp = \"always\"`, or drop `khugepaged`");
+        }
+        return Ok((thp, khugepaged));
+    }
+    let field = format!("{path}.thp");
+    if page_size != PageSize::Size4K {
+        return err(field, format!("transparent huge pages are 2 MiB pages beside 4 KiB ones: set `page_size = \"4KiB\"` (it is {page_size})"));
+    }
+    if !placement.is_fully_associative() {
+        return err(field, "a transparent huge page takes 512 contiguous frames, which set-associative and iceberg placement hash apart: use `placement = \"sequential\"` or `\"random\"`");
+    }
+    if eviction.evicts() {
+        return err(field, "evicting part of a transparent huge page would split it, which the OS model does not do yet: drop `eviction`, or set `thp = \"never\"`");
+    }
+    khugepaged.check(&format!("{path}.khugepaged"))?;
+    Ok((thp, khugepaged))
 }
 
 /// `bytes` (of the field `field`) in pages of `page_size`: an error unless a positive multiple.

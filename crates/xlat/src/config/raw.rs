@@ -413,6 +413,11 @@ pub struct RawOs {
     pub memory: Option<ByteSize>,
     /// The page size every fault maps.
     pub page_size: Option<ByteSize>,
+    /// Transparent huge pages: `never` (the default) or `always` (2 MiB pages at faults and
+    /// by khugepaged).
+    pub thp: Option<crate::os::Thp>,
+    /// khugepaged's parameters (with `thp = "always"`).
+    pub khugepaged: Option<crate::os::KhugepagedSpec>,
     /// The page-table driver: the format walks read (`map`, the OS's own map, walked at no
     /// cost).
     pub page_table: Option<PageTableSpec>,

@@ -77,6 +77,13 @@ impl DriverSpec for FptSpec {
                 format!("FPT {mode} merges the level whose entries would map the os.page_size pages ({}): choose another mode or page size", crate::units::format_bytes(os.page_size.bytes())),
             ));
         }
+        if os.thp != crate::os::Thp::Never && self.mode.merged_uppers().contains(&leaf_level(PageSize::Size2M)) {
+            let mode = serde_json::to_value(self.mode).expect("a mode serializes");
+            return Err(crate::Error::config(
+                format!("{path}.mode"),
+                format!("FPT {mode} merges the PD into the PT's node, so it cannot hold the 2 MiB pages of os.thp: choose `l3l2` or `l4l3`, or `thp = \"never\"`"),
+            ));
+        }
         Ok(())
     }
 }

@@ -21,7 +21,7 @@ use crate::os::translation::{iterate_by_find, Find, Visit};
 use crate::os::OsSpec;
 use crate::types::{Asid, PageSize, Pfn, Translation, Vpn, BASE_PAGE_SHIFT};
 use std::ops::{ControlFlow, Range};
-use rustc_hash::FxHashMap;
+use rustc_hash::{FxHashMap, FxHashSet};
 use serde::{Deserialize, Serialize};
 
 /// Index bits per level (512 entries of 8 bytes in a 4 KiB table).
@@ -86,6 +86,9 @@ pub struct Radix {
     tables: Vec<Table>,
     /// The tables below each table above the PT, by entry.
     children: Vec<[u32; 1 << INDEX_BITS]>,
+    /// The PD entries that map a 2 MiB page, as (ASID, address >> 21): an iteration reads
+    /// the page there whether or not a PT lies below.
+    huge: FxHashSet<(Asid, u64)>,
 }
 
 /// The level (0 for the PT) whose entries map pages of `size`.
@@ -145,7 +148,7 @@ impl PageTableDriver for Radix {
     type Stats = RadixStats;
 
     fn new(spec: &RadixSpec, _: &OsSpec) -> Radix {
-        Radix { levels: u32::from(spec.levels), roots: FxHashMap::default(), tables: Vec::new(), children: Vec::new() }
+        Radix { levels: u32::from(spec.levels), roots: FxHashMap::default(), tables: Vec::new(), children: Vec::new(), huge: FxHashSet::default() }
     }
 
     fn stateless(&self) -> bool {
@@ -180,6 +183,9 @@ impl PageTableDriver for Radix {
     /// The tables are in place ([`PageTableDriver::need`]): the kernel walks to the entry
     /// and writes it, which changes no address a walk reads.
     fn mapped(&mut self, t: &Translation, meter: &mut Meter) -> Result<(), TableFull> {
+        if t.size == PageSize::Size2M {
+            self.huge.insert((t.asid, t.vpn.addr().0 >> PageSize::Size2M.shift()));
+        }
         self.find_work(t.asid, t.vpn.addr().0, t.size, meter);
         meter.add().entries_written += 1;
         Ok(())
@@ -188,6 +194,9 @@ impl PageTableDriver for Radix {
     /// Tables stay: the kernel walks to the entry and clears it, which changes no address a
     /// walk reads.
     fn unmapped(&mut self, asid: Asid, vpn: Vpn, size: PageSize, meter: &mut Meter) {
+        if size == PageSize::Size2M {
+            self.huge.remove(&(asid, vpn.addr().0 >> PageSize::Size2M.shift()));
+        }
         self.find_work(asid, vpn.addr().0, size, meter);
         meter.add().entries_written += 1;
     }
@@ -218,8 +227,8 @@ impl PageTableDriver for Radix {
 
     /// Skips each part of the range under one table of the pages' level that does not
     /// exist (a directory entry with no table below): nothing there has an object, since a
-    /// page's tables are placed before it is mapped and never freed. Finds the pages of the
-    /// others.
+    /// page's tables are placed before it is mapped and never freed, unless the entry maps a
+    /// 2 MiB page, found once. Finds the pages of the others.
     fn iterate(&self, db: &mut dyn Find, asid: Asid, range: Range<u64>, visit: Visit) -> ControlFlow<()> {
         let size = db.page_size();
         let leaf = leaf_level(size);
@@ -229,7 +238,8 @@ impl PageTableDriver for Radix {
             let end = (start & !(span - 1)).saturating_add(span).min(range.end);
             let (path, missing) = self.path(asid, Vpn(start >> BASE_PAGE_SHIFT), leaf);
             db.meter().add().entries_read += path.len() as u64;
-            if missing == 0 {
+            let huge = leaf == 0 && missing == 1 && self.huge.contains(&(asid, start >> PageSize::Size2M.shift()));
+            if missing == 0 || huge {
                 iterate_by_find(db, asid, start..end, visit)?;
             }
             start = end;

@@ -243,8 +243,8 @@ impl Frames {
         self.vacate(frame);
     }
 
-    /// Marks `frame` free.
-    fn vacate(&mut self, frame: u64) {
+    /// Empties `frame`, whose page the caller knows (also where occupants are not kept).
+    pub fn vacate(&mut self, frame: u64) {
         self.occupied[frame as usize / 64] &= !(1 << (frame % 64));
         self.used -= 1;
     }

@@ -34,11 +34,13 @@ pub enum Operation {
     Resize,
     /// ECPT: one insertion's step of gradual rehashing.
     Rehash,
+    /// khugepaged's scan of one 2 MiB range, and its collapse into a huge page.
+    Collapse,
 }
 
 impl Operation {
     /// The operations reported, in order (not `Idle`).
-    pub const REPORTED: [Operation; 6] = [Operation::Fault, Operation::SwapIn, Operation::SwapOut, Operation::Scan, Operation::Resize, Operation::Rehash];
+    pub const REPORTED: [Operation; 7] = [Operation::Fault, Operation::SwapIn, Operation::SwapOut, Operation::Scan, Operation::Resize, Operation::Rehash, Operation::Collapse];
 
     /// The name in `results.json`.
     pub fn name(self) -> &'static str {
@@ -50,6 +52,7 @@ impl Operation {
             Operation::Scan => "scan",
             Operation::Resize => "resize",
             Operation::Rehash => "rehash",
+            Operation::Collapse => "collapse",
         }
     }
 }
@@ -69,6 +72,8 @@ pub struct Primitives {
     pub frame_allocations: u64,
     /// Bytes of data pages zeroed (a first touch of anonymous memory).
     pub data_bytes_zeroed: u64,
+    /// Bytes of data pages copied (khugepaged's collapse).
+    pub data_bytes_copied: u64,
     /// Hashes computed (ECPT: one per way probed).
     pub hashes: u64,
     /// Cuckoo kicks (ECPT).
@@ -87,6 +92,7 @@ impl AddAssign for Primitives {
         self.table_bytes_zeroed += o.table_bytes_zeroed;
         self.frame_allocations += o.frame_allocations;
         self.data_bytes_zeroed += o.data_bytes_zeroed;
+        self.data_bytes_copied += o.data_bytes_copied;
         self.hashes += o.hashes;
         self.kicks += o.kicks;
         self.cwt_updates += o.cwt_updates;
@@ -113,6 +119,8 @@ pub struct KernelWorkSpec {
     pub frame_allocation: f64,
     /// Per byte of data page zeroed.
     pub data_byte_zeroed: f64,
+    /// Per byte of data page copied.
+    pub data_byte_copied: f64,
     /// Per hash computed.
     pub hash: f64,
     /// Per cuckoo kick, beyond its hash, read and write.
@@ -133,6 +141,7 @@ impl Default for KernelWorkSpec {
             table_byte_zeroed: 0.125,
             frame_allocation: 250.0,
             data_byte_zeroed: 0.125,
+            data_byte_copied: 0.25,
             hash: 25.0,
             kick: 10.0,
             cwt_update: 30.0,
@@ -153,6 +162,7 @@ impl KernelWorkSpec {
             ("table_byte_zeroed", self.table_byte_zeroed),
             ("frame_allocation", self.frame_allocation),
             ("data_byte_zeroed", self.data_byte_zeroed),
+            ("data_byte_copied", self.data_byte_copied),
             ("hash", self.hash),
             ("kick", self.kick),
             ("cwt_update", self.cwt_update),
@@ -174,6 +184,7 @@ impl KernelWorkSpec {
             + self.table_byte_zeroed * n(p.table_bytes_zeroed)
             + self.frame_allocation * n(p.frame_allocations)
             + self.data_byte_zeroed * n(p.data_bytes_zeroed)
+            + self.data_byte_copied * n(p.data_bytes_copied)
             + self.hash * n(p.hashes)
             + self.kick * n(p.kicks)
             + self.cwt_update * n(p.cwt_updates)

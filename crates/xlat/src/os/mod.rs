@@ -20,6 +20,7 @@ pub mod readahead;
 pub mod set_associative;
 mod stats;
 pub mod swap;
+pub mod thp;
 pub mod translation;
 mod walk;
 
@@ -27,6 +28,7 @@ pub use eviction::{EvictionSpec, InactiveRatio, Recency};
 pub use page_table::PageTable;
 pub use placement::{Placement, PlacementSpec};
 pub use stats::OsStats;
+pub use thp::{KhugepagedSpec, Thp, ThpStats};
 pub use translation::{Presence, TranslationObject, Translations};
 pub use walk::{Walk, WalkBy};
 
@@ -40,6 +42,7 @@ use placement::Placer;
 use readahead::Readahead;
 use stats::Utilization;
 use swap::SwapArea;
+use thp::ThpState;
 
 use crate::hash::page_key;
 use crate::mmu::{PageTableSpec, Placed, TableFull, TableNeed, WalkSink};
@@ -59,8 +62,12 @@ pub const TABLE_VPN_BASE: u64 = 0xffff_8880_0000_0000 >> BASE_PAGE_SHIFT;
 pub struct OsSpec {
     /// Physical memory in bytes (a multiple of `page_size`).
     pub memory: u64,
-    /// The page size every fault maps.
+    /// The page size every fault maps (but the 2 MiB pages of `thp`).
     pub page_size: PageSize,
+    /// Transparent huge pages (see [`thp`]): 2 MiB pages at faults and by khugepaged.
+    pub thp: Thp,
+    /// khugepaged's parameters (used with `thp`).
+    pub khugepaged: KhugepagedSpec,
     /// The page-table driver: the format walks read (see [`crate::mmu`]).
     pub page_table: PageTableSpec,
     /// Weights of the kernel-work model (see [`kernel_work`]).
@@ -93,7 +100,7 @@ impl OsSpec {
     /// A memory of `memory` bytes of 4 KiB pages placed by `placement`, never evicting (and,
     /// given a policy, writing every page it evicts: no swap cache).
     pub fn simple(memory: u64, placement: PlacementSpec) -> OsSpec {
-        OsSpec { memory, page_size: PageSize::Size4K, page_table: PageTableSpec::default(), kernel_work: KernelWorkSpec::default(), placement, eviction: EvictionSpec::default(), recency: Recency::Access, age_window: None, swap_cache: false, page_cluster: 0, swap_slots: None, swap_cache_cow: false }
+        OsSpec { memory, page_size: PageSize::Size4K, thp: Thp::Never, khugepaged: KhugepagedSpec::default(), page_table: PageTableSpec::default(), kernel_work: KernelWorkSpec::default(), placement, eviction: EvictionSpec::default(), recency: Recency::Access, age_window: None, swap_cache: false, page_cluster: 0, swap_slots: None, swap_cache_cow: false }
     }
 }
 
@@ -180,6 +187,9 @@ pub struct Os {
     stats: OsStats,
     /// Page-table pages placed so far (each takes the next VPN from [`TABLE_VPN_BASE`]).
     table_pages_placed: u64,
+    /// Transparent huge pages, when on.
+    thp: Option<ThpState>,
+    thp_stats: ThpStats,
 }
 
 impl Os {
@@ -222,6 +232,8 @@ impl Os {
             utilization: Utilization::default(),
             stats: OsStats::default(),
             table_pages_placed: 0,
+            thp: ThpState::new(spec.thp, spec.khugepaged),
+            thp_stats: ThpStats::default(),
         }
     }
 
@@ -251,23 +263,22 @@ impl Os {
             self.stats.walks += 1;
         }
         if self.walk_hooks {
-            self.after_walk(asid, vaddr, walk.translation.pfn, by == WalkBy::FirstTlb && found, sink);
+            self.after_walk(asid, vaddr, (walk.translation.pfn, walk.translation.size), by == WalkBy::FirstTlb && found, sink);
         }
         Ok(walk)
     }
 
     /// What a walk does beyond finding the page, under recency on fill or a driver whose
-    /// walks read memory: records the use of the page at base frame `pfn` (`vaddr` of `asid`)
+    /// walks read memory: records the use of the page of `size` at base frame `pfn` (`vaddr` of `asid`)
     /// if `first_found` (a walk of the machine's first TLB that found the page mapped), and
     /// asks the driver for the walk. Out of line, and given the walk's parts rather than the
     /// walk: what other machines' walks build stays in registers.
     #[inline(never)]
-    fn after_walk<S: WalkSink>(&mut self, asid: Asid, vaddr: u64, pfn: Pfn, first_found: bool, sink: &mut S) {
+    fn after_walk<S: WalkSink>(&mut self, asid: Asid, vaddr: u64, (pfn, size): (Pfn, PageSize), first_found: bool, sink: &mut S) {
         if first_found && self.retime_fills {
             self.record_use(self.frame_of(pfn));
         }
         if self.walks_read {
-            let size = self.spec.page_size;
             self.translations.walk(&Translation { asid, vpn: size.first_vpn(vaddr), pfn, size }, sink);
         }
     }
@@ -292,10 +303,10 @@ impl Os {
         self.retime_fills
     }
 
-    /// The size of every page this OS maps, while it maps one size (always, until huge pages
-    /// are promoted and split): what a loop specialized for one page size needs.
+    /// The size of every page this OS maps, while it maps one size (always, but with
+    /// transparent huge pages): what a loop specialized for one page size needs.
     pub fn uniform_page_size(&self) -> Option<PageSize> {
-        Some(self.spec.page_size)
+        self.thp.is_none().then_some(self.spec.page_size)
     }
 
     /// Bytes of page-table leaves (and tags) that walks read (see [`PageTable::leaf_bytes`]).
@@ -377,7 +388,7 @@ impl Os {
         self.clock += 1;
         self.map(asid, vpn, new, cpfn).map_err(|reason| OutOfMemory { asid, vaddr: vpn.addr().0, reason })?;
         self.stats.store_copies += 1;
-        self.shoot_down(asid, vpn);
+        self.shoot_down(asid, vpn, self.spec.page_size);
         Ok(new)
     }
 
@@ -437,7 +448,7 @@ impl Os {
             if visit.cleared {
                 self.translations.meter().add().entries_written += 1;
                 self.stats.scan_shootdowns += 1;
-                self.shoot_down(page.0, page.1);
+                self.shoot_down(page.0, page.1, self.spec.page_size);
             }
         }
         self.scanner = Some(scanner);
@@ -467,6 +478,11 @@ impl Os {
         let page = vaddr >> size.shift();
         let vpn = size.first_vpn(vaddr);
         self.translations.read_entry(asid, vaddr);
+        if !swapped_in {
+            if let Some(walk) = self.huge_fault(asid, vaddr) {
+                return walk;
+            }
+        }
         if swapped_in {
             if let Some(ra) = &mut self.readahead {
                 if let Some(found) = ra.hit(asid, page) {
@@ -475,7 +491,7 @@ impl Os {
                 self.read_ahead(asid, page).map_err(|reason| OutOfMemory { asid, vaddr, reason })?;
             }
         }
-        let placed = self.place_tables(asid, vpn).and_then(|()| self.choose_frame(asid, vpn));
+        let placed = self.place_tables(asid, vpn, size).and_then(|()| self.choose_frame(asid, vpn));
         let (frame, cpfn) = placed.map_err(|reason| OutOfMemory { asid, vaddr, reason })?;
         let work = self.translations.meter().add();
         work.frame_allocations += 1;
@@ -494,15 +510,14 @@ impl Os {
         Ok(t)
     }
 
-    /// Places the page-table pages the driver needs before page `vpn` of `asid` can be
-    /// mapped, as a fault allocates them before the data page, pinned (see
+    /// Places the page-table pages the driver needs before the page of `size` at `vpn` of
+    /// `asid` can be mapped, as a fault allocates them before the data page, pinned (see
     /// [`crate::mmu::PageTableDriver`] for the exchange).
-    fn place_tables(&mut self, asid: Asid, vpn: Vpn) -> std::result::Result<(), NoFrame> {
+    fn place_tables(&mut self, asid: Asid, vpn: Vpn, size: PageSize) -> std::result::Result<(), NoFrame> {
         if !self.walks_read {
             // A stateless driver keeps no tables in memory.
             return Ok(());
         }
-        let size = self.spec.page_size;
         while let Some(need) = self.translations.need(asid, vpn, size) {
             let placed = match need {
                 TableNeed::Page => Placed::Page(self.place_table(asid)?),
@@ -567,6 +582,7 @@ impl Os {
             let frame = self.frame_of(pfn);
             self.utilization.change(self.clock, self.frames.used());
             self.frames.unpin(frame);
+            self.frame_freed(frame);
             if let Placer::Fully(alloc) = &mut self.placer {
                 alloc.free(frame);
             }
@@ -800,7 +816,7 @@ impl Os {
         let mapped = !stale && !self.readahead.as_mut().is_some_and(|ra| ra.evicted(asid, page));
         if mapped {
             self.translations.swap_out(asid, vpn);
-            self.shoot_down(asid, vpn);
+            self.shoot_down(asid, vpn, self.spec.page_size);
         }
         self.policy.evicted(frame, asid, vpn, stamp);
         if let Placer::Fully(alloc) = &mut self.placer {
@@ -815,12 +831,12 @@ impl Os {
         Ok(())
     }
 
-    /// Leaves page `vpn` of `asid` for a TLB shootdown, counted in the statistics and in
-    /// the running operation's kernel work.
-    fn shoot_down(&mut self, asid: Asid, vpn: Vpn) {
+    /// Leaves the page of `size` at `vpn` of `asid` for a TLB shootdown (of every entry
+    /// inside it), counted in the statistics and in the running operation's kernel work.
+    fn shoot_down(&mut self, asid: Asid, vpn: Vpn, size: PageSize) {
         self.translations.meter().add().shootdowns += 1;
         self.stats.shootdowns += 1;
-        self.shootdowns.push(Page { asid, vpn, size: self.spec.page_size });
+        self.shootdowns.push(Page { asid, vpn, size });
     }
 
     /// True if pages need a TLB shootdown since [`Os::take_shootdowns`] last took them.
@@ -942,6 +958,7 @@ impl Os {
         stats.peak_swap_bytes = self.swap.peak() * self.spec.page_size.bytes();
         stats.memory_bytes = self.spec.memory;
         stats.swap_io_bytes = (stats.swap_ins + stats.swap_outs) * self.spec.page_size.bytes();
+        stats.thp = self.thp.is_some().then_some(self.thp_stats);
         stats
     }
 

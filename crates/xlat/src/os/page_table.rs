@@ -86,6 +86,11 @@ pub struct PageTable {
     /// a ToC as it stands.
     no_tag: u8,
     mapped: usize,
+    /// Per leaf: it maps one huge page of 512 base pages (transparent huge pages, in a
+    /// table of 4 KiB pages), its entries the huge page's base frames in order.
+    huge: Vec<bool>,
+    /// Leaves mapping a huge page: while 0, lookups skip the flag.
+    huge_leaves: usize,
 }
 
 impl PageTable {
@@ -100,6 +105,8 @@ impl PageTable {
             tags: Vec::new(),
             no_tag,
             mapped: 0,
+            huge: Vec::new(),
+            huge_leaves: 0,
         }
     }
 
@@ -111,8 +118,25 @@ impl PageTable {
     pub fn lookup(&mut self, asid: Asid, vaddr: u64) -> Option<(Translation, Leaf)> {
         let page = vaddr >> self.size.shift();
         let leaf = self.leaf_of(asid, page)?;
+        if self.huge_leaves > 0 && self.huge[leaf] {
+            return Some((self.huge_translation(asid, vaddr, leaf), Leaf(leaf as u32)));
+        }
         let pfn = self.base_frame(self.leaves[leaf][leaf_slot(page)])?;
         Some((Translation { asid, vpn: self.size.first_vpn(vaddr), pfn, size: self.size }, Leaf(leaf as u32)))
+    }
+
+    /// The translation of the huge page `leaf` maps, which holds `vaddr`.
+    #[cold]
+    fn huge_translation(&self, asid: Asid, vaddr: u64, leaf: usize) -> Translation {
+        let size = PageSize::Size2M;
+        Translation { asid, vpn: size.first_vpn(vaddr), pfn: Pfn(u64::from(self.leaves[leaf][0])), size }
+    }
+
+    /// The leaf of the huge page holding `page`, if a huge page holds it (see
+    /// [`PageTable::insert_huge`]).
+    fn in_huge(&mut self, asid: Asid, page: u64) -> Option<usize> {
+        let leaf = self.leaf_of(asid, page)?;
+        (self.huge_leaves > 0 && self.huge[leaf]).then_some(leaf)
     }
 
     /// The first base frame of the page a leaf entry maps, if it maps one.
@@ -162,6 +186,7 @@ impl PageTable {
     /// of the page size) if it was mapped.
     pub fn swap_out(&mut self, asid: Asid, vaddr: u64) -> Option<u64> {
         let page = vaddr >> self.size.shift();
+        debug_assert!(self.in_huge(asid, page).is_none(), "huge pages are not swapped (configurations refuse eviction with THP)");
         let leaf = self.leaf_of(asid, page)?;
         let frame = self.leaves[leaf][leaf_slot(page)];
         if frame >= SWAPPED {
@@ -178,6 +203,10 @@ impl PageTable {
     pub fn object(&mut self, asid: Asid, vaddr: u64) -> Option<TranslationObject> {
         let page = vaddr >> self.size.shift();
         let leaf = self.leaf_of(asid, page)?;
+        if self.huge_leaves > 0 && self.huge[leaf] {
+            let t = self.huge_translation(asid, vaddr, leaf);
+            return Some(TranslationObject { size: t.size, presence: Presence::Present { frame: t.pfn, tag: self.tags[leaf][0] } });
+        }
         let presence = match self.leaves[leaf][leaf_slot(page)] {
             UNMAPPED => return None,
             SWAPPED => Presence::Swapped,
@@ -190,6 +219,9 @@ impl PageTable {
     /// no translation after. Returns the frame (in units of the page size) it was mapped at.
     pub fn remove(&mut self, asid: Asid, vaddr: u64) -> Option<u64> {
         let page = vaddr >> self.size.shift();
+        if let Some(leaf) = self.in_huge(asid, page) {
+            return Some(self.remove_huge(leaf));
+        }
         let leaf = self.leaf_of(asid, page)?;
         let frame = std::mem::replace(&mut self.leaves[leaf][leaf_slot(page)], UNMAPPED);
         self.tags[leaf][leaf_slot(page)] = self.no_tag;
@@ -198,6 +230,17 @@ impl PageTable {
             return Some(u64::from(frame));
         }
         None
+    }
+
+    /// Unmaps the huge page of `leaf`; returns its first base frame.
+    fn remove_huge(&mut self, leaf: usize) -> u64 {
+        let first = u64::from(self.leaves[leaf][0]);
+        self.leaves[leaf] = [UNMAPPED; 1 << LEAF_BITS];
+        self.tags[leaf] = [self.no_tag; 1 << LEAF_BITS];
+        self.huge[leaf] = false;
+        self.huge_leaves -= 1;
+        self.mapped -= 1;
+        first
     }
 
     /// The size of the pages this table maps.
@@ -241,21 +284,10 @@ impl PageTable {
     /// which no up-front estimate bounds, and must end the run with an error, not an abort.
     pub fn insert_tagged(&mut self, t: Translation, tag: u8) -> Result<Leaf, HostFull> {
         debug_assert_eq!(t.size, self.size);
-        self.reserve_node()?;
         let page = t.vpn.0 >> (self.size.shift() - BASE_PAGE_SHIFT);
         let frame = u32::try_from(t.pfn.0 / self.size.base_pages()).expect("frame number fits the page table");
-        let next_mid = self.mids.len() as u32;
-        let mid = *self.directory.entry(mid_key(t.asid, page)).or_insert(next_mid);
-        if mid == next_mid {
-            self.mids.push([UNMAPPED; 1 << MID_BITS]);
-        }
-        let mut leaf = self.mids[mid as usize][mid_slot(page)];
-        if leaf == UNMAPPED {
-            leaf = u32::try_from(self.leaves.len()).expect("leaf count fits 32 bits");
-            self.mids[mid as usize][mid_slot(page)] = leaf;
-            self.leaves.push([UNMAPPED; 1 << LEAF_BITS]);
-            self.tags.push([self.no_tag; 1 << LEAF_BITS]);
-        }
+        let leaf = self.leaf_for(t.asid, page)?;
+        debug_assert!(!self.huge[leaf as usize], "a base page mapped inside a huge page");
         self.tags[leaf as usize][leaf_slot(page)] = tag;
         let slot = &mut self.leaves[leaf as usize][leaf_slot(page)];
         if *slot >= SWAPPED {
@@ -265,11 +297,70 @@ impl PageTable {
         Ok(Leaf(leaf))
     }
 
+    /// Maps the 2 MiB page `t` in a table of 4 KiB pages, with `tag`, in place of every
+    /// base page of its range (which the caller unmapped): its leaf's entries hold its 512
+    /// base frames in order, and the leaf is marked huge, so that a lookup anywhere in it
+    /// finds `t`. Fails, changing nothing, when the host refuses a new node.
+    pub fn insert_huge(&mut self, t: Translation, tag: u8) -> Result<Leaf, HostFull> {
+        debug_assert_eq!((t.size, self.size), (PageSize::Size2M, PageSize::Size4K));
+        let leaf = self.leaf_for(t.asid, t.vpn.0)? as usize;
+        debug_assert!(self.leaves[leaf].iter().all(|&e| e >= SWAPPED), "the base pages of a huge page's range are unmapped first");
+        let first = u32::try_from(t.pfn.0).expect("frame number fits the page table");
+        for (slot, entry) in self.leaves[leaf].iter_mut().enumerate() {
+            *entry = first + slot as u32;
+        }
+        self.tags[leaf] = [tag; 1 << LEAF_BITS];
+        if !self.huge[leaf] {
+            self.huge[leaf] = true;
+            self.huge_leaves += 1;
+            self.mapped += 1;
+        }
+        Ok(Leaf(leaf as u32))
+    }
+
+    /// The leaf of `page` (in units of the page size) in `asid`, made if missing.
+    fn leaf_for(&mut self, asid: Asid, page: u64) -> Result<u32, HostFull> {
+        self.reserve_node()?;
+        let next_mid = self.mids.len() as u32;
+        let mid = *self.directory.entry(mid_key(asid, page)).or_insert(next_mid);
+        if mid == next_mid {
+            self.mids.push([UNMAPPED; 1 << MID_BITS]);
+        }
+        let mut leaf = self.mids[mid as usize][mid_slot(page)];
+        if leaf == UNMAPPED {
+            leaf = u32::try_from(self.leaves.len()).expect("leaf count fits 32 bits");
+            self.mids[mid as usize][mid_slot(page)] = leaf;
+            self.leaves.push([UNMAPPED; 1 << LEAF_BITS]);
+            self.tags.push([self.no_tag; 1 << LEAF_BITS]);
+            self.huge.push(false);
+        }
+        Ok(leaf)
+    }
+
+    /// Every leaf's range, as (ASID, first address), sorted: the 2 MiB ranges (of a table of
+    /// 4 KiB pages) where a page was ever mapped, which khugepaged scans in this order.
+    pub fn leaf_ranges(&self) -> Vec<(Asid, u64)> {
+        let mut ranges = Vec::with_capacity(self.leaves.len());
+        #[expect(clippy::iter_over_hash_type, reason = "the ranges are sorted after, so the map's order does not show")]
+        for (&key, &mid) in &self.directory {
+            let (asid, high) = ((key >> 48) as Asid, key & ((1 << 48) - 1));
+            for (slot, &leaf) in self.mids[mid as usize].iter().enumerate() {
+                if leaf != UNMAPPED {
+                    let page = (high << MID_BITS | slot as u64) << LEAF_BITS;
+                    ranges.push((asid, page << self.size.shift()));
+                }
+            }
+        }
+        ranges.sort_unstable();
+        ranges
+    }
+
     /// Room for one more directory entry, middle node and leaf, or [`HostFull`].
     fn reserve_node(&mut self) -> Result<(), HostFull> {
         self.directory.try_reserve(1).map_err(|_| HostFull)?;
         self.mids.try_reserve(1).map_err(|_| HostFull)?;
         self.leaves.try_reserve(1).map_err(|_| HostFull)?;
+        self.huge.try_reserve(1).map_err(|_| HostFull)?;
         self.tags.try_reserve(1).map_err(|_| HostFull)
     }
 
@@ -278,7 +369,7 @@ impl PageTable {
         self.leaves.len() * std::mem::size_of::<Node>() + self.tags.len() * (1 << LEAF_BITS)
     }
 
-    /// Number of mapped pages.
+    /// Number of mapped pages (a huge page counts once).
     pub fn len(&self) -> usize {
         self.mapped
     }

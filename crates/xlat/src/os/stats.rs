@@ -66,6 +66,9 @@ pub struct OsStats {
     pub eviction_age: Option<AgeStats>,
     /// What Linux-like reclaim did (`eviction = "linux"` only).
     pub reclaim: Option<ReclaimStats>,
+    /// What transparent huge pages did (`thp = "always"` only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub thp: Option<super::ThpStats>,
 }
 
 /// The time integral of frames in use, from the first eviction on.

@@ -87,8 +87,10 @@ struct Metered<'a> {
 
 impl Find for Metered<'_> {
     fn find(&mut self, asid: Asid, vaddr: u64) -> Option<TranslationObject> {
-        self.driver.find_work(asid, vaddr, self.store.page_size(), self.meter);
-        self.store.object(asid, vaddr)
+        let object = self.store.object(asid, vaddr);
+        let size = object.map_or(self.store.page_size(), |o| o.size);
+        self.driver.find_work(asid, vaddr, size, self.meter);
+        object
     }
 
     fn peek(&mut self, asid: Asid, vaddr: u64) -> Option<TranslationObject> {
@@ -105,15 +107,20 @@ impl Find for Metered<'_> {
 }
 
 /// The default iteration: finds every page of `range` of `asid` in turn (from the page
-/// holding `range.start`), visiting those that have an object.
+/// holding `range.start`), visiting those that have an object; a huge page found is visited
+/// once, at its first address, and the iteration goes on after it.
 pub fn iterate_by_find(db: &mut dyn Find, asid: Asid, range: Range<u64>, visit: Visit) -> ControlFlow<()> {
     let bytes = db.page_size().bytes();
     let mut vaddr = range.start & !(bytes - 1);
     while vaddr < range.end {
-        if let Some(object) = db.find(asid, vaddr) {
-            visit(vaddr, object)?;
+        match db.find(asid, vaddr) {
+            Some(object) => {
+                let first = vaddr & !(object.size.bytes() - 1);
+                visit(first, object)?;
+                vaddr = first.saturating_add(object.size.bytes());
+            }
+            None => vaddr = vaddr.saturating_add(bytes),
         }
-        vaddr = vaddr.saturating_add(bytes);
     }
     ControlFlow::Continue(())
 }
@@ -153,7 +160,8 @@ impl Translations {
     /// where the store holds it; fails when the driver finds no slot for it, or the host no
     /// memory for the store's nodes.
     pub fn map(&mut self, t: Translation, tag: u8) -> Result<Leaf, super::NoFrame> {
-        let leaf = self.store.insert_tagged(t, tag).map_err(|_| super::NoFrame::HostMemory)?;
+        let leaf = if t.size == self.store.page_size() { self.store.insert_tagged(t, tag) } else { self.store.insert_huge(t, tag) };
+        let leaf = leaf.map_err(|_| super::NoFrame::HostMemory)?;
         self.driver.mapped(&t, &mut self.meter)?;
         Ok(leaf)
     }
@@ -167,12 +175,15 @@ impl Translations {
         Some(frame)
     }
 
-    /// Remove: page `vpn` of `asid` has no object after. Returns the frame (in units of the
-    /// page size) it was present at.
+    /// Remove: the page holding page `vpn` of `asid` (a huge page whole) has no object
+    /// after. Returns the frame (in units of the table's page size; a huge page's first base
+    /// frame) it was present at.
     pub fn remove(&mut self, asid: Asid, vpn: Vpn) -> Option<u64> {
+        let size = self.store.object(asid, vpn.addr().0).map_or(self.store.page_size(), |o| o.size);
         let frame = self.store.remove(asid, vpn.addr().0);
         if frame.is_some() {
-            self.driver.unmapped(asid, vpn, self.store.page_size(), &mut self.meter);
+            let first = Vpn(vpn.0 & !(size.base_pages() - 1));
+            self.driver.unmapped(asid, first, size, &mut self.meter);
         }
         frame
     }

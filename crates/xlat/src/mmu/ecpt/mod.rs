@@ -377,15 +377,31 @@ impl PageTableDriver for Ecpt {
     }
 
     /// With the cluster iterator: a lookup per cluster (found or not, as `find` counts it),
-    /// the entries after the first read in place, a missing cluster's 8 pages skipped.
+    /// the entries after the first read in place, a missing cluster's 8 pages skipped; where
+    /// 2 MiB pages have ways, first a lookup of each 2 MiB range's entry, a page found there
+    /// visited whole.
     fn iterate(&self, db: &mut dyn Find, asid: Asid, range: Range<u64>, visit: Visit) -> ControlFlow<()> {
         let size = db.page_size();
         if self.spec.iterator == Iteration::Find || size != PageSize::Size4K {
             return iterate_by_find(db, asid, range, visit);
         }
         let ways = self.spaces.get(&asid).and_then(|s| s.sizes[0].as_ref());
+        let huge_ways = self.spaces.get(&asid).and_then(|s| s.sizes[1].as_ref());
+        let huge = PageSize::Size2M;
         let mut vaddr = range.start & !(size.bytes() - 1);
+        let mut huge_checked = None;
         while vaddr < range.end {
+            let huge_first = vaddr & !(huge.bytes() - 1);
+            if let Some(h) = huge_ways.filter(|_| huge_checked != Some(huge_first)) {
+                huge_checked = Some(huge_first);
+                if h.find_counting(key(vaddr, 1), db.meter()).is_some() {
+                    if let Some(object) = db.peek(asid, vaddr).filter(|o| o.size == huge) {
+                        visit(huge_first, object)?;
+                        vaddr = huge_first.saturating_add(huge.bytes());
+                        continue;
+                    }
+                }
+            }
             let cluster_end = ((vaddr >> size.shift() | 7) + 1) << size.shift();
             let present = ways.is_some_and(|w| w.find_counting(key(vaddr, 0), db.meter()).is_some());
             if present {
@@ -413,11 +429,16 @@ impl PageTableDriver for Ecpt {
         meter.add().entries_written += 1;
     }
 
-    /// A hash and a read per way tried, in order, until the cluster is found.
+    /// A hash and a read per way tried, in order, until the cluster is found: the ways of
+    /// each page size that has them, smallest first, until that of `size` (the page found,
+    /// or the smallest for none) finds its cluster.
     fn find_work(&self, asid: Asid, vaddr: u64, size: PageSize, meter: &mut Meter) {
-        let c = class(size);
-        if let Some(ways) = self.spaces.get(&asid).and_then(|s| s.sizes[c].as_ref()) {
-            ways.find_counting(key(vaddr, c), meter);
+        let Some(space) = self.spaces.get(&asid) else { return };
+        for (c, ways) in space.sizes.iter().enumerate() {
+            let Some(ways) = ways else { continue };
+            if ways.find_counting(key(vaddr, c), meter).is_some() && c >= class(size) {
+                return;
+            }
         }
     }
 

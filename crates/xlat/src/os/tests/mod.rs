@@ -9,6 +9,7 @@ use std::collections::{HashMap, VecDeque};
 
 mod kernel_work;
 mod swap_cache;
+mod thp;
 
 /// A TLB miss of a machine's first TLB, through the one walk API: the tests' shorthand.
 trait Miss {

@@ -43,8 +43,12 @@ impl Rig {
     }
 
     fn map(&mut self, asid: Asid, page: u64, frame: u64) {
-        let vpn = Vpn(page);
-        while let Some(need) = self.db.need(asid, vpn, PageSize::Size4K) {
+        self.map_sized(asid, Vpn(page), frame, PageSize::Size4K);
+    }
+
+    /// Maps the page of `size` at `vpn` at base frame `frame`, placing the tables it needs.
+    fn map_sized(&mut self, asid: Asid, vpn: Vpn, frame: u64, size: PageSize) {
+        while let Some(need) = self.db.need(asid, vpn, size) {
             let placed = match need {
                 TableNeed::Page => Placed::Page(Pfn(self.next_table)),
                 TableNeed::Block(pages) => {
@@ -56,9 +60,9 @@ impl Rig {
                 TableNeed::Page => 1,
                 TableNeed::Block(pages) => pages,
             };
-            self.db.given(asid, vpn, PageSize::Size4K, placed);
+            self.db.given(asid, vpn, size, placed);
         }
-        let t = Translation { asid, vpn, pfn: Pfn(frame), size: PageSize::Size4K };
+        let t = Translation { asid, vpn, pfn: Pfn(frame), size };
         self.db.map(t, (frame % 100) as u8).expect("small sequences fit");
         let mut released = Vec::new();
         self.db.take_released(&mut released);
@@ -140,6 +144,61 @@ proptest! {
                 let huge = start & !((2 << 20) - 1);
                 let eligible = model_range(&model, asid, &(huge..huge + (2 << 20))).is_empty();
                 prop_assert_eq!(rig.db.huge_eligible(asid, start, PageSize::Size2M), eligible);
+            }
+        }
+    }
+}
+
+proptest! {
+    /// With 2 MiB pages beside 4 KiB ones (transparent huge pages), every driver that holds
+    /// both finds, iterates and checks eligibility as a plain map of both does: a huge page
+    /// is one object, visited once at its first address.
+    #[test]
+    fn every_driver_agrees_with_a_map_of_two_sizes(
+        ops in proptest::collection::vec((0u64..4, 0u64..3, proptest::option::of(0u64..512), 1u64..1 << 20), 1..120),
+        ranges in proptest::collection::vec((0u64..4, 0u64..3 << 21, 1u64..1 << 23), 1..20),
+    ) {
+        let two_sizes = drivers().into_iter().filter(|d| !matches!(d, PageTableSpec::Fpt(FptSpec { mode: FptMode::L4L3L2L1 })));
+        for driver in two_sizes {
+            let mut rig = Rig::new(driver);
+            // Per range (a GiB, a 2 MiB range in it): its huge page's frame, or its base pages.
+            let mut huge: BTreeMap<u64, u64> = BTreeMap::new();
+            let mut base: BTreeMap<u64, u64> = BTreeMap::new();
+            for &(gib, range, page, frame) in &ops {
+                let first = (gib << 18) | (range << 9);
+                let busy = huge.contains_key(&first) || base.range(first..first + 512).next().is_some();
+                match page {
+                    Some(page) if !huge.contains_key(&first) => {
+                        rig.map(0, first + page, frame);
+                        base.insert(first + page, frame);
+                    }
+                    None if !busy => {
+                        let frame = frame << 9;
+                        rig.map_sized(0, Vpn(first), frame, PageSize::Size2M);
+                        huge.insert(first, frame);
+                    }
+                    _ => {}
+                }
+            }
+            let mut model: BTreeMap<u64, (PageSize, u64)> = base.iter().map(|(&p, &f)| (p << 12, (PageSize::Size4K, f))).collect();
+            model.extend(huge.iter().map(|(&p, &f)| (p << 12, (PageSize::Size2M, f))));
+            for (&vaddr, &(size, frame)) in &model {
+                let want = TranslationObject { size, presence: Presence::Present { frame: Pfn(frame), tag: (frame % 100) as u8 } };
+                prop_assert_eq!(rig.db.object(0, vaddr + 4096 * (size.base_pages() - 1)), Some(want), "{:?}", driver);
+            }
+            for &(gib, start, len) in &ranges {
+                let start = (gib << 30) + start;
+                let range = start..start + len;
+                let want: Vec<(u64, PageSize)> = model.iter().filter(|(&v, &(size, _))| v < range.end && v + size.bytes() > range.start).map(|(&v, &(size, _))| (v, size)).collect();
+                let mut got = Vec::new();
+                let _ = rig.db.iterate(0, range.clone(), &mut |vaddr, object| {
+                    got.push((vaddr, object.size));
+                    ControlFlow::Continue(())
+                });
+                prop_assert_eq!(&got, &want, "{:?} {:?}", driver, range);
+                let first = start & !((2 << 20) - 1);
+                let eligible = !model.iter().any(|(&v, &(size, _))| v < first + (2 << 20) && v + size.bytes() > first);
+                prop_assert_eq!(rig.db.huge_eligible(0, start, PageSize::Size2M), eligible, "{:?}", driver);
             }
         }
     }

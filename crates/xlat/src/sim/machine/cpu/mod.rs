@@ -245,7 +245,7 @@ impl CpuMachine {
         self.spare_log = behind;
         self.unreplayed = log;
         led?;
-        self.finish_batch(batch, walks);
+        self.finish_batch(batch, walks)?;
         // The walks of this batch's replayed part are counted when the next batch replays
         // it, in place of those of the batch before: a batch with nothing before it to
         // replay misses them, and goes on.
@@ -389,9 +389,10 @@ impl CpuMachine {
         r.later_pages().try_for_each(|page| self.translate::<ONE_LEVEL, TRACK, MOSAIC, W>(single, r.asid, page.addr().0, r.kind))
     }
 
-    /// Counts a simulated batch, during which the OS had walked `walks` times before it, and
-    /// decides whether the next one prefetches and may replay the hierarchy apart.
-    fn finish_batch(&mut self, batch: &Batch, walks: u64) {
+    /// Counts a simulated batch, during which the OS had walked `walks` times before it,
+    /// decides whether the next one prefetches and may replay the hierarchy apart, and runs
+    /// the khugepaged passes due by now (shooting down the ranges they collapse).
+    fn finish_batch(&mut self, batch: &Batch, walks: u64) -> Result<()> {
         let refs = batch.refs.len() as u64;
         self.counters.refs += refs;
         self.counters.instructions += batch.instructions;
@@ -399,6 +400,11 @@ impl CpuMachine {
         self.prefetch = walked * PREFETCH_WALK_RATIO > refs && self.os.page_table_bytes() > PREFETCH_ABOVE_TABLE_BYTES;
         // A cycle model has work on every reference (a data access), walks or not.
         self.replay_pays = self.timing.is_some() || walked * REPLAY_WALK_RATIO > refs;
+        // khugepaged runs between batches: its passes are rare (one per `period`
+        // instructions), and a batch is a small part of one.
+        self.os.advance(self.counters.instructions).map_err(|oom| self.out_of_memory(oom))?;
+        self.shoot_down();
+        Ok(())
     }
 
     /// [`CpuMachine::process`] for a machine on the express path, whose first level's data array
@@ -681,8 +687,7 @@ impl Machine for CpuMachine {
         self.catch_up();
         let walks = self.os.walks();
         self.simulate(&batch.refs, SecondCore::None)?;
-        self.finish_batch(batch, walks);
-        Ok(())
+        self.finish_batch(batch, walks)
     }
 
     /// [`CpuMachine::process`] for a machine that may use a second core, while the last batch

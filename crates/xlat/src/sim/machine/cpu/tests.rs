@@ -866,3 +866,47 @@ fn an_fpt_node_without_a_free_block_falls_back_to_plain_tables() {
     assert_eq!(s.walker.entries[..3], [s.os.walks; 3]);
     assert_eq!(s.walker.entries[3], 0);
 }
+
+/// Under transparent huge pages, no TLB holds a translation the OS no longer has: after
+/// every batch (khugepaged runs between batches, collapsing ranges of base pages that faults
+/// left while huge faults were off), each valid entry of every level is the OS's mapping of
+/// its page. With a level of 2 MiB arrays and with 4 KiB arrays only (huge pages held as
+/// splinters), and at least one collapse on each.
+#[test]
+fn thp_collapses_leave_no_stale_tlb_entry() {
+    let mut rng = Xoshiro256PlusPlus::seed_from_u64(4);
+    let with_huge = LevelGeometry {
+        name: "L2".into(),
+        arrays: vec![
+            ArrayGeometry { entries: 32, ways: 4, policy: Policy::Lru, page_sizes: vec![PageSize::Size4K] },
+            ArrayGeometry { entries: 8, ways: 8, policy: Policy::Lru, page_sizes: vec![PageSize::Size2M] },
+        ],
+        instr_arrays: vec![],
+        inclusive: false,
+    };
+    for tlb in [vec![level(16, 4), with_huge], vec![level(16, 4)]] {
+        let os = OsSpec {
+            thp: crate::os::Thp::Always,
+            khugepaged: crate::os::KhugepagedSpec { period: 200, pages_to_scan: 1024, max_ptes_none: 400 },
+            page_table: crate::mmu::PageTableSpec::named("radix").unwrap(),
+            ..OsSpec::simple(64 << 20, PlacementSpec::Sequential)
+        };
+        let mut m = CpuMachine::new(&CpuSpec { name: "thp".into(), seed: 2, os, tlb, mosaic: vec![], pwc: None, timing: None });
+        for b in 0..40 {
+            // Ranges 0 to 11 see base pages only; 12 to 15 are first touched by huge faults.
+            let on = b % 4 == 3;
+            m.os.set_thp_faults(on);
+            let ranges = if on { 12..16u64 } else { 0..12 };
+            let refs = (0..500).map(|_| MemRef::load(0x4000_0000 + (rng.random_range(ranges.clone()) << 21) + (rng.random_range(0..200u64) << 12), 8)).collect();
+            m.process(&Batch { refs, instructions: 100 }).unwrap();
+            let entries: Vec<Translation> = m.tlb.as_ref().unwrap().valid_translations().collect();
+            for t in entries {
+                let os = m.os.mapping(t.asid, t.vpn.addr().0).expect("a TLB entry of an unmapped page");
+                let inside = os.vpn.0 <= t.vpn.0 && t.vpn.0 + t.size.base_pages() <= os.vpn.0 + os.size.base_pages();
+                assert!(inside && t.pfn.0 - os.pfn.0 == t.vpn.0 - os.vpn.0, "stale entry {t:?}, the OS maps {os:?}");
+            }
+        }
+        let thp = m.stats().os.thp.unwrap();
+        assert!(thp.collapses > 0 && thp.huge_faults > 0, "{thp:?}");
+    }
+}
