@@ -51,7 +51,9 @@ pub fn table(result: &ExperimentResult) -> String {
         }
         // Per machine: its page size and memory decide faults and what stays resident.
         for m in &w.machines {
-            let _ = writeln!(out, "  {:<16} footprint {} touched, {} page faults, {} pages resident at the end",
+            // Under transparent huge pages, how many of the pages are 2 MiB ones.
+            let huge = m.os.thp.map_or(String::new(), |t| format!(" ({} of them 2 MiB, {} collapsed by khugepaged)", thousands(t.huge_pages), thousands(t.collapses)));
+            let _ = writeln!(out, "  {:<16} footprint {} touched, {} page faults, {} pages resident at the end{huge}",
                 m.machine, xlat::units::format_bytes(m.os.footprint_bytes), thousands(m.os.page_faults), thousands(m.os.mapped_pages));
         }
         // Timed machines: where the cycles went (timing.csv has every column).

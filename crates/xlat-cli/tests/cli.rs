@@ -64,6 +64,22 @@ fn a_timed_machine_prints_its_cycles_and_writes_timing_csv() {
     assert_eq!(number(" walks of"), row[2].parse::<f64>().unwrap(), "{line}");
 }
 
+/// Under transparent huge pages a machine's line says how many of its pages are 2 MiB ones,
+/// as `results.json`'s `os.thp` counts them.
+#[test]
+fn a_thp_machine_prints_its_huge_pages() {
+    let dir = tempfile::tempdir().unwrap();
+    let thp = EXPERIMENT.to_string() + "os = { memory = \"64MiB\", placement = \"sequential\", thp = \"always\" }\n";
+    std::fs::write(dir.path().join("exp.toml"), thp).unwrap();
+    let out = xlat(&["run", "exp.toml", "--out", "res"], dir.path());
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let json: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(dir.path().join("res/results.json")).unwrap()).unwrap();
+    let huge = json["results"][0]["machines"][0]["os"]["thp"]["huge_pages"].as_u64().unwrap();
+    assert!(huge >= 2, "4 MiB of uniform references take at least two huge pages");
+    let stdout = text(&out.stdout);
+    assert!(stdout.contains(&format!("pages resident at the end ({huge} of them 2 MiB, 0 collapsed by khugepaged)")), "{stdout}");
+}
+
 #[test]
 fn plots_are_drawn_next_to_the_results() {
     let dir = tempfile::tempdir().unwrap();
