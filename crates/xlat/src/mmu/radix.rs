@@ -21,7 +21,7 @@ use crate::os::translation::{iterate_by_find, Find, Visit};
 use crate::os::OsSpec;
 use crate::types::{Asid, PageSize, Pfn, Translation, Vpn, BASE_PAGE_SHIFT};
 use std::ops::{ControlFlow, Range};
-use rustc_hash::{FxHashMap, FxHashSet};
+use rustc_hash::FxHashMap;
 use serde::{Deserialize, Serialize};
 
 /// Index bits per level (512 entries of 8 bytes in a 4 KiB table).
@@ -86,9 +86,6 @@ pub struct Radix {
     tables: Vec<Table>,
     /// The tables below each table above the PT, by entry.
     children: Vec<[u32; 1 << INDEX_BITS]>,
-    /// The PD entries that map a 2 MiB page, as (ASID, address >> 21): an iteration reads
-    /// the page there whether or not a PT lies below.
-    huge: FxHashSet<(Asid, u64)>,
 }
 
 /// The level (0 for the PT) whose entries map pages of `size`.
@@ -148,7 +145,7 @@ impl PageTableDriver for Radix {
     type Stats = RadixStats;
 
     fn new(spec: &RadixSpec, _: &OsSpec) -> Radix {
-        Radix { levels: u32::from(spec.levels), roots: FxHashMap::default(), tables: Vec::new(), children: Vec::new(), huge: FxHashSet::default() }
+        Radix { levels: u32::from(spec.levels), roots: FxHashMap::default(), tables: Vec::new(), children: Vec::new() }
     }
 
     fn stateless(&self) -> bool {
@@ -183,9 +180,6 @@ impl PageTableDriver for Radix {
     /// The tables are in place ([`PageTableDriver::need`]): the kernel walks to the entry
     /// and writes it, which changes no address a walk reads.
     fn mapped(&mut self, t: &Translation, meter: &mut Meter) -> Result<(), TableFull> {
-        if t.size == PageSize::Size2M {
-            self.huge.insert((t.asid, t.vpn.addr().0 >> PageSize::Size2M.shift()));
-        }
         self.find_work(t.asid, t.vpn.addr().0, t.size, meter);
         meter.add().entries_written += 1;
         Ok(())
@@ -194,9 +188,6 @@ impl PageTableDriver for Radix {
     /// Tables stay: the kernel walks to the entry and clears it, which changes no address a
     /// walk reads.
     fn unmapped(&mut self, asid: Asid, vpn: Vpn, size: PageSize, meter: &mut Meter) {
-        if size == PageSize::Size2M {
-            self.huge.remove(&(asid, vpn.addr().0 >> PageSize::Size2M.shift()));
-        }
         self.find_work(asid, vpn.addr().0, size, meter);
         meter.add().entries_written += 1;
     }
@@ -238,7 +229,8 @@ impl PageTableDriver for Radix {
             let end = (start & !(span - 1)).saturating_add(span).min(range.end);
             let (path, missing) = self.path(asid, Vpn(start >> BASE_PAGE_SHIFT), leaf);
             db.meter().add().entries_read += path.len() as u64;
-            let huge = leaf == 0 && missing == 1 && self.huge.contains(&(asid, start >> PageSize::Size2M.shift()));
+            // Where only the PT is missing, the PD entry just read may map a 2 MiB page.
+            let huge = leaf == 0 && missing == 1 && db.peek(asid, start).is_some_and(|o| o.size == PageSize::Size2M);
             if missing == 0 || huge {
                 iterate_by_find(db, asid, start..end, visit)?;
             }

@@ -478,11 +478,6 @@ impl Os {
         let page = vaddr >> size.shift();
         let vpn = size.first_vpn(vaddr);
         self.translations.read_entry(asid, vaddr);
-        if !swapped_in {
-            if let Some(walk) = self.huge_fault(asid, vaddr) {
-                return walk;
-            }
-        }
         if swapped_in {
             if let Some(ra) = &mut self.readahead {
                 if let Some(found) = ra.hit(asid, page) {
@@ -490,6 +485,8 @@ impl Os {
                 }
                 self.read_ahead(asid, page).map_err(|reason| OutOfMemory { asid, vaddr, reason })?;
             }
+        } else if let Some(walk) = self.huge_fault(asid, vaddr) {
+            return walk;
         }
         let placed = self.place_tables(asid, vpn, size).and_then(|()| self.choose_frame(asid, vpn));
         let (frame, cpfn) = placed.map_err(|reason| OutOfMemory { asid, vaddr, reason })?;
@@ -594,7 +591,12 @@ impl Os {
     /// mapping it had): its translation and leaf. Fails when the driver finds no slot for it.
     fn map(&mut self, asid: Asid, vpn: Vpn, frame: u64, tag: u8) -> std::result::Result<Walk, NoFrame> {
         let size = self.spec.page_size;
-        let translation = Translation { asid, vpn, pfn: Pfn(frame * size.base_pages()), size };
+        self.map_translation(Translation { asid, vpn, pfn: Pfn(frame * size.base_pages()), size }, tag)
+    }
+
+    /// Maps `translation` (of any size the store holds) with placement tag `tag`: its
+    /// object and the driver's entry, then frees the table pages the driver let go of.
+    fn map_translation(&mut self, translation: Translation, tag: u8) -> std::result::Result<Walk, NoFrame> {
         let leaf = self.translations.map(translation, tag)?;
         if self.walks_read {
             self.release_tables();

@@ -118,7 +118,7 @@ impl PageTable {
     pub fn lookup(&mut self, asid: Asid, vaddr: u64) -> Option<(Translation, Leaf)> {
         let page = vaddr >> self.size.shift();
         let leaf = self.leaf_of(asid, page)?;
-        if self.huge_leaves > 0 && self.huge[leaf] {
+        if self.is_huge(leaf) {
             return Some((self.huge_translation(asid, vaddr, leaf), Leaf(leaf as u32)));
         }
         let pfn = self.base_frame(self.leaves[leaf][leaf_slot(page)])?;
@@ -132,11 +132,17 @@ impl PageTable {
         Translation { asid, vpn: size.first_vpn(vaddr), pfn: Pfn(u64::from(self.leaves[leaf][0])), size }
     }
 
-    /// The leaf of the huge page holding `page`, if a huge page holds it (see
-    /// [`PageTable::insert_huge`]).
+    /// True when `leaf` maps a huge page (see [`PageTable::insert_huge`]); while none does,
+    /// the flag is not read.
+    #[inline(always)]
+    fn is_huge(&self, leaf: usize) -> bool {
+        self.huge_leaves > 0 && self.huge[leaf]
+    }
+
+    /// The leaf of the huge page holding `page`, if a huge page holds it.
     fn in_huge(&mut self, asid: Asid, page: u64) -> Option<usize> {
         let leaf = self.leaf_of(asid, page)?;
-        (self.huge_leaves > 0 && self.huge[leaf]).then_some(leaf)
+        self.is_huge(leaf).then_some(leaf)
     }
 
     /// The first base frame of the page a leaf entry maps, if it maps one.
@@ -203,7 +209,7 @@ impl PageTable {
     pub fn object(&mut self, asid: Asid, vaddr: u64) -> Option<TranslationObject> {
         let page = vaddr >> self.size.shift();
         let leaf = self.leaf_of(asid, page)?;
-        if self.huge_leaves > 0 && self.huge[leaf] {
+        if self.is_huge(leaf) {
             let t = self.huge_translation(asid, vaddr, leaf);
             return Some(TranslationObject { size: t.size, presence: Presence::Present { frame: t.pfn, tag: self.tags[leaf][0] } });
         }

@@ -175,14 +175,9 @@ impl Os {
             }
             self.frames.occupy(first + i, asid, Vpn(vpn.0 + i), self.clock);
         }
-        let translation = Translation { asid, vpn, pfn: Pfn(first), size: PageSize::Size2M };
-        let leaf = self.translations.map(translation, 0)?;
-        if self.walks_read {
-            self.release_tables();
-        }
-        self.stats.mapped_pages = self.translations.store().len() as u64;
+        let walk = self.map_translation(Translation { asid, vpn, pfn: Pfn(first), size: PageSize::Size2M }, 0)?;
         self.thp_stats.huge_pages += 1;
-        Ok(Walk { translation, leaf })
+        Ok(walk)
     }
 
     /// Lets faults map huge pages or not, as writing `enabled` at run time does (pages
@@ -273,9 +268,6 @@ impl Os {
                 alloc.free(frame.0);
             }
             self.frame_freed(frame.0);
-        }
-        if self.walks_read {
-            self.release_tables();
         }
         self.map_huge(asid, vpn, run)?;
         self.thp_stats.collapses += 1;
