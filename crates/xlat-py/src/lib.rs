@@ -184,7 +184,7 @@ fn trace_write(py: Python<'_>, path: PathBuf, records: &[u8]) -> PyResult<()> {
     let refs = records::decode(records)?;
     let format = xlat::trace::TraceFormat::from_extension(&path)
         .ok_or_else(|| PyValueError::new_err(format!("{}: cannot tell the trace format from the extension (.xlat, .lackey, .champsim)", path.display())))?;
-    let batch = xlat::Batch { refs, instructions: 0 };
+    let batch = xlat::Batch::new(refs, 0);
     let write = || {
         xlat::atomic::check_output(&path)?;
         let mut writer = xlat::trace::create_writer(&path, format, &serde_json::json!({"source": "python"}))?;

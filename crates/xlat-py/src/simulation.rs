@@ -45,7 +45,7 @@ impl Simulation {
     /// Feeds packed reference `records` (see `records`), spanning `instructions`
     /// instructions, to every machine, with the GIL released.
     fn feed(&self, py: Python<'_>, records: &[u8], instructions: u64) -> PyResult<()> {
-        let batch = Batch { refs: records::decode(records)?, instructions };
+        let batch = Batch::new(records::decode(records)?, instructions);
         let mut fed = self.lock()?;
         // As a run does: the machines' halves on the two cores when there are two.
         let parallel = std::thread::available_parallelism().is_ok_and(|n| n.get() >= 2);

@@ -25,7 +25,7 @@ pub mod units;
 pub mod workload;
 
 pub use error::{Error, Result};
-pub use memref::{AccessKind, Batch, MemRef};
+pub use memref::{AccessKind, AddressSpaceEvent, Batch, MemRef, RangeOp};
 pub use types::{Asid, Page, PageSize, Pfn, PhysAddr, Translation, VirtAddr, Vpn};
 
 /// The version of this crate, recorded in every result file.

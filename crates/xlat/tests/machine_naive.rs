@@ -330,7 +330,7 @@ fn check(spec: &CpuSpec, refs: &[MemRef], seed: u64) -> Result<(MachineStats, Op
         let most = if rng.random_ratio(1, 4) { 16 } else { 1000 };
         let (refs, tail) = rest.split_at(rng.random_range(1..=most).min(rest.len()));
         rest = tail;
-        let batch = Batch { refs: refs.to_vec(), instructions: rng.random_range(0..3 * refs.len() as u64) };
+        let batch = Batch::new(refs.to_vec(), rng.random_range(0..3 * refs.len() as u64));
         let result = if rng.random_bool(0.5) { real.process_on_two_cores(&batch) } else { real.process(&batch) };
         let at = format!("batch of references {done}..{}", done + refs.len());
         if let Err(oom) = model.process(&batch.refs, batch.instructions) {

@@ -141,7 +141,7 @@ fn first_level_counters_do_not_depend_on_the_path() {
                 for tlb in [vec![l1.clone()], vec![l1.clone(), l("L2", 64, 4, &[page_size])], vec![l1.clone(), l("L2", 60, 5, &[page_size])]] {
                     let mut m = CpuMachine::new(&CpuSpec { name: "m".into(), seed: 2, os: os.clone(), tlb, mosaic: vec![], pwc: None, timing: None });
                     for chunk in stream.chunks(1000) {
-                        m.process(&Batch { refs: chunk.to_vec(), instructions: 0 }).unwrap();
+                        m.process(&Batch::new(chunk.to_vec(), 0)).unwrap();
                     }
                     let s = m.stats();
                     let l1_rows: Vec<_> = s.levels.iter().filter(|r| r.level == "L1").cloned().collect();
@@ -262,7 +262,7 @@ fn conventional_rows_do_not_depend_on_mosaic_tlbs() {
                 let [a, b] = [with, without].map(|spec| {
                     let mut m = CpuMachine::new(&spec);
                     for chunk in stream.chunks(777) {
-                        m.process(&Batch { refs: chunk.to_vec(), instructions: 0 }).unwrap();
+                        m.process(&Batch::new(chunk.to_vec(), 0)).unwrap();
                     }
                     let s = m.stats();
                     (s.levels, s.os.page_faults, s.os.swap_outs)

@@ -411,7 +411,7 @@ fn native_instruction_counts_past_2_pow_64_are_errors() {
     // around in release builds, which readers cannot tell from a true one).
     let mut w = NativeWriter::create(dir.path().join("c.xlat"), &serde_json::json!({})).unwrap();
     w.write(&MemRef::ifetch(8, 4), 1).unwrap();
-    let half = xlat::Batch { refs: vec![], instructions: 1 << 63 };
+    let half = xlat::Batch::new(vec![], 1 << 63);
     w.write_batch(&half).unwrap();
     let err = w.write_batch(&half).unwrap_err().to_string();
     assert!(err.contains("reference 1") && err.contains("instruction count"), "{err}");

@@ -758,7 +758,7 @@ fn write_batch_places_instructions_as_documented() {
     for (total, deltas) in cases {
         let path = dir.path().join(format!("{total}.xlat"));
         let mut w = NativeWriter::create(&path, &json!({})).unwrap();
-        w.write_batch(&Batch { refs: refs.clone(), instructions: total }).unwrap();
+        w.write_batch(&Batch::new(refs.clone(), total)).unwrap();
         w.finish().unwrap();
         let got: Vec<u64> = decode_path(&path).refs.iter().map(|(_, d)| *d).collect();
         assert_eq!(got, deltas, "batch total {total}");
@@ -774,11 +774,11 @@ fn empty_batches_carry_instructions_to_the_next_reference() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("a.xlat");
     let mut w = NativeWriter::create(&path, &json!({})).unwrap();
-    w.write_batch(&Batch { refs: vec![], instructions: 3 }).unwrap();
-    w.write_batch(&Batch { refs: vec![MemRef::load(0x2000, 8), MemRef::ifetch(0x1000, 4)], instructions: 1 }).unwrap();
-    w.write_batch(&Batch { refs: vec![], instructions: 2 }).unwrap();
+    w.write_batch(&Batch::new(vec![], 3)).unwrap();
+    w.write_batch(&Batch::new(vec![MemRef::load(0x2000, 8), MemRef::ifetch(0x1000, 4)], 1)).unwrap();
+    w.write_batch(&Batch::new(vec![], 2)).unwrap();
     w.write(&MemRef::store(0x2000, 8), 5).unwrap();
-    w.write_batch(&Batch { refs: vec![], instructions: 7 }).unwrap();
+    w.write_batch(&Batch::new(vec![], 7)).unwrap();
     w.finish().unwrap();
     let t = decode_path(&path);
     assert_eq!(t.refs.iter().map(|(_, d)| *d).collect::<Vec<_>>(), [3, 1, 7]);

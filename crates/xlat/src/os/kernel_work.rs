@@ -36,11 +36,29 @@ pub enum Operation {
     Rehash,
     /// khugepaged's scan of one 2 MiB range, and its collapse into a huge page.
     Collapse,
+    /// A mapping made by an address-space event (mmap, brk growth): what it unmaps first.
+    Map,
+    /// An unmapping by an address-space event (munmap, brk shrink): the range's entries
+    /// found and cleared, its frames and swap slots freed, its pages shot down.
+    Unmap,
+    /// A huge page split into base pages, as a partial unmap of it does.
+    Split,
 }
 
 impl Operation {
     /// The operations reported, in order (not `Idle`).
-    pub const REPORTED: [Operation; 7] = [Operation::Fault, Operation::SwapIn, Operation::SwapOut, Operation::Scan, Operation::Resize, Operation::Rehash, Operation::Collapse];
+    pub const REPORTED: [Operation; 10] = [
+        Operation::Fault,
+        Operation::SwapIn,
+        Operation::SwapOut,
+        Operation::Scan,
+        Operation::Resize,
+        Operation::Rehash,
+        Operation::Collapse,
+        Operation::Map,
+        Operation::Unmap,
+        Operation::Split,
+    ];
 
     /// The name in `results.json`.
     pub fn name(self) -> &'static str {
@@ -53,6 +71,9 @@ impl Operation {
             Operation::Resize => "resize",
             Operation::Rehash => "rehash",
             Operation::Collapse => "collapse",
+            Operation::Map => "map",
+            Operation::Unmap => "unmap",
+            Operation::Split => "split",
         }
     }
 }

@@ -9,6 +9,7 @@
 //! ([`readahead`]). Accessed-bit scans ([`eviction::scan`]) report the pages whose bit they
 //! clear for a shootdown too.
 
+pub mod address_space;
 pub mod eviction;
 pub mod frames;
 pub mod fully_associative;
@@ -22,8 +23,10 @@ mod stats;
 pub mod swap;
 pub mod thp;
 pub mod translation;
+pub mod vma;
 mod walk;
 
+pub use address_space::AddressSpaceStats;
 pub use eviction::{EvictionSpec, InactiveRatio, Recency};
 pub use page_table::PageTable;
 pub use placement::{Placement, PlacementSpec};
@@ -43,6 +46,7 @@ use readahead::Readahead;
 use stats::Utilization;
 use swap::SwapArea;
 use thp::ThpState;
+use vma::Mappings;
 
 use crate::hash::page_key;
 use crate::mmu::{PageTableSpec, Placed, TableFull, TableNeed, WalkSink};
@@ -190,6 +194,10 @@ pub struct Os {
     /// Transparent huge pages, when on.
     thp: Option<ThpState>,
     thp_stats: ThpStats,
+    /// The mappings address-space events made.
+    mappings: Mappings,
+    /// What address-space events did, once one came.
+    address_space: Option<AddressSpaceStats>,
 }
 
 impl Os {
@@ -234,6 +242,8 @@ impl Os {
             table_pages_placed: 0,
             thp: ThpState::new(spec.thp, spec.khugepaged),
             thp_stats: ThpStats::default(),
+            mappings: Mappings::default(),
+            address_space: None,
         }
     }
 
@@ -485,8 +495,11 @@ impl Os {
                 }
                 self.read_ahead(asid, page).map_err(|reason| OutOfMemory { asid, vaddr, reason })?;
             }
-        } else if let Some(walk) = self.huge_fault(asid, vaddr) {
-            return walk;
+        } else {
+            self.check_mapped(asid, vaddr);
+            if let Some(walk) = self.huge_fault(asid, vaddr) {
+                return walk;
+            }
         }
         let placed = self.place_tables(asid, vpn, size).and_then(|()| self.choose_frame(asid, vpn));
         let (frame, cpfn) = placed.map_err(|reason| OutOfMemory { asid, vaddr, reason })?;
@@ -961,6 +974,7 @@ impl Os {
         stats.memory_bytes = self.spec.memory;
         stats.swap_io_bytes = (stats.swap_ins + stats.swap_outs) * self.spec.page_size.bytes();
         stats.thp = self.thp.is_some().then_some(self.thp_stats);
+        stats.address_space = self.address_space;
         stats
     }
 

@@ -139,6 +139,12 @@ impl PageTable {
         self.huge_leaves > 0 && self.huge[leaf]
     }
 
+    /// True when a leaf holds the entries of the page holding `vaddr` in `asid`: some page
+    /// of its aligned run of 512 was mapped once. A range with no leaf has no object.
+    pub fn has_leaf(&mut self, asid: Asid, vaddr: u64) -> bool {
+        self.leaf_of(asid, vaddr >> self.size.shift()).is_some()
+    }
+
     /// The leaf of the huge page holding `page`, if a huge page holds it.
     fn in_huge(&mut self, asid: Asid, page: u64) -> Option<usize> {
         let leaf = self.leaf_of(asid, page)?;
@@ -341,6 +347,11 @@ impl PageTable {
             self.huge.push(false);
         }
         Ok(leaf)
+    }
+
+    /// Leaves allocated: ranges of 512 pages where a page was ever mapped.
+    pub fn leaf_count(&self) -> usize {
+        self.leaves.len()
     }
 
     /// Every leaf's range, as (ASID, first address), sorted: the 2 MiB ranges (of a table of

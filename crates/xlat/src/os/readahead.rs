@@ -118,6 +118,12 @@ impl Readahead {
         Some(found)
     }
 
+    /// Page `page` of `asid` was unmapped: if it was read ahead, it is forgotten, and its
+    /// frame and tag returned (no hit counts).
+    pub fn forget(&mut self, asid: Asid, page: u64) -> Option<(u64, u8)> {
+        self.unmapped.remove(&(asid, page))
+    }
+
     /// Page `page` of `asid` was evicted: true if it was an unmapped page read ahead (which
     /// no TLB holds).
     pub fn evicted(&mut self, asid: Asid, page: u64) -> bool {

@@ -69,6 +69,9 @@ pub struct OsStats {
     /// What transparent huge pages did (`thp = "always"` only).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub thp: Option<super::ThpStats>,
+    /// What address-space events did (present once the stream held one).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub address_space: Option<super::AddressSpaceStats>,
 }
 
 /// The time integral of frames in use, from the first eviction on.

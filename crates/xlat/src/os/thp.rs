@@ -16,13 +16,15 @@
 //!   once. Scanning a range iterates over its entries (the driver's iterator, the work EMT's
 //!   customized iterator saves); a pass's work counts for the `collapse` operation.
 //!
-//! What the model leaves out, and why (see `docs/configuration.md`): the OS knows no mappings
-//! (VMAs) yet, so every aligned 2 MiB range of the address space counts as inside one; pages
-//! are not split (nothing unmaps part of a huge page: address-space events are not modelled,
-//! and eviction, which would split them, is refused with THP); the page-table page Linux
-//! deposits for a later split is not allocated; `madvise` mode has no `madvise` calls to
-//! follow. Placement must be fully associative (a huge page needs 512 contiguous frames, which
-//! set-associative and iceberg placement hash apart).
+//! - **Mappings**: once address-space events name an address space, a huge page goes only
+//!   where its aligned range lies wholly inside one mapping, at a fault or by khugepaged
+//!   (`super::address_space`); an unmap that cuts a huge page splits it.
+//!
+//! What the model leaves out, and why (see `docs/configuration.md`): reclaim does not split
+//! or swap huge pages (eviction is refused with THP); the page-table page Linux deposits at a
+//! huge fault for a later split is allocated at the split instead; `madvise` mode has no
+//! `madvise` calls to follow. Placement must be fully associative (a huge page needs 512
+//! contiguous frames, which set-associative and iceberg placement hash apart).
 
 use super::kernel_work::Operation;
 use super::placement::Placer;
@@ -116,6 +118,8 @@ pub struct ThpStats {
     pub ranges_scanned: u64,
     /// Ranges collapsed into a 2 MiB page.
     pub collapses: u64,
+    /// Huge pages split into base pages (a partial unmap).
+    pub splits: u64,
     /// Huge pages mapped now.
     pub huge_pages: u64,
 }
@@ -124,7 +128,7 @@ impl Os {
     /// A fault's 2 MiB page, when THP is on and the range holding `vaddr` can take one;
     /// `None` to map a base page instead.
     pub(super) fn huge_fault(&mut self, asid: Asid, vaddr: u64) -> Option<std::result::Result<Walk, OutOfMemory>> {
-        if !self.thp.as_ref()?.faults {
+        if !self.thp.as_ref()?.faults || !self.huge_allowed(asid, vaddr) {
             return None;
         }
         if !self.translations.huge_eligible(asid, vaddr, PageSize::Size2M) {
@@ -216,11 +220,20 @@ impl Os {
         self.thp_stats.passes += 1;
         let state = self.thp.as_ref().expect("THP is on");
         let ranges = self.translations.store().leaf_ranges();
-        let count = (state.khugepaged.pages_to_scan.div_ceil(HUGE_PAGES) as usize).min(ranges.len());
+        let budget = state.khugepaged.pages_to_scan.div_ceil(HUGE_PAGES) as usize;
         let start = state.cursor.map_or(0, |c| ranges.partition_point(|&r| r <= c));
-        for i in 0..count {
+        let mut scanned = 0;
+        for i in 0..ranges.len() {
+            if scanned == budget {
+                break;
+            }
             let (asid, first) = ranges[(start + i) % ranges.len()];
             self.thp.as_mut().expect("THP is on").cursor = Some((asid, first));
+            // khugepaged visits the aligned ranges inside its mappings only.
+            if !self.huge_allowed(asid, first) {
+                continue;
+            }
+            scanned += 1;
             self.call(Operation::Collapse, |os| os.scan_range(asid, first)).map_err(|reason| OutOfMemory { asid, vaddr: first, reason })?;
         }
         Ok(())
@@ -260,14 +273,9 @@ impl Os {
         work.frame_allocations += 1;
         work.data_bytes_copied += present.len() as u64 * PageSize::Size4K.bytes();
         work.data_bytes_zeroed += (HUGE_PAGES - present.len() as u64) * PageSize::Size4K.bytes();
-        self.utilization.change(self.clock, self.frames.used());
         for &(vaddr, frame) in present {
             self.translations.remove(asid, PageSize::Size4K.first_vpn(vaddr));
-            self.frames.vacate(frame.0);
-            if let Placer::Fully(alloc) = &mut self.placer {
-                alloc.free(frame.0);
-            }
-            self.frame_freed(frame.0);
+            self.free_frame(frame.0);
         }
         self.map_huge(asid, vpn, run)?;
         self.thp_stats.collapses += 1;

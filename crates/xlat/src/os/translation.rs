@@ -175,16 +175,14 @@ impl Translations {
         Some(frame)
     }
 
-    /// Remove: the page holding page `vpn` of `asid` (a huge page whole) has no object
-    /// after. Returns the frame (in units of the table's page size; a huge page's first base
-    /// frame) it was present at.
+    /// Remove: the page holding page `vpn` of `asid` (a huge page whole), present or
+    /// swapped out, has no object after. Returns the frame (in units of the table's page
+    /// size; a huge page's first base frame) it was present at.
     pub fn remove(&mut self, asid: Asid, vpn: Vpn) -> Option<u64> {
-        let size = self.store.object(asid, vpn.addr().0).map_or(self.store.page_size(), |o| o.size);
+        let object = self.store.object(asid, vpn.addr().0)?;
         let frame = self.store.remove(asid, vpn.addr().0);
-        if frame.is_some() {
-            let first = Vpn(vpn.0 & !(size.base_pages() - 1));
-            self.driver.unmapped(asid, first, size, &mut self.meter);
-        }
+        let first = Vpn(vpn.0 & !(object.size.base_pages() - 1));
+        self.driver.unmapped(asid, first, object.size, &mut self.meter);
         frame
     }
 

@@ -267,7 +267,9 @@ fn read_ahead(mut source: Box<dyn RefSource>, batch: usize, empty: &Receiver<Bat
         b.clear();
         let filled = source.fill(&mut b, batch);
         let done = !matches!(filled, Ok(n) if n > 0);
-        if matches!(filled, Ok(0)) || full.send(filled.map(|_| b)).is_err() || done {
+        // The last fill may bring events after the last reference.
+        let empty = matches!(filled, Ok(0)) && b.events.is_empty();
+        if empty || full.send(filled.map(|_| b)).is_err() || done {
             return;
         }
     }

@@ -73,16 +73,18 @@ struct Chunk {
     batch: Batch,
     /// For each fill: the references it gave, and the instructions they span.
     fills: Vec<(usize, u64)>,
-    /// The next fill to hand out, and where its references start in `batch`.
+    /// The next fill to hand out, where its references start in `batch`, and the first
+    /// event of `batch` not handed out.
     next: usize,
     pos: usize,
+    event: usize,
 }
 
 impl Chunk {
     fn clear(&mut self) {
         self.batch.clear();
         self.fills.clear();
-        (self.next, self.pos) = (0, 0);
+        (self.next, self.pos, self.event) = (0, 0, 0);
     }
 
     /// Fills `self` from `source`, `step` references a fill, until it holds
@@ -90,8 +92,13 @@ impl Chunk {
     fn fill_from(&mut self, source: &mut dyn RefSource, step: usize) -> Result<bool> {
         while self.batch.len() < CHUNK_REFS {
             self.batch.instructions = 0;
+            let events = self.batch.events.len();
             let n = source.fill(&mut self.batch, step)?;
             if n == 0 {
+                // The last fill may bring events after the last reference.
+                if self.batch.events.len() > events {
+                    self.fills.push((0, self.batch.instructions));
+                }
                 return Ok(false);
             }
             self.fills.push((n, self.batch.instructions));
@@ -104,7 +111,7 @@ impl Chunk {
     fn take(&mut self, batch: &mut Batch, max: usize) -> Option<usize> {
         let (n, instructions) = self.fills.get_mut(self.next)?;
         let k = (*n).min(max);
-        batch.refs.extend_from_slice(&self.batch.refs[self.pos..self.pos + k]);
+        batch.append_from(&self.batch, self.pos..self.pos + k, &mut self.event, k == *n);
         batch.instructions += std::mem::take(instructions);
         *n -= k;
         self.pos += k;

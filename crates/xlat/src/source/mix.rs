@@ -108,9 +108,13 @@ impl RefSource for Mix {
         while batch.refs.len() - start < max && !self.parts.is_empty() {
             let want = (max - (batch.refs.len() - start)).min(usize::try_from(self.left).unwrap_or(usize::MAX));
             let part = &mut self.parts[self.current];
-            let from = batch.refs.len();
+            let (from, events) = (batch.refs.len(), batch.events.len());
             let got = part.source.fill(batch, want)?;
             part.tag(&mut batch.refs[from..])?;
+            // A part is one address space: its events are the part's too.
+            for (_, event) in &mut batch.events[events..] {
+                event.asid = part.asid;
+            }
             self.left -= got as u64;
             if got == 0 || self.left == 0 {
                 self.next_turn(got == 0);

@@ -92,7 +92,10 @@ impl WorkloadSpec {
 pub trait RefSource: Send {
     /// Appends at most `max` references to `batch.refs` and adds the instructions they span to
     /// `batch.instructions`. Returns how many references were appended; 0 means the stream has
-    /// ended. Sources stop exactly at `max`, so a reference limit is exact.
+    /// ended. Sources stop exactly at `max`, so a reference limit is exact. Address-space
+    /// events met on the way are appended at their places ([`Batch::push_event`]); the last
+    /// fill, which returns 0, may still append events that come after the last reference,
+    /// and consumers apply them.
     fn fill(&mut self, batch: &mut Batch, max: usize) -> Result<usize>;
 
     /// A description of the input for result files (kind, path or parameters, size).
@@ -138,12 +141,17 @@ impl<S: RefSource> Limited<S> {
         Limited { inner, skip, remaining: limit.unwrap_or(u64::MAX) }
     }
 
-    fn skip_prefix(&mut self) -> Result<()> {
+    /// Drops the first `skip` references, appending the events among them to `batch`: a
+    /// run that skips a warm-up still sees the mappings made in it.
+    fn skip_prefix(&mut self, batch: &mut Batch) -> Result<()> {
         let mut scratch = Batch::with_capacity(1 << 14);
         while self.skip > 0 {
             scratch.clear();
             let want = self.skip.min(1 << 14) as usize;
             let got = self.inner.fill(&mut scratch, want)?;
+            for &(_, event) in &scratch.events {
+                batch.push_event(event);
+            }
             if got == 0 {
                 break;
             }
@@ -156,7 +164,7 @@ impl<S: RefSource> Limited<S> {
 impl<S: RefSource> RefSource for Limited<S> {
     fn fill(&mut self, batch: &mut Batch, max: usize) -> Result<usize> {
         if self.skip > 0 {
-            self.skip_prefix()?;
+            self.skip_prefix(batch)?;
         }
         let want = (max as u64).min(self.remaining) as usize;
         if want == 0 {

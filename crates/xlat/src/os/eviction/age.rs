@@ -114,6 +114,13 @@ impl AgeTracker {
         }
     }
 
+    /// The page with timestamp `stamp` left memory other than by eviction (it was
+    /// unmapped): removed without a score.
+    pub fn forget(&mut self, stamp: u64) {
+        self.fenwick.add(stamp, -1);
+        self.resident -= 1;
+    }
+
     /// The page with timestamp `stamp` is evicted: scores it and removes it.
     pub fn evict(&mut self, stamp: u64) {
         let older = self.fenwick.below(stamp) as f64;

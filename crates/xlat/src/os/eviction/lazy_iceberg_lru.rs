@@ -96,4 +96,8 @@ impl EvictionPolicy for LazyIcebergLru {
     fn evicted(&mut self, frame: u64, _: Asid, _: Vpn, _: u64) {
         self.evictable.unmark(frame);
     }
+
+    fn freed(&mut self, frame: u64) {
+        self.evictable.unmark(frame);
+    }
 }

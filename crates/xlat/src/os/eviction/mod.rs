@@ -111,6 +111,11 @@ pub trait EvictionPolicy {
     /// Page `vpn` of `asid`, last used at `stamp`, left `frame`.
     fn evicted(&mut self, _frame: u64, _asid: Asid, _vpn: Vpn, _stamp: u64) {}
 
+    /// The page in `frame` was freed other than by eviction (an unmap): `frame` is free
+    /// now. Policies that find pages through the frames' state (their occupancy and
+    /// generation) need nothing.
+    fn freed(&mut self, _frame: u64) {}
+
     /// What reclaim did, for policies that count it.
     fn reclaim_stats(&self) -> Option<ReclaimStats> {
         None
@@ -198,6 +203,7 @@ macro_rules! eviction_policies {
                 fn mapped_by_fault(frame: u64) -> ();
                 fn unmapped(frame: u64) -> ();
                 fn evicted(frame: u64, asid: Asid, vpn: Vpn, stamp: u64) -> ();
+                fn freed(frame: u64) -> ();
             }
         }
     };

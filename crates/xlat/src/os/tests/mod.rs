@@ -7,6 +7,7 @@ use rand::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
 use std::collections::{HashMap, VecDeque};
 
+mod address_space;
 mod kernel_work;
 mod swap_cache;
 mod thp;

@@ -37,6 +37,8 @@ const YOUNG: u8 = 1;
 /// The kernel's `PG_referenced` of a frame's page, under the look-twice rule: set when
 /// reclaim finds the page young, cleared when it finds it not young.
 const MARKED: u8 = 2;
+/// The frame's page is on the active list (else on the inactive list, if listed).
+const ACTIVE: u8 = 4;
 
 /// What Linux-like reclaim did, counted as the kernel's `/proc/vmstat` counts it for
 /// anonymous pages (its names in brackets), to tell apart how the model's rules act on a
@@ -59,12 +61,22 @@ pub struct ReclaimStats {
 }
 
 /// The reclaim lists of a fully associative memory.
+///
+/// A page freed by an unmap leaves its lists at once, as the kernel's `del_page_from_lru_list`
+/// does, without a search: its frame's generation moves on, which leaves the entry in the
+/// list stale (an entry is its frame in the low 32 bits and the generation it was listed at
+/// in the high 32), and the live lengths are counted apart. Without frees, no entry is stale.
 #[derive(Clone, Debug)]
 pub struct LinuxLists {
     inactive: VecDeque<u64>,
     active: VecDeque<u64>,
-    /// One byte per frame: [`YOUNG`] and [`MARKED`].
+    /// Live entries of each list.
+    inactive_len: u64,
+    active_len: u64,
+    /// One byte per frame: [`YOUNG`], [`MARKED`] and [`ACTIVE`].
     flags: Vec<u8>,
+    /// Per frame: frees of its pages so far (see the type's documentation).
+    generation: Vec<u32>,
     /// The look-twice rule; else one look.
     look_twice: bool,
     ratio: InactiveRatio,
@@ -83,7 +95,10 @@ impl LinuxLists {
         LinuxLists {
             inactive: VecDeque::new(),
             active: VecDeque::new(),
+            inactive_len: 0,
+            active_len: 0,
             flags: vec![0; frames as usize],
+            generation: vec![0; frames as usize],
             look_twice,
             ratio,
             pages_per_gib_log2: 30u32.saturating_sub(page_bytes.trailing_zeros()),
@@ -99,7 +114,7 @@ impl LinuxLists {
 
     /// True when the inactive list is too short for the active list.
     fn inactive_is_low(&self) -> bool {
-        let (inactive, active) = (self.inactive.len() as u64, self.active.len() as u64);
+        let (inactive, active) = (self.inactive_len, self.active_len);
         let ratio = match self.ratio {
             InactiveRatio::Kernel => {
                 let gib = (inactive + active) >> self.pages_per_gib_log2;
@@ -139,15 +154,54 @@ impl LinuxLists {
     /// ahead is in no page-table entry, so nothing has set its bit.
     pub fn insert(&mut self, frame: u64, asid: Asid, page: u64, mapped: bool) {
         self.flags[frame as usize] = if self.look_twice && mapped { YOUNG } else { 0 };
-        let active = self.active.len();
+        let active = self.active_len as usize;
         let refault = self.workingset.as_mut().and_then(|w| w.refault(asid, page, active));
         self.stats.refaults += u64::from(refault.is_some());
         let activate = refault == Some(true);
         self.stats.refault_activations += u64::from(activate);
         if activate {
-            self.active.push_back(frame);
+            self.push_active(frame);
         } else {
-            self.inactive.push_back(frame);
+            self.push_inactive(frame);
+        }
+    }
+
+    /// The page in `frame` was freed (unmapped): it leaves its list.
+    pub fn freed(&mut self, frame: u64) {
+        let f = frame as usize;
+        self.generation[f] = self.generation[f].wrapping_add(1);
+        if self.flags[f] & ACTIVE != 0 {
+            self.active_len -= 1;
+        } else {
+            self.inactive_len -= 1;
+        }
+        self.flags[f] = 0;
+    }
+
+    /// Appends the page in `frame` to the active list's young end.
+    fn push_active(&mut self, frame: u64) {
+        self.flags[frame as usize] |= ACTIVE;
+        self.active.push_back(frame | u64::from(self.generation[frame as usize]) << 32);
+        self.active_len += 1;
+    }
+
+    /// Appends the page in `frame` to the inactive list's young end.
+    fn push_inactive(&mut self, frame: u64) {
+        self.flags[frame as usize] &= !ACTIVE;
+        self.inactive.push_back(frame | u64::from(self.generation[frame as usize]) << 32);
+        self.inactive_len += 1;
+    }
+
+    /// Takes the oldest live page off the front of `list` (the active list if `active`).
+    fn pop(&mut self, active: bool) -> Option<u64> {
+        loop {
+            let list = if active { &mut self.active } else { &mut self.inactive };
+            let entry = list.pop_front()?;
+            let frame = entry & u64::from(u32::MAX);
+            if (entry >> 32) as u32 == self.generation[frame as usize] {
+                *(if active { &mut self.active_len } else { &mut self.inactive_len }) -= 1;
+                return Some(frame);
+            }
         }
     }
 
@@ -167,12 +221,12 @@ impl LinuxLists {
         // the second look at a page in this call evicts it.
         loop {
             if self.inactive_is_low() {
-                let frame = self.active.pop_front().expect("a low inactive list is shorter than the active list");
+                let frame = self.pop(true).expect("a low inactive list is shorter than the active list");
                 self.flags[frame as usize] &= !YOUNG;
-                self.inactive.push_back(frame);
+                self.push_inactive(frame);
                 self.stats.deactivations += 1;
             }
-            let frame = self.inactive.pop_front()?;
+            let frame = self.pop(false)?;
             let bits = std::mem::take(&mut self.flags[frame as usize]);
             if bits & YOUNG == 0 {
                 return Some(frame);
@@ -180,7 +234,7 @@ impl LinuxLists {
             if self.look_twice {
                 self.flags[frame as usize] = MARKED;
                 if bits & MARKED == 0 {
-                    self.inactive.push_back(frame);
+                    self.push_inactive(frame);
                     self.stats.rotations += 1;
                     continue;
                 }
@@ -190,7 +244,7 @@ impl LinuxLists {
                 w.activated();
             }
             activated(frame);
-            self.active.push_back(frame);
+            self.push_active(frame);
         }
     }
 }

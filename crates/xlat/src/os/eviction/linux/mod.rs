@@ -68,9 +68,9 @@ impl PolicySpec for LinuxSpec {
         }
     }
 
-    /// The lists' flags, a byte per frame.
+    /// The lists' flags, a byte per frame, and each frame's generation, four.
     fn frame_bytes(&self) -> u64 {
-        1
+        5
     }
 }
 
@@ -180,6 +180,10 @@ impl EvictionPolicy for Linux {
 
     fn evicted(&mut self, _: u64, asid: Asid, vpn: Vpn, _: u64) {
         self.lists.evicted(asid, vpn.0);
+    }
+
+    fn freed(&mut self, frame: u64) {
+        self.lists.freed(frame);
     }
 
     fn reclaim_stats(&self) -> Option<ReclaimStats> {

@@ -311,11 +311,29 @@ impl CpuMachine {
         LoopPath::General { one_level: tlb.is_some_and(TlbHierarchy::is_one_level), track, mosaic }
     }
 
-    /// Simulates every reference of `refs` in order, without counting them as a batch, on
-    /// the loop of [`CpuMachine::loop_path`], a second core replaying `second_core`.
-    fn simulate(&mut self, refs: &[MemRef], second_core: SecondCore) -> Result<()> {
+    /// Simulates every reference and event of `batch` in order, without counting them as a
+    /// batch, on the loop of [`CpuMachine::loop_path`], a second core replaying
+    /// `second_core` (only for a batch without events: see [`Machine::process_on_two_cores`]).
+    /// An event is applied between the runs of references it cuts the batch into, its
+    /// shootdowns done before the next reference.
+    fn simulate(&mut self, batch: &Batch, second_core: SecondCore) -> Result<()> {
         let path = self.loop_path();
         self.loops.count(path, second_core);
+        if batch.events.is_empty() {
+            return self.run_loop(path, &batch.refs);
+        }
+        for (run, event) in batch.runs() {
+            self.run_loop(path, run)?;
+            if let Some(event) = event {
+                self.os.apply(event).map_err(|oom| self.out_of_memory(oom))?;
+                self.shoot_down();
+            }
+        }
+        Ok(())
+    }
+
+    /// Simulates every reference of `refs` in order on the loop `path`.
+    fn run_loop(&mut self, path: LoopPath, refs: &[MemRef]) -> Result<()> {
         match path {
             LoopPath::Express { ways } => self.express(ways, refs, None),
             LoopPath::SingleLevel { level, track, mosaic } => match (track, mosaic) {
@@ -681,12 +699,12 @@ impl Machine for CpuMachine {
         &self.name
     }
 
-    /// Simulates every reference of `batch` in order. A reference that straddles a page
-    /// boundary translates every page it covers (one TLB access each).
+    /// Simulates every reference and address-space event of `batch` in order. A reference
+    /// that straddles a page boundary translates every page it covers (one TLB access each).
     fn process(&mut self, batch: &Batch) -> Result<()> {
         self.catch_up();
         let walks = self.os.walks();
-        self.simulate(&batch.refs, SecondCore::None)?;
+        self.simulate(batch, SecondCore::None)?;
         self.finish_batch(batch, walks)
     }
 
@@ -698,14 +716,16 @@ impl Machine for CpuMachine {
     /// those of [`CpuMachine::process`] ([`CpuMachine::stats`] and the next [`CpuMachine::process`]
     /// replay what is left first), except after an error, which ends a run.
     fn process_on_two_cores(&mut self, batch: &Batch) -> Result<()> {
-        if !self.replay_pays {
+        // Events are rare: their batches run in sequence, which keeps the replays' logs free
+        // of them.
+        if !self.replay_pays || !batch.events.is_empty() {
             return self.process(batch);
         }
         if self.replays_hierarchy() {
             let mut tlb = self.tlb.take().expect("replays_hierarchy checked");
             let led = self.overlap(batch, |log| replay_steps(&mut tlb, log), |m, log| {
                 m.log = Some(std::mem::take(log));
-                let led = m.simulate(&batch.refs, SecondCore::Hierarchy);
+                let led = m.simulate(batch, SecondCore::Hierarchy);
                 *log = m.log.take().expect("set above");
                 led
             });
@@ -728,7 +748,7 @@ impl Machine for CpuMachine {
                 0
             }, |m, log| {
                 m.timing = Some(Clock::Log(std::mem::take(&mut log.timed)));
-                let led = m.simulate(&batch.refs, SecondCore::Timing);
+                let led = m.simulate(batch, SecondCore::Timing);
                 // The clock stays, empty, for the batch's end to see a timed machine.
                 if let Some(Clock::Log(timed)) = &mut m.timing {
                     log.timed = std::mem::take(timed);

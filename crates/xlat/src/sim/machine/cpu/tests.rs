@@ -16,6 +16,19 @@ fn level(entries: usize, ways: usize) -> LevelGeometry {
     }
 }
 
+/// A second level of 32 4 KiB entries and an array of 8 for 2 MiB pages.
+fn level_with_huge_array() -> LevelGeometry {
+    LevelGeometry {
+        name: "L2".into(),
+        arrays: vec![
+            ArrayGeometry { entries: 32, ways: 4, policy: Policy::Lru, page_sizes: vec![PageSize::Size4K] },
+            ArrayGeometry { entries: 8, ways: 8, policy: Policy::Lru, page_sizes: vec![PageSize::Size2M] },
+        ],
+        instr_arrays: vec![],
+        inclusive: false,
+    }
+}
+
 fn spec() -> CpuSpec {
     CpuSpec { name: "m".into(), seed: 1, os: OsSpec::simple(1 << 30, PlacementSpec::Random), tlb: vec![level(4, 4)], mosaic: vec![], pwc: None, timing: None }
 }
@@ -29,7 +42,7 @@ fn mosaic_spec(memory: u64, eviction: EvictionSpec, arity: u32) -> CpuSpec {
 #[test]
 fn straddle_touches_both_pages() {
     let mut m = CpuMachine::new(&spec());
-    let batch = Batch { refs: vec![MemRef::load(0x1ffc, 8), MemRef::load(0x2000, 4)], instructions: 2 };
+    let batch = Batch::new(vec![MemRef::load(0x1ffc, 8), MemRef::load(0x2000, 4)], 2);
     m.process(&batch).unwrap();
     let s = m.stats();
     assert_eq!(s.counters.refs, 2);
@@ -47,7 +60,7 @@ fn a_reference_larger_than_a_page_touches_every_page_on_every_path() {
     for eviction in [EvictionSpec::default(), EvictionSpec::Lru(Default::default())] {
         let os = OsSpec { eviction, ..OsSpec::simple(1 << 30, PlacementSpec::Random) };
         let mut m = CpuMachine::new(&CpuSpec { os, tlb: vec![level(8, 8)], ..spec() });
-        let batch = Batch { refs: vec![MemRef::load(0x1ffc, 16384), MemRef::store(0x3000, 8192)], instructions: 2 };
+        let batch = Batch::new(vec![MemRef::load(0x1ffc, 16384), MemRef::store(0x3000, 8192)], 2);
         m.process(&batch).unwrap();
         let s = m.stats();
         assert_eq!((s.counters.straddles, s.os.page_faults, s.os.footprint_bytes), (2, 5, 5 << 12), "{eviction:?}");
@@ -59,7 +72,7 @@ fn a_reference_larger_than_a_page_touches_every_page_on_every_path() {
 /// A sequential sweep over 64 pages, twice: a spatial-locality stream.
 fn sweep() -> Batch {
     let refs = (0..2).flat_map(|_| (0..64u64).flat_map(|p| [MemRef::load(p << 12, 8), MemRef::store((p << 12) + 64, 8)])).collect();
-    Batch { refs, instructions: 0 }
+    Batch::new(refs, 0)
 }
 
 /// Simulates `refs` one reference per batch, checking after each that every valid sub-entry
@@ -67,7 +80,7 @@ fn sweep() -> Batch {
 /// them gives the right frame).
 fn process_checking_mosaic(m: &mut CpuMachine, refs: Vec<MemRef>) {
     for (i, r) in refs.into_iter().enumerate() {
-        m.process(&Batch { refs: vec![r], instructions: 0 }).unwrap();
+        m.process(&Batch::new(vec![r], 0)).unwrap();
         if let Err(e) = m.check_mosaic_entries() {
             panic!("after reference {i} ({r:?}): {e}");
         }
@@ -98,7 +111,7 @@ fn mosaic_beats_vanilla_on_a_prefaulted_stream_with_spatial_locality() {
     // only in the first sweep, where each page faults after its entry was filled.
     let pages = 256u64;
     let refs: Vec<MemRef> = (0..4).flat_map(|_| (0..pages).map(|p| MemRef::load(p << 12, 8))).collect();
-    m.process(&Batch { refs, instructions: 0 }).unwrap();
+    m.process(&Batch::new(refs, 0)).unwrap();
     let s = m.stats();
     let vanilla = s.levels[0].counters.misses;
     let mosaic = s.mosaic[0].counters.misses;
@@ -143,7 +156,7 @@ fn tlbs_never_hold_a_translation_the_os_no_longer_has() {
             (os.swap_cache, os.swap_cache_cow) = (true, true);
             let mut m = CpuMachine::new(&CpuSpec { os, tlb: tlb.clone(), ..spec() });
             for (i, r) in refs.iter().enumerate() {
-                m.process(&Batch { refs: vec![*r], instructions: 0 }).unwrap();
+                m.process(&Batch::new(vec![*r], 0)).unwrap();
                 if let Err(e) = m.check_tlb_entries() {
                     panic!("hierarchy {h}, policy {p}, after reference {i} ({r:?}): {e}");
                 }
@@ -158,7 +171,7 @@ fn tlbs_never_hold_a_translation_the_os_no_longer_has() {
     let os = OsSpec { page_size: size, eviction: EvictionSpec::Lru(Default::default()), ..OsSpec::simple(64 << 21, PlacementSpec::Random) };
     let mut m = CpuMachine::new(&CpuSpec { os, tlb: vec![LevelGeometry { arrays: vec![sized], ..level(16, 4) }], ..spec() });
     for r in &refs {
-        m.process(&Batch { refs: vec![MemRef { vaddr: r.vaddr << 9, ..*r }], instructions: 0 }).unwrap();
+        m.process(&Batch::new(vec![MemRef { vaddr: r.vaddr << 9, ..*r }], 0)).unwrap();
         m.check_tlb_entries().unwrap();
     }
     assert!(m.stats().os.swap_outs > 500);
@@ -229,7 +242,7 @@ fn use_is_tracked_through_every_tlb_level() {
     for tlb in [vec![level(16, 4)], vec![level(8, 2), l2]] {
         let os = OsSpec { eviction: EvictionSpec::Lru(Default::default()), ..OsSpec::simple(64 << 12, PlacementSpec::Random) };
         let mut m = CpuMachine::new(&CpuSpec { name: "lru".into(), seed: 2, os, tlb, mosaic: vec![], pwc: None, timing: None });
-        m.process(&Batch { refs: refs.clone(), instructions: 0 }).unwrap();
+        m.process(&Batch::new(refs.clone(), 0)).unwrap();
         let s = m.stats();
         assert!(s.levels.iter().all(|l| l.counters.hits > 0), "every level hits");
         assert_eq!(s.os.page_faults, lru_faults(&refs, 64, 12), "{} levels", s.levels.len());
@@ -248,7 +261,7 @@ fn an_evicted_huge_page_leaves_no_splinter() {
     for tlb in [vec![level(16, 4)], vec![level(8, 2), l2]] {
         let os = OsSpec { eviction: EvictionSpec::Lru(Default::default()), page_size: PageSize::Size2M, ..OsSpec::simple(8 << 21, PlacementSpec::Random) };
         let mut m = CpuMachine::new(&CpuSpec { name: "huge".into(), seed: 2, os, tlb, mosaic: vec![], pwc: None, timing: None });
-        m.process(&Batch { refs: refs.clone(), instructions: 0 }).unwrap();
+        m.process(&Batch::new(refs.clone(), 0)).unwrap();
         let s = m.stats();
         assert!(s.levels[0].counters.hits > 0);
         assert_eq!(s.os.page_faults, lru_faults(&refs, 8, 21), "{} levels", s.levels.len());
@@ -260,7 +273,7 @@ fn an_evicted_huge_page_leaves_no_splinter() {
 fn skewed_refs(n: u64) -> Batch {
     let mut draw = xorshift(0x2545_f491_4f6c_dd1d);
     let refs = (0..n).map(|_| MemRef::load(skewed_page(draw(), 512.0) << 12, 8)).collect();
-    Batch { refs, instructions: 0 }
+    Batch::new(refs, 0)
 }
 
 /// A xorshift64 generator seeded with `x` (not 0): cheap reproducible draws for test streams.
@@ -348,7 +361,7 @@ fn a_scan_shoots_down_the_pages_whose_accessed_bit_it_clears() {
         let os = OsSpec { eviction: EvictionSpec::Lru(Default::default()), recency, ..OsSpec::simple(16 << 12, PlacementSpec::Random) };
         let mut m = CpuMachine::new(&CpuSpec { os, tlb: vec![level(64, 4)], ..spec() });
         let refs = (0..2000u64).map(|i| MemRef::load((i % 4) << 12, 8)).collect();
-        m.process(&Batch { refs, instructions: 0 }).unwrap();
+        m.process(&Batch::new(refs, 0)).unwrap();
         let s = m.stats();
         (s.levels[0].counters.misses, s.os.scan_shootdowns)
     };
@@ -375,7 +388,7 @@ fn split_single_level_without_eviction_runs() {
     let mut m = CpuMachine::new(&CpuSpec { tlb: vec![l1], ..spec() });
     assert!(matches!(m.loop_path(), LoopPath::SingleLevel { track: false, mosaic: false, .. }), "{:?}", m.loop_path());
     let refs = (0..100u64).map(|i| if i % 3 == 0 { MemRef::ifetch((i % 5) << 12, 4) } else { MemRef::load((i % 7) << 12, 8) }).collect();
-    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| m.process(&Batch { refs, instructions: 100 })));
+    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| m.process(&Batch::new(refs, 100))));
     assert!(matches!(result, Ok(Ok(()))), "processing panicked or failed");
     assert_eq!(m.stats().loops.len(), 1, "one loop for every batch");
 }
@@ -419,7 +432,7 @@ fn scan_period_counts_page_accesses() {
     let os = OsSpec { eviction: EvictionSpec::Lru(Default::default()), recency, ..OsSpec::simple(16 << 12, PlacementSpec::Random) };
     let mut m = CpuMachine::new(&CpuSpec { os, tlb: vec![level(64, 4)], ..spec() });
     let refs = (0..4).map(|_| MemRef::load(0xffc, 8)).collect();
-    m.process(&Batch { refs, instructions: 0 }).unwrap();
+    m.process(&Batch::new(refs, 0)).unwrap();
     let s = m.stats();
     assert_eq!((s.counters.refs, s.counters.straddles), (4, 4));
     assert_eq!(s.os.scan_shootdowns, 4);
@@ -438,7 +451,7 @@ fn mosaic_tlbs_change_nothing_the_os_does_over_two_asids() {
             MemRef { asid: (i % 5 == 0) as u16, ..MemRef::load(page << 12 | off, 8) }
         })
         .collect();
-    let batch = Batch { refs, instructions: 0 };
+    let batch = Batch::new(refs, 0);
     let recencies = [
         crate::os::Recency::Access,
         crate::os::Recency::Fill,
@@ -494,7 +507,7 @@ fn same_on_two_cores(spec: &CpuSpec, refs: &[MemRef], second_core: bool, case: &
         }
         let (chunk, after) = rest.split_at(sizes.next().expect("cycles").min(rest.len()));
         rest = after;
-        let batch = Batch { refs: chunk.to_vec(), instructions: chunk.len() as u64 };
+        let batch = Batch::new(chunk.to_vec(), chunk.len() as u64);
         sequential.process(&batch).unwrap();
         if b % 4 == 3 { replayed.process(&batch) } else { replayed.process_on_two_cores(&batch) }.unwrap();
         assert_eq!(simulated(replayed.stats()), simulated(sequential.stats()), "{case}, batch {b}");
@@ -625,7 +638,7 @@ fn a_radix_machine_walks_its_tables_and_keeps_them_in_memory() {
         let (mut a, mut b) = (CpuMachine::new(&map), CpuMachine::new(&over_radix));
         assert!(!matches!(b.loop_path(), LoopPath::Express { .. }), "walks that read memory are not made ahead");
         for chunk in refs.chunks(7000) {
-            let batch = Batch { refs: chunk.to_vec(), instructions: 0 };
+            let batch = Batch::new(chunk.to_vec(), 0);
             a.process(&batch).unwrap();
             b.process_on_two_cores(&batch).unwrap();
         }
@@ -654,7 +667,7 @@ fn radix_tables_stay_in_memory_under_pressure() {
         let map = CpuSpec { os: OsSpec { page_table: Default::default(), ..os.clone() }, tlb: vec![level(64, 4)], ..spec() };
         let mut m = CpuMachine::new(&CpuSpec { os, ..map.clone() });
         let mut without = CpuMachine::new(&map);
-        let batch = Batch { refs: refs.clone(), instructions: 0 };
+        let batch = Batch::new(refs.clone(), 0);
         m.process(&batch).unwrap();
         without.process(&batch).unwrap();
         let (s, w) = (m.stats(), without.stats());
@@ -680,7 +693,7 @@ fn walk_caches_serve_the_upper_levels_of_radix_walks() {
         ..spec()
     };
     let mut m = CpuMachine::new(&spec);
-    m.process(&Batch { refs, instructions: 0 }).unwrap();
+    m.process(&Batch::new(refs, 0)).unwrap();
     let s = m.stats();
     let (w, walks) = (&s.walker, s.os.walks);
     let [pml4, pdpt, pd] = [w.pwc[0], w.pwc[1], w.pwc[2]];
@@ -710,7 +723,7 @@ fn a_timed_machine_accounts_for_every_reference_and_walk() {
     let (mut a, mut b) = (CpuMachine::new(&untimed), CpuMachine::new(&timed));
     assert!(!matches!(b.loop_path(), LoopPath::Express { .. }));
     for chunk in refs.chunks(6000) {
-        let batch = Batch { refs: chunk.to_vec(), instructions: 3 * chunk.len() as u64 };
+        let batch = Batch::new(chunk.to_vec(), 3 * chunk.len() as u64);
         a.process(&batch).unwrap();
         b.process_on_two_cores(&batch).unwrap();
     }
@@ -778,11 +791,11 @@ fn fpt_and_ecpt_machines_walk_the_pages_map_walks() {
     let refs = sparse(&mixed_refs(30_000, 900.0, 0xf97));
     let map = CpuSpec { os: OsSpec::simple(1 << 30, PlacementSpec::Sequential), tlb: vec![level(64, 4)], pwc: Some(Default::default()), ..spec() };
     let mut a = CpuMachine::new(&map);
-    a.process(&Batch { refs: refs.clone(), instructions: 0 }).unwrap();
+    a.process(&Batch::new(refs.clone(), 0)).unwrap();
     let a = a.stats();
     for driver in other_drivers() {
         let mut b = CpuMachine::new(&CpuSpec { os: OsSpec { page_table: driver, ..map.os.clone() }, ..map.clone() });
-        b.process(&Batch { refs: refs.clone(), instructions: 0 }).unwrap();
+        b.process(&Batch::new(refs.clone(), 0)).unwrap();
         let b = b.stats();
         assert_eq!((&a.levels, a.os.walks, a.os.page_faults), (&b.levels, b.os.walks, b.os.page_faults), "{driver:?}");
         assert!(b.os.page_table_frames > 0, "{driver:?}");
@@ -817,7 +830,7 @@ fn fpt_and_ecpt_tables_live_with_eviction() {
             let os = OsSpec { eviction, page_table: driver, ..OsSpec::simple(8 << 20, placement) };
             let mut m = CpuMachine::new(&CpuSpec { os, tlb: vec![level(64, 4)], ..spec() });
             let restricted = !matches!(placement, PlacementSpec::Sequential | PlacementSpec::Random);
-            if let Err(e) = m.process(&Batch { refs: refs.clone(), instructions: 0 }) {
+            if let Err(e) = m.process(&Batch::new(refs.clone(), 0)) {
                 assert!(driver.name() == "fpt" && restricted, "{driver:?} {placement:?}: {e}");
                 assert!(e.to_string().contains("holds a page-table page"), "{e}");
                 continue;
@@ -841,7 +854,7 @@ fn tables_larger_than_memory_end_the_run_with_an_error() {
     for (driver, eviction) in [("ecpt", EvictionSpec::None(Default::default())), ("ecpt", EvictionSpec::Lru(Default::default())), ("radix", EvictionSpec::None(Default::default()))] {
         let os = OsSpec { eviction, page_table: crate::mmu::PageTableSpec::named(driver).unwrap(), ..OsSpec::simple(if driver == "radix" { 16 << 12 } else { 2 << 20 }, PlacementSpec::Sequential) };
         let mut m = CpuMachine::new(&CpuSpec { os, tlb: vec![level(64, 4)], ..spec() });
-        let e = m.process(&Batch { refs: refs.clone(), instructions: 0 }).unwrap_err().to_string();
+        let e = m.process(&Batch::new(refs.clone(), 0)).unwrap_err().to_string();
         assert!(e.contains("out of physical memory"), "{driver}: {e}");
     }
 }
@@ -855,7 +868,7 @@ fn an_fpt_node_without_a_free_block_falls_back_to_plain_tables() {
     let os = OsSpec { page_table: fpt, ..OsSpec::simple(600 << 12, PlacementSpec::Sequential) };
     let mut m = CpuMachine::new(&CpuSpec { os, tlb: vec![level(64, 4)], ..spec() });
     let refs: Vec<MemRef> = (0..8).map(|i| MemRef { asid: 0, vaddr: 0x7f00_0000_0000 + i * 4096, size: 8, kind: AccessKind::Load }).collect();
-    m.process(&Batch { refs, instructions: 0 }).unwrap();
+    m.process(&Batch::new(refs, 0)).unwrap();
     let s = m.stats();
     assert_eq!(s.page_table["flattened_nodes"], 1);
     assert_eq!(s.page_table["fallbacks"], 1);
@@ -875,15 +888,7 @@ fn an_fpt_node_without_a_free_block_falls_back_to_plain_tables() {
 #[test]
 fn thp_collapses_leave_no_stale_tlb_entry() {
     let mut rng = Xoshiro256PlusPlus::seed_from_u64(4);
-    let with_huge = LevelGeometry {
-        name: "L2".into(),
-        arrays: vec![
-            ArrayGeometry { entries: 32, ways: 4, policy: Policy::Lru, page_sizes: vec![PageSize::Size4K] },
-            ArrayGeometry { entries: 8, ways: 8, policy: Policy::Lru, page_sizes: vec![PageSize::Size2M] },
-        ],
-        instr_arrays: vec![],
-        inclusive: false,
-    };
+    let with_huge = level_with_huge_array();
     for tlb in [vec![level(16, 4), with_huge], vec![level(16, 4)]] {
         let os = OsSpec {
             thp: crate::os::Thp::Always,
@@ -898,7 +903,7 @@ fn thp_collapses_leave_no_stale_tlb_entry() {
             m.os.set_thp_faults(on);
             let ranges = if on { 12..16u64 } else { 0..12 };
             let refs = (0..500).map(|_| MemRef::load(0x4000_0000 + (rng.random_range(ranges.clone()) << 21) + (rng.random_range(0..200u64) << 12), 8)).collect();
-            m.process(&Batch { refs, instructions: 100 }).unwrap();
+            m.process(&Batch::new(refs, 100)).unwrap();
             let entries: Vec<Translation> = m.tlb.as_ref().unwrap().valid_translations().collect();
             for t in entries {
                 let os = m.os.mapping(t.asid, t.vpn.addr().0).expect("a TLB entry of an unmapped page");
@@ -908,5 +913,55 @@ fn thp_collapses_leave_no_stale_tlb_entry() {
         }
         let thp = m.stats().os.thp.unwrap();
         assert!(thp.collapses > 0 && thp.huge_faults > 0, "{thp:?}");
+    }
+}
+
+/// Address-space events: fed batches that end with an event, and carry more among their
+/// references, each machine shape (THP with a 2 MiB array, where partial unmaps split huge
+/// pages; the express path; Mosaic TLBs over an evicting iceberg memory; a timed machine of
+/// ECPT) holds after every batch no translation the OS no longer has, in any level or Mosaic
+/// TLB, and each unmapped page faults again when touched.
+#[test]
+fn address_space_events_leave_no_stale_tlb_entry() {
+    use crate::memref::AddressSpaceEvent;
+    let with_huge = level_with_huge_array();
+    let thp_os = OsSpec { thp: crate::os::Thp::Always, page_table: crate::mmu::PageTableSpec::named("radix").unwrap(), ..OsSpec::simple(64 << 20, PlacementSpec::Sequential) };
+    let thp = CpuSpec { name: "thp".into(), seed: 2, os: thp_os, tlb: vec![level(16, 4), with_huge], mosaic: vec![], pwc: None, timing: None };
+    let express = CpuSpec { tlb: vec![level(64, 4)], ..spec() };
+    let mosaic = mosaic_spec(4 << 20, EvictionSpec::HorizonLru(Default::default()), 4);
+    let ecpt = OsSpec { page_table: crate::mmu::PageTableSpec::named("ecpt").unwrap(), ..OsSpec::simple(64 << 20, PlacementSpec::Random) };
+    let timed = CpuSpec { os: ecpt, timing: Some(TimingSpec::default()), tlb: vec![level(64, 4)], ..spec() };
+    for spec in [thp, express, mosaic, timed] {
+        let mut rng = Xoshiro256PlusPlus::seed_from_u64(9);
+        let mut m = CpuMachine::new(&spec);
+        let event = |rng: &mut Xoshiro256PlusPlus| {
+            let (start, len) = (0x4000_0000 + (rng.random_range(0..4096u64) << 12), rng.random_range(1..700u64) << 12);
+            if rng.random_bool(0.8) { AddressSpaceEvent::unmap(start, len) } else { AddressSpaceEvent::map(start, len) }
+        };
+        for _ in 0..60 {
+            let mut batch = Batch::with_capacity(400);
+            for i in 0..400 {
+                if i % 150 == 149 {
+                    batch.push_event(event(&mut rng));
+                }
+                batch.refs.push(MemRef::load(0x4000_0000 + (rng.random_range(0..4096u64) << 12), 8));
+            }
+            batch.push_event(event(&mut rng));
+            m.process_on_two_cores(&batch).unwrap();
+            for t in m.tlb.as_ref().unwrap().valid_translations().collect::<Vec<_>>() {
+                let os = m.os.mapping(t.asid, t.vpn.addr().0).unwrap_or_else(|| panic!("{}: a TLB holds {t:?}, unmapped", spec.name));
+                let inside = os.vpn.0 <= t.vpn.0 && t.vpn.0 + t.size.base_pages() <= os.vpn.0 + os.size.base_pages();
+                assert!(inside && t.pfn.0 - os.pfn.0 == t.vpn.0 - os.vpn.0, "{}: stale entry {t:?}, the OS maps {os:?}", spec.name);
+            }
+            m.check_mosaic_entries().unwrap();
+        }
+        let stats = m.stats();
+        let events = stats.os.address_space.unwrap();
+        assert_eq!(events.maps + events.unmaps, 60 * 3, "{}", spec.name);
+        assert!(events.pages_freed > 1000, "{}: {events:?}", spec.name);
+        assert!(stats.os.page_faults > 4096, "{}: unmapped pages fault again", spec.name);
+        if spec.name == "thp" {
+            assert!(stats.os.thp.unwrap().splits > 0, "{:?}", stats.os.thp);
+        }
     }
 }
