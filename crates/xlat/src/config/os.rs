@@ -337,11 +337,12 @@ mod tests {
         let frames = 15u64 << 28;
         assert_eq!(host_bytes(frames, EvictionSpec::default(), Recency::Access, true), 480 << 20);
         assert!(fits_host(15 << 40, host_bytes(frames, EvictionSpec::default(), Recency::Access, true), Some(1 << 30), "m").is_ok());
-        // Policies and scans with per-frame vectors of their own: 22 bytes and a bit, and 1 or 2.
+        // Policies and scans with per-frame vectors of their own: 22 bytes and a bit, and 1 or 2
+        // (Linux-like reclaim: 5, its flags and generations).
         let scan = Recency::Scan { period: 1000, hot_sample: 0.2, history: 8 };
         assert_eq!(host_bytes(8, EvictionSpec::Lru(Default::default()), scan, false), 8 * 24 + 1);
         assert_eq!(host_bytes(8, EvictionSpec::Lru(Default::default()), scan, true), 8 * 25 + 1);
-        assert_eq!(host_bytes(8, EvictionSpec::Linux(crate::os::eviction::LinuxSpec { reserve: 0.0, inactive_ratio: crate::os::InactiveRatio::Kernel, workingset: true, look_twice: true }), Recency::Access, false), 8 * 23 + 1);
+        assert_eq!(host_bytes(8, EvictionSpec::Linux(crate::os::eviction::LinuxSpec { reserve: 0.0, inactive_ratio: crate::os::InactiveRatio::Kernel, workingset: true, look_twice: true }), Recency::Access, false), 8 * 27 + 1);
     }
 
     #[test]
