@@ -352,7 +352,7 @@ mod tests {
         assert_eq!(l.inactive, [1, 2, 3]);
         l.reference(1);
         assert_eq!(l.victim(|_| {}), Some(2), "1 was young and marked: promoted");
-        assert_eq!((l.active.len(), l.flags[1]), (1, MARKED), "an activated page stays marked");
+        assert_eq!((l.active.len(), l.flags[1] & !ACTIVE), (1, MARKED), "an activated page stays marked");
         assert_eq!(l.victim(|_| {}), Some(3));
         let stats = ReclaimStats { activations: 1, rotations: 4, ..ReclaimStats::default() };
         assert_eq!(l.stats(), stats, "each of the four rotated once, 1 promoted, nothing demoted");
