@@ -2,9 +2,10 @@
 //! file and the line or offset, never a panic or a wrong stream.
 
 use std::path::{Path, PathBuf};
+use xlat::memref::AddressSpaceEvent;
 use xlat::source::{collect, RefSource};
 use xlat::trace::{self, ChampSimReader, LackeyReader, NativeReader, NativeWriter, TraceFormat};
-use xlat::{Error, MemRef};
+use xlat::{Batch, Error, MemRef};
 
 fn write(dir: &Path, name: &str, data: &[u8]) -> PathBuf {
     let p = dir.join(name);
@@ -16,7 +17,8 @@ fn read_all(src: &mut dyn RefSource) -> xlat::Result<Vec<MemRef>> {
     collect(src).map(|(refs, _)| refs)
 }
 
-/// A native trace of 300 references in blocks of 50, returned with its bytes.
+/// A native trace of 300 references in blocks of 50, with address-space events before the
+/// first, between two blocks and after the last, returned with its bytes.
 fn sample_native(dir: &Path) -> (PathBuf, Vec<MemRef>, Vec<u8>) {
     let p = dir.join("sample.xlat");
     let mut w = NativeWriter::create(&p, &serde_json::json!({"program": "t"})).unwrap().with_block_records(50);
@@ -27,9 +29,13 @@ fn sample_native(dir: &Path) -> (PathBuf, Vec<MemRef>, Vec<u8>) {
             _ => MemRef { asid: (i % 5) as u16, ..MemRef::store(i * 4096, 2) },
         })
         .collect();
-    for r in &refs {
+    for (i, r) in refs.iter().enumerate() {
+        if i % 100 == 0 {
+            w.write_event(&AddressSpaceEvent::map(i as u64 * 4096, 4096)).unwrap();
+        }
         w.write(r, u64::from(r.kind == xlat::AccessKind::IFetch)).unwrap();
     }
+    w.write_event(&AddressSpaceEvent::unmap(0, 1 << 20)).unwrap();
     w.finish().unwrap();
     let bytes = std::fs::read(&p).unwrap();
     (p, refs, bytes)
@@ -191,9 +197,9 @@ fn native_wrong_magic_and_version() {
     let err = NativeReader::open(write(dir.path(), "magic.xlat", &bad)).err().unwrap();
     assert!(err.to_string().contains("bad magic"), "{err}");
     let mut bad = bytes.clone();
-    bad[8] = 2;
+    bad[8] = 3;
     let err = NativeReader::open(write(dir.path(), "version.xlat", &bad)).err().unwrap();
-    assert!(err.to_string().contains("version 2"), "{err}");
+    assert!(err.to_string().contains("version 3") && err.to_string().contains("knows 1 and 2"), "{err}");
     let mut bad = bytes;
     bad[10] = 1;
     assert!(NativeReader::open(write(dir.path(), "flags.xlat", &bad)).is_err());
@@ -352,9 +358,96 @@ fn handmade_native(dir: &Path, name: &str, blocks: &[(u32, Vec<u8>, u64)]) -> Pa
     write(dir, name, &f)
 }
 
+/// [`handmade_native`] with version 2 in its header.
+fn handmade_native_v2(dir: &Path, name: &str, blocks: &[(u32, Vec<u8>, u64)]) -> PathBuf {
+    let p = handmade_native(dir, name, blocks);
+    let mut bytes = std::fs::read(&p).unwrap();
+    bytes[8] = 2;
+    write(dir, name, &bytes)
+}
+
 /// `n` loads of 8 bytes, each 8 bytes after the previous (tag: size code 3, load, +0).
 fn loads(n: usize) -> Vec<u8> {
     [0x60, 16].repeat(n)
+}
+
+/// An event table: tag 0x03, the number of events, and for each its position (the block's
+/// references before it), ASID, operation, start and length.
+fn table(entries: &[[u64; 5]]) -> Vec<u8> {
+    let mut table = vec![0x03];
+    varint(entries.len() as u64, &mut table);
+    entries.iter().flatten().for_each(|&v| varint(v, &mut table));
+    table
+}
+
+#[test]
+fn native_version_1_files_still_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = handmade_native(dir.path(), "v1.xlat", &[(10, loads(10), 0), (5, loads(5), 0)]);
+    assert_eq!(std::fs::read(&p).unwrap()[8], 1);
+    let want: Vec<MemRef> = (1..=10).chain(1..=5).map(|i| MemRef::load(i * 8, 8)).collect();
+    assert_eq!(read_all(&mut NativeReader::open(&p).unwrap()).unwrap(), want);
+}
+
+/// Damaged or cut event tables, and events where the format has none, are errors naming the
+/// file and the block.
+#[test]
+fn native_bad_events_are_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let map = |at: u64| [at, 0, 0, 0x1000, 4096];
+    let before_a_load = |table: Vec<u8>| [table, loads(1)].concat();
+    // The second block's references, its body and the error.
+    let cases: Vec<(&str, u32, Vec<u8>, &str)> = vec![
+        ("empty", 1, before_a_load(table(&[[1, 0, 0, 0x1000, 0]])), "event table: an empty range (byte 2"),
+        ("top", 1, before_a_load(table(&[[1, 0, 1, u64::MAX, 2]])), "event table: a range past the top of the address space"),
+        ("op", 1, before_a_load(table(&[[1, 0, 2, 0x1000, 1]])), "event table: unknown event operation"),
+        ("asid", 1, before_a_load(table(&[[1, 65536, 0, 0x1000, 1]])), "event table: event ASID above 65535"),
+        ("place", 1, before_a_load(table(&[map(2)])), "event table: events out of order, or placed past the block's references (byte 2"),
+        ("order", 1, before_a_load(table(&[map(1), map(0)])), "event table: events out of order, or placed past the block's references (byte 9"),
+        ("none", 1, before_a_load(table(&[])), "event table: an event count of 0 or more than 65536"),
+        ("many", 1, before_a_load(vec![0x03, 0x81, 0x80, 0x04]), "event table: an event count of 0 or more than 65536"),
+        ("cut", 0, table(&[map(0)])[..5].to_vec(), "event table: bad event start varint"),
+        // A table after a record is a reference of kind 3 (the block's second: the trace's 4th).
+        ("after", 2, [loads(1), table(&[map(1)])].concat(), "record 3: invalid access kind 3"),
+    ];
+    for (name, records, body, want) in cases {
+        let file = format!("{name}.xlat");
+        let p = handmade_native_v2(dir.path(), &file, &[(2, loads(2), 0), (records, body, 0)]);
+        let err = read_all(&mut NativeReader::open(&p).unwrap()).unwrap_err().to_string();
+        assert!(err.contains(&file) && err.contains(&format!("block 1: {want}")), "{name}: {err}");
+    }
+    // In version 1, a body starting with tag 0x03 starts with a reference of kind 3.
+    let p = handmade_native(dir.path(), "v1.xlat", &[(1, before_a_load(table(&[map(0)])), 0)]);
+    let err = read_all(&mut NativeReader::open(&p).unwrap()).unwrap_err().to_string();
+    assert!(err.contains("v1.xlat") && err.contains("block 0: record 0: invalid access kind 3"), "{err}");
+    // A block of events alone may only end a version 2 trace.
+    let p = handmade_native_v2(dir.path(), "first.xlat", &[(0, table(&[map(0)]), 0), (1, loads(1), 0)]);
+    let err = NativeReader::open(&p).err().unwrap().to_string();
+    assert!(err.contains("first.xlat") && err.contains("index entry 0: no record: only the last block"), "{err}");
+    let p = handmade_native(dir.path(), "alone.xlat", &[(0, table(&[map(0)]), 0)]);
+    let err = NativeReader::open(&p).err().unwrap().to_string();
+    assert!(err.contains("alone.xlat") && err.contains("a version 1 block must hold a reference"), "{err}");
+    let p = handmade_native_v2(dir.path(), "last.xlat", &[(1, loads(1), 0), (0, table(&[map(0)]), 0)]);
+    let mut batch = Batch::default();
+    assert_eq!(NativeReader::open(&p).unwrap().fill(&mut batch, 10).unwrap(), 1);
+    assert_eq!(batch.events, [(1, AddressSpaceEvent::map(0x1000, 4096))]);
+}
+
+#[test]
+fn the_native_writer_refuses_what_readers_reject_in_events() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut w = NativeWriter::create(dir.path().join("w.xlat"), &serde_json::json!({})).unwrap();
+    w.write(&MemRef::load(8, 8), 0).unwrap();
+    for (e, why) in [(AddressSpaceEvent::map(0x1000, 0), "an empty range"), (AddressSpaceEvent::unmap(u64::MAX, 2), "past the top")] {
+        let err = w.write_event(&e).unwrap_err().to_string();
+        assert!(err.contains("w.xlat") && err.contains("event before reference 1") && err.contains(why), "{err}");
+    }
+    // A batch's events must be in order, and not past its references.
+    let mut batch = Batch::new(vec![MemRef::load(16, 8)], 0);
+    batch.events = vec![(1, AddressSpaceEvent::map(0, 1)), (0, AddressSpaceEvent::map(0, 1))];
+    assert!(w.write_batch(&batch).unwrap_err().to_string().contains("out of order"));
+    batch.events = vec![(2, AddressSpaceEvent::map(0, 1))];
+    assert!(w.write_batch(&batch).is_err());
 }
 
 #[test]

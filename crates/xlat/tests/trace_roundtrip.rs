@@ -1,11 +1,16 @@
 //! Round trips between the trace formats on random streams, reads with tiny batch limits,
-//! and random damage to native files (must never panic).
+//! address-space events among the references, and random damage to native files (must never
+//! panic).
 
 use proptest::prelude::*;
 use std::path::Path;
-use xlat::source::RefSource;
-use xlat::trace::{self, NativeReader, NativeWriter, TraceFormat};
+use xlat::memref::{AddressSpaceEvent, RangeOp};
+use xlat::source::{Limited, RefSource};
+use xlat::trace::{self, NativeReader, NativeWriter, TraceFormat, MAX_BLOCK_EVENTS};
 use xlat::{AccessKind, Batch, MemRef};
+
+/// An address-space event with its place: the number of references before it.
+type Event = (usize, AddressSpaceEvent);
 
 /// Reads `src` with batches of at most `max`, returning the references and, per batch, the
 /// instructions it reported.
@@ -23,6 +28,95 @@ fn read_with(src: &mut dyn RefSource, max: usize) -> (Vec<MemRef>, Vec<u64>) {
         refs.extend_from_slice(&batch.refs);
         instr.push(batch.instructions);
     }
+}
+
+/// What reading a source gave: its references, its events placed among them, the
+/// instructions of every batch, and the references of every batch.
+#[derive(Debug, Default, PartialEq)]
+struct Read {
+    refs: Vec<MemRef>,
+    events: Vec<Event>,
+    instructions: u64,
+    batches: Vec<usize>,
+}
+
+/// Reads `src` to its end in batches of at most `max` references, checking each batch.
+fn read_events(src: &mut dyn RefSource, max: usize) -> Read {
+    let (mut read, mut batch) = (Read::default(), Batch::default());
+    loop {
+        batch.clear();
+        let n = src.fill(&mut batch, max).unwrap();
+        assert!(n <= max && n == batch.refs.len(), "fill returned {n} for {} references, max {max}", batch.refs.len());
+        assert!(batch.events.windows(2).all(|w| w[0].0 <= w[1].0), "events out of order");
+        assert!(batch.events.last().is_none_or(|&(at, _)| at <= n), "an event past the batch");
+        read.events.extend(batch.events.iter().map(|&(at, e)| (read.refs.len() + at, e)));
+        read.refs.extend_from_slice(&batch.refs);
+        read.instructions += batch.instructions;
+        if n == 0 {
+            return read;
+        }
+        read.batches.push(n);
+    }
+}
+
+/// Writes `refs` and `events` with [`NativeWriter::write_batch`], in batches cut at `cuts`
+/// (places in the stream of events and references, so that a batch may hold events alone),
+/// with one instruction per fetch.
+fn write_batches(path: &Path, refs: &[MemRef], events: &[Event], cuts: &[usize], block: u32) {
+    fn flush(batch: &mut Batch, w: &mut NativeWriter) {
+        batch.instructions = batch.refs.iter().filter(|r| r.kind == AccessKind::IFetch).count() as u64;
+        w.write_batch(batch).unwrap();
+        batch.clear();
+    }
+    let mut w = NativeWriter::create(path, &serde_json::json!({})).unwrap().with_block_records(block);
+    let (mut batch, mut next) = (Batch::default(), 0);
+    for i in 0..=refs.len() {
+        for (_, e) in events.iter().filter(|(at, _)| *at == i) {
+            batch.push_event(*e);
+            next += 1;
+            if cuts.contains(&next) {
+                flush(&mut batch, &mut w);
+            }
+        }
+        if let Some(r) = refs.get(i) {
+            batch.refs.push(*r);
+            next += 1;
+            if cuts.contains(&next) {
+                flush(&mut batch, &mut w);
+            }
+        }
+    }
+    flush(&mut batch, &mut w);
+    w.finish().unwrap();
+}
+
+/// Any valid event, mostly of small ranges at user-space addresses.
+fn any_event() -> impl Strategy<Value = AddressSpaceEvent> {
+    let start = prop_oneof![3 => 0u64..1 << 48, 1 => any::<u64>()];
+    let len = prop_oneof![3 => 1u64..1 << 24, 1 => 1u64..];
+    (0u16..3, any::<bool>(), start, len).prop_map(|(asid, unmap, start, len)| {
+        let op = if unmap { RangeOp::Unmap } else { RangeOp::Map };
+        AddressSpaceEvent { asid, op, start: start.min(u64::MAX - (len - 1)), len }
+    })
+}
+
+/// References with events among them: often before the first reference or after the last,
+/// else anywhere (with small blocks, at block boundaries too), sorted by place.
+fn refs_with_events() -> impl Strategy<Value = (Vec<MemRef>, Vec<Event>)> {
+    let place = (0u8..4, any::<prop::sample::Index>());
+    let refs = prop::collection::vec(any_ref(), 0..300);
+    (refs, prop::collection::vec((place, any_event()), 0..40)).prop_map(|(refs, raw)| {
+        let mut events: Vec<Event> = raw
+            .into_iter()
+            .map(|((end, at), e)| match end {
+                0 => (0, e),
+                1 => (refs.len(), e),
+                _ => (at.index(refs.len() + 1), e),
+            })
+            .collect();
+        events.sort_by_key(|&(at, _)| at);
+        (refs, events)
+    })
 }
 
 /// The stream with per-reference instruction deltas, via batches of one reference.
@@ -112,12 +206,45 @@ proptest! {
         prop_assert_eq!(read_deltas(&q), stream);
     }
 
+    /// References and events written in batches of any cut (events alone, events at either
+    /// end) and blocks of any size read back the same, events at their places, whatever the
+    /// batch size; a skip hands on the events it passes; conversion to native keeps them.
+    #[test]
+    fn native_events_round_trip(
+        (refs, events) in refs_with_events(),
+        cuts in prop::collection::vec(0usize..400, 0..20),
+        block in 1u32..50,
+        skip in 0usize..300,
+    ) {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("e.xlat");
+        write_batches(&p, &refs, &events, &cuts, block);
+        let fetches = refs.iter().filter(|r| r.kind == AccessKind::IFetch).count() as u64;
+        for max in [1, 2, 3, 7, 64, 1 << 16] {
+            let read = read_events(&mut NativeReader::open(&p).unwrap(), max);
+            prop_assert_eq!(&read.refs, &refs, "max {}", max);
+            prop_assert_eq!(&read.events, &events, "max {}", max);
+            prop_assert_eq!(read.instructions, fetches);
+        }
+        // Skipping references keeps every event: those skipped come first.
+        let skip = skip.min(refs.len());
+        let read = read_events(&mut Limited::new(NativeReader::open(&p).unwrap(), skip as u64, None), 5);
+        let moved: Vec<Event> = events.iter().map(|&(at, e)| (at.saturating_sub(skip), e)).collect();
+        prop_assert_eq!(&read.refs[..], &refs[skip..]);
+        prop_assert_eq!(read.events, moved);
+        let q = dir.path().join("f.xlat");
+        let done = trace::convert(&p, &q).unwrap();
+        prop_assert_eq!((done.references, done.events_dropped), (refs.len() as u64, 0));
+        let again = read_events(&mut NativeReader::open(&q).unwrap(), 1 << 16);
+        prop_assert_eq!((again.refs, again.events), (refs, events));
+    }
+
     #[test]
     fn native_lackey_native(stream in lackey_stream()) {
         let dir = tempfile::tempdir().unwrap();
         let (a, l, b) = (dir.path().join("a.xlat"), dir.path().join("a.lackey"), dir.path().join("b.xlat"));
         write_native(&a, &stream, 64);
-        prop_assert_eq!(trace::convert(&a, &l).unwrap(), stream.len() as u64);
+        prop_assert_eq!(trace::convert(&a, &l).unwrap().references, stream.len() as u64);
         prop_assert_eq!(trace::detect(&l).unwrap(), TraceFormat::Lackey);
         for max in [1, 3, 7] {
             let (got, _) = read_with(&mut trace::open(&l, None).unwrap(), max);
@@ -167,13 +294,70 @@ proptest! {
     }
 }
 
-/// A valid native file with several blocks, to damage.
+/// Many events: runs of them longer than a block may hold are split between blocks, a fill
+/// stops early once it holds a block's worth, and more in a row than a block holds are refused.
+#[test]
+fn runs_of_many_events() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("many.xlat");
+    let max = MAX_BLOCK_EVENTS as usize;
+    let mut w = NativeWriter::create(&p, &serde_json::json!({})).unwrap();
+    let (mut refs, mut events) = (Vec::new(), Vec::new());
+    // Three references, each after a run of 50000 events: a block of 65536 events ends
+    // inside the second run; then a full run after the last reference.
+    for (i, run) in [50_000, 50_000, 50_000, max].into_iter().enumerate() {
+        for j in 0..run as u64 {
+            let e = AddressSpaceEvent::map(j << 12, 4096);
+            w.write_event(&e).unwrap();
+            events.push((refs.len(), e));
+        }
+        if i < 3 {
+            let r = MemRef::load(i as u64 * 8, 8);
+            w.write(&r, 0).unwrap();
+            refs.push(r);
+        }
+    }
+    let err = w.write_event(&AddressSpaceEvent::unmap(0, 1)).unwrap_err().to_string();
+    assert!(err.contains("many.xlat") && err.contains("event before reference 3") && err.contains("in a row"), "{err}");
+    w.finish().unwrap();
+    let reader = NativeReader::open(&p).unwrap();
+    assert_eq!((reader.records(), reader.blocks()), (3, 4));
+    for max in [1, 2, 100] {
+        let read = read_events(&mut NativeReader::open(&p).unwrap(), max);
+        assert_eq!((&read.refs, &read.events), (&refs, &events), "max {max}");
+    }
+    // A fill that reached a block's worth of events stops after a reference: each block
+    // holds one reference and 65536 events.
+    assert_eq!(read_events(&mut NativeReader::open(&p).unwrap(), 100).batches, [1, 1, 1]);
+}
+
+/// Converting to a format without events leaves them out, and says how many.
+#[test]
+fn conversion_to_lackey_drops_events_and_counts_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let (p, l) = (dir.path().join("a.xlat"), dir.path().join("a.lackey"));
+    let refs = [MemRef::ifetch(0x1000, 4), MemRef::load(0x2000, 8)];
+    let events = [(0, AddressSpaceEvent::map(0x2000, 4096)), (2, AddressSpaceEvent::unmap(0x2000, 4096))];
+    write_batches(&p, &refs, &events, &[], 4);
+    let done = trace::convert(&p, &l).unwrap();
+    assert_eq!((done.references, done.events_dropped), (2, 2));
+    let read = read_events(&mut trace::open(&l, None).unwrap(), 10);
+    assert_eq!((read.refs, read.events), (refs.to_vec(), vec![]));
+    // A trace of events alone: the events come with the end of the stream.
+    let (q, m) = (dir.path().join("b.xlat"), dir.path().join("b.lackey"));
+    write_batches(&q, &[], &events[..1], &[], 4);
+    assert_eq!(read_events(&mut NativeReader::open(&q).unwrap(), 10).events, events[..1]);
+    let info = trace::info(&mut NativeReader::open(&q).unwrap()).unwrap();
+    assert_eq!((info.references, info.map_events, info.unmap_events), (0, 1, 0));
+    assert_eq!(trace::convert(&q, &m).unwrap().events_dropped, 1);
+}
+
+/// A valid native file with several blocks and events, to damage.
 fn valid_native(dir: &Path) -> Vec<u8> {
     let p = dir.join("v.xlat");
-    let stream: Vec<(MemRef, u64)> = (0..400u64)
-        .map(|i| (MemRef { asid: (i / 100) as u16, ..MemRef::load(i * 72, (i % 9) as u16) }, i % 3))
-        .collect();
-    write_native(&p, &stream, 90);
+    let refs: Vec<MemRef> = (0..400u64).map(|i| MemRef { asid: (i / 100) as u16, ..MemRef::load(i * 72, (i % 9) as u16) }).collect();
+    let events: Vec<Event> = [0, 90, 91, 200, 400].iter().map(|&at| (at, AddressSpaceEvent::map(at as u64 * 4096, 8192))).collect();
+    write_batches(&p, &refs, &events, &[50, 51, 300], 90);
     std::fs::read(p).unwrap()
 }
 
@@ -233,7 +417,8 @@ fn any_single_byte_flip_is_caught_or_harmless() {
     let dir = tempfile::tempdir().unwrap();
     let bytes = valid_native(dir.path());
     let p0 = dir.path().join("v.xlat");
-    let (want, want_instr) = read_with(&mut NativeReader::open(&p0).unwrap(), 1 << 16);
+    let want = read_events(&mut NativeReader::open(&p0).unwrap(), 1 << 16);
+    assert_eq!(want.events.len(), 5);
     let p = dir.path().join("f.xlat");
     let meta_end = 16 + u32::from_le_bytes(bytes[12..16].try_into().unwrap()) as usize;
     for i in meta_end..bytes.len() {
@@ -242,24 +427,24 @@ fn any_single_byte_flip_is_caught_or_harmless() {
         std::fs::write(&p, &b).unwrap();
         if let Ok(mut r) = NativeReader::open(&p) {
             let mut batch = Batch::default();
-            let (mut got, mut instr) = (Vec::new(), 0);
+            let mut got = Read::default();
             let ok = loop {
                 batch.clear();
                 match r.fill(&mut batch, 1 << 16) {
-                    Ok(0) => break true,
-                    Ok(_) => {
-                        got.extend_from_slice(&batch.refs);
-                        instr += batch.instructions;
+                    Ok(n) => {
+                        got.events.extend(batch.events.iter().map(|&(at, e)| (got.refs.len() + at, e)));
+                        got.refs.extend_from_slice(&batch.refs);
+                        got.instructions += batch.instructions;
+                        if n == 0 {
+                            break true;
+                        }
+                        got.batches.push(n);
                     }
                     Err(_) => break false,
                 }
             };
             if ok {
-                assert_eq!(
-                    (got, instr),
-                    (want.clone(), want_instr.iter().sum()),
-                    "flip at {i} changed the stream silently"
-                );
+                assert_eq!(got, want, "flip at {i} changed the stream silently");
             }
         }
     }

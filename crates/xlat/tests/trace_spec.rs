@@ -11,6 +11,7 @@
 use proptest::prelude::*;
 use serde_json::{json, Value};
 use std::path::Path;
+use xlat::memref::{AddressSpaceEvent, RangeOp};
 use xlat::source::RefSource;
 use xlat::trace::{NativeReader, NativeWriter};
 use xlat::{AccessKind, Batch, MemRef};
@@ -18,7 +19,10 @@ use xlat::{AccessKind, Batch, MemRef};
 /// One reference with the number of instructions retired since the previous one.
 type Ref = (MemRef, u64);
 
-/// Constants and primitive encodings of the document's "Native format, version 1".
+/// An address-space event with its place: the number of references before it.
+type Event = (usize, AddressSpaceEvent);
+
+/// Constants and primitive encodings of the document's "Native format, version 2".
 mod format {
     /// The file's first 8 bytes.
     pub const MAGIC: &[u8; 8] = b"XLATTRC\0";
@@ -26,8 +30,10 @@ mod format {
     pub const INDEX_MAGIC: &[u8; 8] = b"XLATIDX\0";
     /// The file's last 8 bytes.
     pub const END_MAGIC: &[u8; 8] = b"XLATEND\0";
-    /// The only version defined.
-    pub const VERSION: u16 = 1;
+    /// The version written, with address-space events.
+    pub const VERSION: u16 = 2;
+    /// The version before events, which readers still read.
+    pub const VERSION_1: u16 = 1;
     /// Most bytes of metadata (JSON and padding).
     pub const MAX_METADATA: usize = 16 << 20;
     /// Most records in one block.
@@ -58,6 +64,15 @@ mod format {
     pub const INSTR_VARINT: u8 = 2;
     /// The tag bit saying an ASID varint follows.
     pub const ASID_BIT: u8 = 1 << 4;
+    /// The first byte of a block's event table (version 2).
+    pub const EVENT_TABLE_TAG: u8 = 0x03;
+    /// Most bytes the tag and count of an event table take with the count's shortest form.
+    pub const MAX_EVENT_TABLE_HEAD: usize = 4;
+    /// Most bytes an event entry takes with its varints in their shortest form: position
+    /// (4), ASID (3), operation (1), start (10), length (10).
+    pub const MAX_EVENT_BYTES: usize = 28;
+    /// Most events in one block.
+    pub const MAX_BLOCK_EVENTS: usize = 65536;
 
     /// `zigzag(d) = (d << 1) ^ (d >> 63)`: small deltas of either sign become small numbers.
     pub fn zigzag(d: i64) -> u64 {
@@ -161,12 +176,15 @@ mod format {
 /// A strict decoder: every rule the document sets for readers is checked, in file order.
 mod decode {
     use super::format::*;
-    use super::Ref;
+    use super::{Event, Ref};
+    use xlat::memref::{AddressSpaceEvent, RangeOp};
     use xlat::{AccessKind, MemRef};
 
     /// A decoded file.
     #[derive(Debug)]
     pub struct Trace {
+        /// The header's version.
+        pub version: u16,
         /// The metadata JSON.
         pub metadata: serde_json::Value,
         /// `meta_len`: bytes of JSON and padding.
@@ -181,6 +199,8 @@ mod decode {
         pub total_instructions: u64,
         /// Every reference with its instruction delta.
         pub refs: Vec<Ref>,
+        /// Every event, with the number of references before it.
+        pub events: Vec<Event>,
     }
 
     /// One block's header and decoded record stream.
@@ -224,11 +244,11 @@ mod decode {
 
     /// Decodes a whole file, checking every rule the document states.
     pub fn file(data: &[u8]) -> Result<Trace, String> {
-        let (metadata, meta_len, padding) = header(data)?;
+        let (version, metadata, meta_len, padding) = header(data)?;
         let index_offset = footer(data)?;
         let index = index(data, index_offset)?;
         let mut pos = (HEADER_LEN + meta_len) as u64;
-        let (mut blocks, mut refs) = (Vec::new(), Vec::new());
+        let (mut blocks, mut refs, mut events) = (Vec::new(), Vec::new(), Vec::new());
         let mut instructions = 0u64;
         for (i, entry) in index.entries.iter().enumerate() {
             // Blocks are contiguous and the index lists them in order.
@@ -236,12 +256,14 @@ mod decode {
             ensure(entry.first_record == refs.len() as u64, || {
                 format!("index entry {i}: first_record {} but {} records precede it", entry.first_record, refs.len())
             })?;
-            let (block, block_refs) = block(data, pos)?;
+            let last = i + 1 == index.entries.len();
+            let (block, block_refs, block_events) = block(data, pos, version, last)?;
             ensure(entry.records == u64::from(block.records) && entry.instructions == block.instructions, || {
                 format!("index entry {i} disagrees with the block header at {pos}")
             })?;
             instructions = instructions.checked_add(block.instructions).ok_or("instruction total past 2^64 - 1")?;
             pos += (BLOCK_HEADER_LEN + block.frame.len()) as u64;
+            events.extend(block_events.into_iter().map(|(at, e)| (refs.len() + at, e)));
             refs.extend(block_refs);
             blocks.push(block);
         }
@@ -251,15 +273,16 @@ mod decode {
             format!("total_instructions {} != {instructions}", index.total_instructions)
         })?;
         let (total_records, total_instructions) = (index.total_records, index.total_instructions);
-        Ok(Trace { metadata, meta_len, padding, blocks, total_records, total_instructions, refs })
+        Ok(Trace { version, metadata, meta_len, padding, blocks, total_records, total_instructions, refs, events })
     }
 
-    /// The header: returns the metadata, `meta_len` and the number of padding spaces.
-    fn header(data: &[u8]) -> Result<(serde_json::Value, usize, usize), String> {
+    /// The header: returns the version, the metadata, `meta_len` and the number of padding
+    /// spaces.
+    fn header(data: &[u8]) -> Result<(u16, serde_json::Value, usize, usize), String> {
         let mut c = Cursor::at(data, 0);
         ensure(c.take(8)? == MAGIC, || "bad magic".into())?;
         let version = c.u16()?;
-        ensure(version == VERSION, || format!("version {version}"))?;
+        ensure(version == VERSION || version == VERSION_1, || format!("version {version}"))?;
         let flags = c.u16()?;
         ensure(flags == 0, || format!("flags {flags:#x}"))?;
         let meta_len = c.u32()? as usize;
@@ -270,7 +293,7 @@ mod decode {
         let json_len = meta.iter().rposition(|&b| b != b' ').map_or(0, |i| i + 1);
         let text = std::str::from_utf8(&meta[..json_len]).map_err(|e| format!("metadata is not UTF-8: {e}"))?;
         let metadata = serde_json::from_str(text).map_err(|e| format!("metadata is not JSON: {e}"))?;
-        Ok((metadata, meta_len, meta_len - json_len))
+        Ok((version, metadata, meta_len, meta_len - json_len))
     }
 
     /// The footer: returns `index_offset`.
@@ -299,18 +322,22 @@ mod decode {
         Ok(Index { total_records, total_instructions, entries })
     }
 
-    /// The block at `pos`: its header, checked frame and records.
-    fn block(data: &[u8], pos: u64) -> Result<(Block, Vec<Ref>), String> {
+    /// The block at `pos` of a file of `version`, the file's `last` block or not: its
+    /// header, checked frame, references and events (placed in the block).
+    fn block(data: &[u8], pos: u64, version: u16, last: bool) -> Result<(Block, Vec<Ref>, Vec<Event>), String> {
         let mut c = Cursor::at(data, pos as usize);
         let (records, raw_len, zlen, instructions) = (c.u32()?, c.u32()?, c.u32()?, c.u64()?);
-        ensure((1..=MAX_BLOCK_RECORDS).contains(&records), || format!("block at {pos}: {records} records"))?;
-        let per_record = MIN_RECORD_BYTES * records as usize..=MAX_RECORD_BYTES * records as usize;
-        ensure(per_record.contains(&(raw_len as usize)), || format!("block at {pos}: raw_len {raw_len} for {records} records"))?;
+        // Only version 2's last block may hold events alone.
+        let fewest = if version == VERSION && last { 0 } else { 1 };
+        ensure((fewest..=MAX_BLOCK_RECORDS).contains(&records), || format!("block at {pos}: {records} records"))?;
+        let events_bytes = if version == VERSION { MAX_EVENT_TABLE_HEAD + MAX_EVENT_BYTES * MAX_BLOCK_EVENTS } else { 0 };
+        let bounds = (MIN_RECORD_BYTES * records as usize).max(1)..=MAX_RECORD_BYTES * records as usize + events_bytes;
+        ensure(bounds.contains(&(raw_len as usize)), || format!("block at {pos}: raw_len {raw_len} for {records} records"))?;
         let frame = c.take(zlen as usize)?.to_vec();
         let body = decompress(&frame, raw_len as usize).map_err(|e| format!("block at {pos}: {e}"))?;
-        let (refs, sum) = records_of(&body, records).map_err(|e| format!("block at {pos}: {e}"))?;
+        let (refs, events, sum) = records_of(&body, records, version).map_err(|e| format!("block at {pos}: {e}"))?;
         ensure(sum == instructions, || format!("block at {pos}: header says {instructions} instructions, records {sum}"))?;
-        Ok((Block { offset: pos, records, instructions, frame, body }, refs))
+        Ok((Block { offset: pos, records, instructions, frame, body }, refs, events))
     }
 
     /// Decompresses a block's zstd data, within zstd's bound for `raw_len` bytes, to exactly
@@ -332,10 +359,24 @@ mod decode {
         asid: u16,
     }
 
-    /// Decodes the `n` records of a block body, which they must use exactly; returns them
-    /// and their instruction sum.
-    fn records_of(body: &[u8], n: u32) -> Result<(Vec<Ref>, u64), String> {
+    /// Decodes a block body of `n` references and, in `version` 2, its event table if it
+    /// starts with one, which must use it exactly; returns the references, the events (each
+    /// with the number of the block's references before it) and the references' instruction
+    /// sum.
+    fn records_of(body: &[u8], n: u32, version: u16) -> Result<(Vec<Ref>, Vec<Event>, u64), String> {
         let mut c = Cursor::at(body, 0);
+        let mut events = Vec::new();
+        if version == VERSION && body.first() == Some(&EVENT_TABLE_TAG) {
+            c.u8()?;
+            let count = c.varint()?;
+            ensure((1..=MAX_BLOCK_EVENTS as u64).contains(&count), || format!("event table of {count} events"))?;
+            for k in 0..count {
+                let at = c.varint()?;
+                ensure(at <= u64::from(n), || format!("event {k} after reference {at} of {n}"))?;
+                ensure(events.last().is_none_or(|&(before, _)| before as u64 <= at), || format!("event {k} out of order"))?;
+                events.push((at as usize, event(&mut c).map_err(|e| format!("event {k}: {e}"))?));
+            }
+        }
         let mut state = State::default();
         let (mut refs, mut instructions) = (Vec::new(), 0u64);
         for i in 0..n {
@@ -344,7 +385,21 @@ mod decode {
             refs.push((r, delta));
         }
         ensure(c.pos == body.len(), || format!("records end at byte {}, raw_len is {}", c.pos, body.len()))?;
-        Ok((refs, instructions))
+        Ok((refs, events, instructions))
+    }
+
+    /// One event entry after its position: ASID, operation, start and length varints.
+    fn event(c: &mut Cursor) -> Result<AddressSpaceEvent, String> {
+        let asid = u16::try_from(c.varint()?).map_err(|_| "ASID past 65535")?;
+        let op = match c.varint()? {
+            0 => RangeOp::Map,
+            1 => RangeOp::Unmap,
+            op => return Err(format!("operation {op}")),
+        };
+        let (start, len) = (c.varint()?, c.varint()?);
+        ensure(len > 0, || "an empty range".into())?;
+        ensure(start.checked_add(len - 1).is_some(), || format!("{len} bytes at {start:#x} pass 2^64 - 1"))?;
+        Ok(AddressSpaceEvent { asid, op, start, len })
     }
 
     /// One record: tag, then the optional varints in document order, then the delta.
@@ -380,7 +435,7 @@ mod decode {
 /// A simple encoder, with options to use every valid but unusual encoding the document allows.
 mod encode {
     use super::format::*;
-    use super::Ref;
+    use super::{Event, Ref};
     use xlat::AccessKind;
 
     /// How to encode.
@@ -396,12 +451,15 @@ mod encode {
         pub explicit: bool,
         /// zstd compression level.
         pub level: i32,
+        /// The header's version: 1 for files without events.
+        pub version: u16,
     }
 
     impl Default for Options {
         /// The shortest encoding of every record, in blocks the size the writer uses.
         fn default() -> Options {
-            Options { block_records: WRITER_BLOCK_RECORDS as usize, padding: 0, long_varints: 0, explicit: false, level: 3 }
+            let block_records = WRITER_BLOCK_RECORDS as usize;
+            Options { block_records, padding: 0, long_varints: 0, explicit: false, level: 3, version: VERSION }
         }
     }
 
@@ -413,15 +471,29 @@ mod encode {
         asid: u16,
     }
 
-    /// A whole file holding `refs` and `metadata`.
-    pub fn file(refs: &[Ref], metadata: &serde_json::Value, o: &Options) -> Vec<u8> {
+    /// A whole file holding `refs`, `events` and `metadata`. Events go where the document
+    /// says the writer puts them: in the block of the reference after them, and those after
+    /// the last reference at the end of the last block, or in a block of their own when that
+    /// block is full.
+    pub fn file(refs: &[Ref], events: &[Event], metadata: &serde_json::Value, o: &Options) -> Vec<u8> {
         let mut meta = serde_json::to_vec(metadata).expect("JSON");
         meta.resize(meta.len() + o.padding, b' ');
-        let blocks: Vec<RawBlock> = refs.chunks(o.block_records.max(1)).map(|chunk| RawBlock::of(chunk, o)).collect();
-        assemble(header(&meta), &blocks)
+        let per_block = o.block_records.max(1);
+        let count = refs.len().div_ceil(per_block).max(events.last().map_or(0, |&(at, _)| at / per_block + 1));
+        let blocks: Vec<RawBlock> = (0..count)
+            .map(|b| {
+                let first = b * per_block;
+                let chunk = &refs[first.min(refs.len())..(first + per_block).min(refs.len())];
+                let own: Vec<Event> = events.iter().filter(|(at, _)| at / per_block == b).map(|&(at, e)| (at - first, e)).collect();
+                RawBlock::of(chunk, &own, o)
+            })
+            .collect();
+        let mut out = header(&meta);
+        out[8..10].copy_from_slice(&o.version.to_le_bytes());
+        assemble(out, &blocks)
     }
 
-    /// A header holding `meta` as it is (JSON or not).
+    /// A header of the current version holding `meta` as it is (JSON or not).
     pub fn header(meta: &[u8]) -> Vec<u8> {
         let mut out = MAGIC.to_vec();
         out.extend(VERSION.to_le_bytes());
@@ -445,9 +517,9 @@ mod encode {
     }
 
     impl RawBlock {
-        /// The block holding `refs`, encoded with `o`.
-        pub fn of(refs: &[Ref], o: &Options) -> RawBlock {
-            let (body, instructions) = records(refs, o);
+        /// The block holding `refs` and `events` (placed in the block), encoded with `o`.
+        pub fn of(refs: &[Ref], events: &[Event], o: &Options) -> RawBlock {
+            let (body, instructions) = records(refs, events, o);
             RawBlock::raw(&body, refs.len() as u32, instructions, compress(&body, o.level, true))
         }
 
@@ -487,11 +559,21 @@ mod encode {
         out
     }
 
-    /// The record stream of one block and its instruction sum.
-    pub fn records(refs: &[Ref], o: &Options) -> (Vec<u8>, u64) {
+    /// The body of one block holding `refs` and `events` (placed in the block): its event
+    /// table if it has events, then its records; and the references' instruction sum.
+    pub fn records(refs: &[Ref], events: &[Event], o: &Options) -> (Vec<u8>, u64) {
         let (mut out, mut state) = (Vec::new(), State::default());
+        let extra = o.long_varints;
+        if !events.is_empty() {
+            out.push(EVENT_TABLE_TAG);
+            put_varint(&mut out, events.len() as u64, extra);
+            for (at, e) in events {
+                for v in [*at as u64, u64::from(e.asid), e.op as u64, e.start, e.len] {
+                    put_varint(&mut out, v, extra);
+                }
+            }
+        }
         for (r, instr) in refs {
-            let extra = o.long_varints;
             let instr_code = match instr {
                 0 | 1 if !o.explicit => *instr as u8,
                 _ => INSTR_VARINT,
@@ -528,15 +610,21 @@ mod encode {
 // ---------------------------------------------------------------------------------------------
 // Driving xlat.
 
-/// Writes `refs` with xlat's writer, one [`NativeWriter::write`] per reference.
-fn write_with_xlat(path: &Path, refs: &[Ref], metadata: &Value, block_records: Option<u32>) {
+/// Writes `refs` and `events` with xlat's writer, one [`NativeWriter::write`] per reference
+/// and one [`NativeWriter::write_event`] per event.
+fn write_with_xlat(path: &Path, refs: &[Ref], events: &[Event], metadata: &Value, block_records: Option<u32>) {
     let mut w = NativeWriter::create(path, metadata).unwrap();
     if let Some(n) = block_records {
         w = w.with_block_records(n);
     }
-    for (r, d) in refs {
+    let mut events = events.iter().peekable();
+    for (i, (r, d)) in refs.iter().enumerate() {
+        while let Some((_, e)) = events.next_if(|(at, _)| *at == i) {
+            w.write_event(e).unwrap();
+        }
         w.write(r, *d).unwrap();
     }
+    events.for_each(|(_, e)| w.write_event(e).unwrap());
     w.finish().unwrap();
 }
 
@@ -548,22 +636,25 @@ struct XlatView {
     instructions: u64,
     blocks: usize,
     refs: Vec<Ref>,
+    events: Vec<Event>,
 }
 
 /// Reads a file with xlat's reader, one reference per batch so that each batch's instruction
 /// count is that reference's delta.
 fn read_with_xlat(path: &Path) -> xlat::Result<XlatView> {
     let mut reader = NativeReader::open(path)?;
-    let (mut refs, mut batch) = (Vec::new(), Batch::default());
+    let (mut refs, mut events, mut batch) = (Vec::new(), Vec::new(), Batch::default());
     loop {
         batch.clear();
-        if reader.fill(&mut batch, 1)? == 0 {
+        let n = reader.fill(&mut batch, 1)?;
+        events.extend(batch.events.iter().map(|&(at, e)| (refs.len() + at, e)));
+        if n == 0 {
             break;
         }
         refs.push((batch.refs[0], batch.instructions));
     }
     let (metadata, records, instructions) = (reader.metadata().clone(), reader.records(), reader.instructions());
-    Ok(XlatView { metadata, records, instructions, blocks: reader.blocks(), refs })
+    Ok(XlatView { metadata, records, instructions, blocks: reader.blocks(), refs, events })
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -582,7 +673,7 @@ fn check_writer_blocks(t: &decode::Trace, refs: &[Ref], block_records: u32) {
     for (block, chunk) in t.blocks.iter().zip(refs.chunks(block_records as usize)) {
         assert_eq!(block.records as usize, chunk.len(), "block at {}", block.offset);
         check_writer_frame(&block.frame).unwrap_or_else(|e| panic!("block at {}: {e}", block.offset));
-        let (body, _) = encode::records(chunk, &encode::Options::default());
+        let (body, _) = encode::records(chunk, &[], &encode::Options::default());
         assert_eq!(block.body, body, "record bytes of the block at {}", block.offset);
     }
 }
@@ -648,6 +739,36 @@ fn stream(max: usize) -> impl Strategy<Value = Vec<Ref>> {
     })
 }
 
+/// Any valid event: mostly small ranges at user-space addresses, some anywhere up to the top.
+fn event() -> impl Strategy<Value = AddressSpaceEvent> {
+    let start = prop_oneof![3 => 0u64..1 << 48, 1 => any::<u64>()];
+    let len = prop_oneof![3 => 1u64..1 << 24, 1 => any::<u64>()];
+    (asid(), any::<bool>(), start, len).prop_map(|(asid, unmap, start, len)| {
+        let len = len.max(1);
+        let op = if unmap { RangeOp::Unmap } else { RangeOp::Map };
+        AddressSpaceEvent { asid, op, start: start.min(u64::MAX - (len - 1)), len }
+    })
+}
+
+/// A stream of up to `max` references with up to `events` events among them: often before
+/// the first reference or after the last, else anywhere.
+fn stream_with_events(max: usize, events: usize) -> impl Strategy<Value = (Vec<Ref>, Vec<Event>)> {
+    let place = (0u8..4, any::<prop::sample::Index>());
+    (stream(max), prop::collection::vec((place, event()), 0..events)).prop_map(|(refs, raw)| {
+        let mut events: Vec<Event> = raw
+            .into_iter()
+            .map(|((end, at), e)| match end {
+                0 => (0, e),
+                1 => (refs.len(), e),
+                _ => (at.index(refs.len() + 1), e),
+            })
+            .collect();
+        // Stable: events at one place keep their order.
+        events.sort_by_key(|&(at, _)| at);
+        (refs, events)
+    })
+}
+
 /// Metadata: the conventional object (with non-ASCII text), or another JSON value.
 fn metadata() -> impl Strategy<Value = Value> {
     let object = ("\\PC{0,12}", prop::collection::vec("[a-z é→]{0,6}", 0..3))
@@ -658,13 +779,15 @@ fn metadata() -> impl Strategy<Value = Value> {
 /// Every way of encoding the document allows that this encoder knows.
 fn options() -> impl Strategy<Value = encode::Options> {
     let long_varints = prop_oneof![3 => Just(0usize), 1 => 1usize..3];
-    (1usize..40, 0usize..20, long_varints, any::<bool>(), prop::sample::select(vec![-5, 1, 3, 19]))
-        .prop_map(|(block_records, padding, long_varints, explicit, level)| encode::Options {
+    let version = prop_oneof![Just(format::VERSION), Just(format::VERSION_1)];
+    (1usize..40, 0usize..20, long_varints, any::<bool>(), prop::sample::select(vec![-5, 1, 3, 19]), version)
+        .prop_map(|(block_records, padding, long_varints, explicit, level, version)| encode::Options {
             block_records,
             padding,
             long_varints,
             explicit,
             level,
+            version,
         })
 }
 
@@ -680,7 +803,7 @@ proptest! {
     fn xlat_files_decode_to_the_written_stream(refs in stream(400), meta in metadata(), block in 1u32..50) {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("a.xlat");
-        write_with_xlat(&path, &refs, &meta, Some(block));
+        write_with_xlat(&path, &refs, &[], &meta, Some(block));
         let t = decode_path(&path);
         prop_assert_eq!(&t.refs, &refs);
         prop_assert_eq!(t.total_records, refs.len() as u64);
@@ -691,13 +814,40 @@ proptest! {
     }
 }
 
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+
+    /// References and events written by xlat decode here to what was written, and the file
+    /// is the one the document says the writer makes (events in the block of the reference
+    /// after them, and so on), byte for byte. Without events it is the version 1 file of the
+    /// same references but for the version.
+    #[test]
+    fn xlat_files_with_events_are_as_documented((refs, events) in stream_with_events(300, 30), meta in metadata(), block in 1u32..50) {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("a.xlat");
+        write_with_xlat(&path, &refs, &events, &meta, Some(block));
+        let t = decode_path(&path);
+        prop_assert_eq!(t.version, format::VERSION);
+        prop_assert_eq!(&t.refs, &refs);
+        prop_assert_eq!(&t.events, &events);
+        prop_assert_eq!(t.total_records, refs.len() as u64);
+        let bytes = std::fs::read(&path).unwrap();
+        let o = encode::Options { block_records: block as usize, level: 1, ..encode::Options::default() };
+        prop_assert!(bytes == encode::file(&refs, &events, &meta, &o), "the writer's file is not the documented one");
+        if events.is_empty() {
+            let v1 = encode::Options { version: format::VERSION_1, ..o };
+            prop_assert!(version_1(bytes) == encode::file(&refs, &[], &meta, &v1), "not a version 1 file but for the version");
+        }
+    }
+}
+
 /// By default the writer puts 65536 records in every block but the last.
 #[test]
 fn writer_default_blocks_hold_65536_records() {
     let refs: Vec<Ref> = (0..2 * 65536 + 7u64).map(|i| (MemRef::load(i * 8, 8), i % 2)).collect();
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("a.xlat");
-    write_with_xlat(&path, &refs, &json!({}), None);
+    write_with_xlat(&path, &refs, &[], &json!({}), None);
     let t = decode_path(&path);
     assert_eq!(t.refs, refs);
     check_writer_blocks(&t, &refs, format::WRITER_BLOCK_RECORDS);
@@ -709,14 +859,14 @@ fn empty_stream_is_header_index_footer() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("a.xlat");
     let meta = json!({"program": "none"});
-    write_with_xlat(&path, &[], &meta, None);
+    write_with_xlat(&path, &[], &[], &meta, None);
     let t = decode_path(&path);
     assert!(t.blocks.is_empty() && t.refs.is_empty() && t.total_instructions == 0);
     let len = std::fs::metadata(&path).unwrap().len() as usize;
     assert_eq!(len, format::HEADER_LEN + t.meta_len + format::INDEX_HEADER_LEN + format::FOOTER_LEN);
     assert_eq!(t.meta_len, serde_json::to_vec(&meta).unwrap().len());
     // With no zstd frame to differ in, the independent encoder writes the very same bytes.
-    assert_eq!(std::fs::read(&path).unwrap(), encode::file(&[], &meta, &encode::Options::default()));
+    assert_eq!(std::fs::read(&path).unwrap(), encode::file(&[], &[], &meta, &encode::Options::default()));
 }
 
 /// Addresses at both ends of the address space, deltas that wrap, ASID and size extremes,
@@ -740,7 +890,7 @@ fn extremes_decode_from_xlat_files() {
     let dir = tempfile::tempdir().unwrap();
     for block in [1, 2, 65536] {
         let path = dir.path().join(format!("{block}.xlat"));
-        write_with_xlat(&path, &extremes(), &json!({}), Some(block));
+        write_with_xlat(&path, &extremes(), &[], &json!({}), Some(block));
         let t = decode_path(&path);
         assert_eq!(t.refs, extremes(), "blocks of {block}");
         assert_eq!(t.total_instructions, u64::MAX);
@@ -808,11 +958,11 @@ fn metadata_room_is_spaces() {
 // ---------------------------------------------------------------------------------------------
 // Files encoded here, read by xlat.
 
-/// Reads `bytes`, encoded here from `refs` and `meta` with `o`, with xlat's reader, which must
-/// accept them exactly when the independent decoder does, and then give back the same stream,
-/// totals and metadata. The only rule the encoder can break is the bound on `raw_len` per
-/// record, with longer varint forms; returns whether the file was valid.
-fn check_xlat_reads(bytes: Vec<u8>, refs: &[Ref], meta: &Value, o: &encode::Options) -> bool {
+/// Reads `bytes`, encoded here from `refs`, `events` and `meta` with `o`, with xlat's reader,
+/// which must accept them exactly when the independent decoder does, and then give back the
+/// same stream, totals and metadata. The only rule the encoder can break is the bound on
+/// `raw_len` per record, with longer varint forms; returns whether the file was valid.
+fn check_xlat_reads(bytes: Vec<u8>, refs: &[Ref], events: &[Event], meta: &Value, o: &encode::Options) -> bool {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("a.xlat");
     let decoded = decode::file(&bytes);
@@ -820,13 +970,14 @@ fn check_xlat_reads(bytes: Vec<u8>, refs: &[Ref], meta: &Value, o: &encode::Opti
     let read = read_with_xlat(&path);
     match decoded {
         Ok(t) => {
-            assert_eq!(t.refs, refs, "the encoder disagrees with the decoder: {o:?}");
+            assert_eq!((&t.refs[..], &t.events[..]), (refs, events), "the encoder disagrees with the decoder: {o:?}");
             let expected = XlatView {
                 metadata: meta.clone(),
                 records: refs.len() as u64,
                 instructions: refs.iter().map(|(_, d)| d).sum(),
-                blocks: refs.len().div_ceil(o.block_records),
+                blocks: t.blocks.len(),
                 refs: refs.to_vec(),
+                events: events.to_vec(),
             };
             assert_eq!(read.unwrap_or_else(|e| panic!("{o:?}: {e}")), expected, "{o:?}");
             true
@@ -846,19 +997,32 @@ proptest! {
     /// xlat's reader to the same stream, totals and metadata, or are rejected by both.
     #[test]
     fn independent_files_read_with_xlat(refs in stream(400), meta in metadata(), o in options()) {
-        check_xlat_reads(encode::file(&refs, &meta, &o), &refs, &meta, &o);
+        check_xlat_reads(encode::file(&refs, &[], &meta, &o), &refs, &[], &meta, &o);
     }
 }
 
-/// The extreme stream encoded here in every variant: the shortest varint forms and the
-/// explicit forms always read back; longer varint forms do while blocks stay within 27 bytes
-/// per record, and are rejected beyond.
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+
+    /// Files with events encoded from the document, in every variant the encoder knows, read
+    /// back through xlat's reader to the same references and events.
+    #[test]
+    fn independent_files_with_events_read_with_xlat((refs, events) in stream_with_events(300, 30), meta in metadata(), o in options()) {
+        let o = encode::Options { version: format::VERSION, ..o };
+        prop_assert!(check_xlat_reads(encode::file(&refs, &events, &meta, &o), &refs, &events, &meta, &o));
+    }
+}
+
+/// The extreme stream encoded here in every variant, as version 1: the shortest varint forms
+/// and the explicit forms always read back; longer varint forms do while blocks stay within
+/// 27 bytes per record, and are rejected beyond.
 #[test]
 fn extremes_read_from_independent_files() {
     let variants = [(false, 0, 1, true), (true, 0, 1, true), (true, 0, 6, true), (false, 1, 6, true), (true, 9, 6, false)];
     for (explicit, long_varints, block_records, valid) in variants {
-        let o = encode::Options { explicit, long_varints, block_records, ..encode::Options::default() };
-        let ok = check_xlat_reads(encode::file(&extremes(), &json!({}), &o), &extremes(), &json!({}), &o);
+        let version = format::VERSION_1;
+        let o = encode::Options { explicit, long_varints, block_records, version, ..encode::Options::default() };
+        let ok = check_xlat_reads(encode::file(&extremes(), &[], &json!({}), &o), &extremes(), &[], &json!({}), &o);
         assert_eq!(ok, valid, "{o:?}");
     }
 }
@@ -868,7 +1032,7 @@ fn extremes_read_from_independent_files() {
 fn independent_files_are_detected_as_native() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("a.lackey");
-    std::fs::write(&path, encode::file(&extremes(), &json!({}), &encode::Options::default())).unwrap();
+    std::fs::write(&path, encode::file(&extremes(), &[], &json!({}), &encode::Options::default())).unwrap();
     assert_eq!(xlat::trace::detect(&path).unwrap(), xlat::trace::TraceFormat::Native);
 }
 
@@ -910,10 +1074,26 @@ fn skippable_frame(n: u32) -> Vec<u8> {
 fn edge_files() -> Vec<(&'static str, bool, Vec<u8>)> {
     use encode::{assemble, compress, header, RawBlock};
     let (refs, o) = (extremes(), encode::Options::default());
-    let (body, instructions) = encode::records(&refs, &o);
+    let (body, instructions) = encode::records(&refs, &[], &o);
     let n = refs.len() as u32;
     let with_frame = |frame: Vec<u8>| assemble(header(b"{}"), &[RawBlock::raw(&body, n, instructions, frame)]);
-    let with_meta = |meta: &[u8]| assemble(header(meta), &[RawBlock::of(&refs, &o)]);
+    let with_meta = |meta: &[u8]| assemble(header(meta), &[RawBlock::of(&refs, &[], &o)]);
+    // A load of 8 bytes at 8, and event tables: entries of position, ASID, operation, start
+    // and length, `long` redundant zero groups on every varint.
+    let load = [0x60, 16];
+    let table = |entries: &[[u64; 5]], long: usize| {
+        let mut table = vec![format::EVENT_TABLE_TAG];
+        format::put_varint(&mut table, entries.len() as u64, long);
+        entries.iter().flatten().for_each(|&v| format::put_varint(&mut table, v, long));
+        table
+    };
+    let map = |at: u64| [at, 0, 0, 0x1000, 4096];
+    // One block of one load after `table`.
+    let with_load = |table: Vec<u8>| one_block_file(&[&table[..], &load[..]].concat(), 1, 0);
+    let events_alone = |count: usize| {
+        let body = table(&vec![map(0); count], 0);
+        RawBlock::raw(&body, 0, 0, compress(&body, 3, true))
+    };
     let (head, tail) = body.split_at(body.len() / 2);
     let header_field = |at: usize, value: u8| {
         let mut file = with_meta(b"{}");
@@ -922,7 +1102,8 @@ fn edge_files() -> Vec<(&'static str, bool, Vec<u8>)> {
     };
     vec![
         ("valid", true, with_meta(b"{}")),
-        ("version 2", false, header_field(8, 2)),
+        ("version 1", true, header_field(8, 1)),
+        ("version 3", false, header_field(8, 3)),
         ("flag bit 0", false, header_field(10, 1)),
         ("metadata padded with spaces", true, with_meta(b"{}    ")),
         // JSON text may have whitespace around its value.
@@ -939,17 +1120,50 @@ fn edge_files() -> Vec<(&'static str, bool, Vec<u8>)> {
         ("skippable frame after the frame", true, with_frame([compress(&body, 3, true), skippable_frame(0)].concat())),
         ("skippable frame before the frame", true, with_frame([skippable_frame(0), compress(&body, 3, true)].concat())),
         ("block of no record", false, assemble(header(b"{}"), &[RawBlock::raw(&[], 0, 0, compress(&[], 3, true))])),
-        // Longer varint forms are valid while the block stays within 27 bytes per record.
-        ("a record of 27 bytes with long varints", true, one_block_file(&long_record(8, 2), 1, 0)),
-        ("a record of 28 bytes with long varints", false, one_block_file(&long_record(8, 3), 1, 0)),
-        ("kind 3", false, one_block_file(&[3, 0], 1, 0)),
+        // Longer varint forms are valid while the block stays within 27 bytes per record,
+        // and in version 2 the room for events.
+        ("a record of 27 bytes with long varints", true, version_1(one_block_file(&long_record(8, 2), 1, 0))),
+        ("a record of 28 bytes with long varints", false, version_1(one_block_file(&long_record(8, 3), 1, 0))),
+        ("a record of 28 bytes with long varints, version 2", true, one_block_file(&long_record(8, 3), 1, 0)),
+        ("kind 3", false, version_1(one_block_file(&[3, 0], 1, 0))),
         ("instruction code 3", false, one_block_file(&[3 << 2, 0], 1, 0)),
         ("ASID 65536", false, one_block_file(&[format::ASID_BIT, 0x80, 0x80, 0x04, 0], 1, 0)),
         ("size 65536", false, one_block_file(&[format::SIZE_VARINT << 5, 0x80, 0x80, 0x04, 0], 1, 0)),
         ("2 bytes at 2^64 - 1", false, one_block_file(&[1 << 5, 1], 1, 0)),
         ("a byte after the records", false, one_block_file(&[0, 0, 0], 1, 0)),
         ("instruction count off by one", false, one_block_file(&[1 << 2, 0], 1, 0)),
+        // Address-space events.
+        ("an event before a reference", true, with_load(table(&[map(0)], 0))),
+        ("an event after the last reference", true, with_load(table(&[map(1)], 0))),
+        ("events at one place", true, with_load(table(&[map(1), map(1)], 0))),
+        ("an event table in version 1", false, version_1(with_load(table(&[map(0)], 0)))),
+        ("an event table after a record", false, one_block_file(&[&load[..], &table(&[map(1)], 0)].concat(), 1, 0)),
+        ("an unmap event of ASID 65535 with long varints", true, with_load(table(&[[1, 65535, 1, 0, 1]], 2))),
+        ("an event placed past the block's references", false, with_load(table(&[map(2)], 0))),
+        ("events out of order", false, with_load(table(&[map(1), map(0)], 0))),
+        ("an event table of no event", false, with_load(table(&[], 0))),
+        ("an event of operation 2", false, with_load(table(&[[0, 0, 2, 0x1000, 4096]], 0))),
+        ("an event of ASID 65536", false, with_load(table(&[[0, 65536, 0, 0x1000, 4096]], 0))),
+        ("an event of an empty range", false, with_load(table(&[[0, 0, 0, 0x1000, 0]], 0))),
+        ("an event ending at 2^64 - 1", true, with_load(table(&[[0, 0, 1, u64::MAX - 4095, 4096]], 0))),
+        ("an event past 2^64 - 1", false, with_load(table(&[[0, 0, 1, u64::MAX - 4095, 4097]], 0))),
+        ("an event table cut by the end of the block", false, assemble(header(b"{}"), &[{
+            let body = &table(&[map(0)], 0)[..5];
+            RawBlock::raw(body, 0, 0, compress(body, 3, true))
+        }])),
+        ("65536 events in a block", true, with_load(table(&vec![map(1); 65536], 0))),
+        ("65537 events in a block", false, with_load(table(&vec![map(1); 65537], 0))),
+        ("a last block of events alone", true, assemble(header(b"{}"), &[RawBlock::of(&refs, &[], &o), events_alone(3)])),
+        ("a block of events alone before the last", false, assemble(header(b"{}"), &[events_alone(3), RawBlock::of(&refs, &[], &o)])),
+        ("a trace of events alone", true, assemble(header(b"{}"), &[events_alone(1)])),
+        ("a trace of events alone, version 1", false, version_1(assemble(header(b"{}"), &[events_alone(1)]))),
     ]
+}
+
+/// `file` with version 1 in its header.
+fn version_1(mut file: Vec<u8>) -> Vec<u8> {
+    file[8..10].copy_from_slice(&format::VERSION_1.to_le_bytes());
+    file
 }
 
 /// The independent decoder and xlat's reader accept exactly the files the document allows.

@@ -89,8 +89,11 @@ pub fn run(cmd: &TraceCommand, interrupt: &AtomicBool) -> Result<Outcome> {
                     anyhow!("{}: cannot tell the output format from the extension; use --to", output.display())
                 })?,
             };
-            let copied = trace::convert_with(input, *from, output, out_format, *lossy, interrupt)?;
-            eprintln!("{copied} references written to {} ({out_format})", output.display());
+            let done = trace::convert_with(input, *from, output, out_format, *lossy, interrupt)?;
+            eprintln!("{} references written to {} ({out_format})", done.references, output.display());
+            if done.events_dropped > 0 {
+                eprintln!("note: {} address-space events left out ({out_format} traces cannot hold them)", done.events_dropped);
+            }
         }
         TraceCommand::Record(args) => return crate::record::run(args, interrupt),
     }

@@ -66,10 +66,10 @@ const CHUNK_REFS: usize = 1 << 16;
 const CHUNKS_IN_FLIGHT: usize = 3;
 
 /// The references of consecutive fills of the inner source, each fill kept apart so that the
-/// reader gets them as the source gave them, instruction counts included.
+/// reader gets them as the source gave them, instruction counts and events included.
 #[derive(Default)]
 struct Chunk {
-    /// The references of every fill, in order (its `instructions` are unused).
+    /// The references and events of every fill, in order (its `instructions` are unused).
     batch: Batch,
     /// For each fill: the references it gave, and the instructions they span.
     fills: Vec<(usize, u64)>,
@@ -88,9 +88,9 @@ impl Chunk {
     }
 
     /// Fills `self` from `source`, `step` references a fill, until it holds
-    /// [`CHUNK_REFS`] references; false when the source ended.
+    /// [`CHUNK_REFS`] references or events; false when the source ended.
     fn fill_from(&mut self, source: &mut dyn RefSource, step: usize) -> Result<bool> {
-        while self.batch.len() < CHUNK_REFS {
+        while self.batch.len() < CHUNK_REFS && self.batch.events.len() < CHUNK_REFS {
             self.batch.instructions = 0;
             let events = self.batch.events.len();
             let n = source.fill(&mut self.batch, step)?;
@@ -107,7 +107,8 @@ impl Chunk {
     }
 
     /// Appends to `batch` the next fill, or its first `max` references if it has more (the
-    /// fill's instructions then go with them); `None` when every fill was handed out.
+    /// fill's instructions then go with them), with the events before them, and after them
+    /// when the fill is taken whole; `None` when every fill was handed out.
     fn take(&mut self, batch: &mut Batch, max: usize) -> Option<usize> {
         let (n, instructions) = self.fills.get_mut(self.next)?;
         let k = (*n).min(max);
@@ -242,6 +243,7 @@ fn read_chunks(mut source: Box<dyn RefSource>, step: usize, empty: &Receiver<Chu
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::memref::AddressSpaceEvent;
     use crate::source::{collect, VecSource};
     use crate::MemRef;
 
@@ -300,6 +302,63 @@ mod tests {
         assert_eq!(ahead.fill(&mut batch, 300).unwrap(), 300, "a fill is cut to what the reader asks");
         let (rest, _) = collect(&mut ahead).unwrap();
         assert_eq!([&batch.refs[..], &rest[..]].concat(), refs);
+    }
+
+    /// Gives references `0..end` (at most `max` a fill), an unmap event before every third,
+    /// and a map event after the last, with it (alone with the end when `end` is 0).
+    struct Eventful {
+        next: u64,
+        end: u64,
+        mapped: bool,
+    }
+
+    impl RefSource for Eventful {
+        fn fill(&mut self, batch: &mut Batch, max: usize) -> Result<usize> {
+            let n = (max as u64).min(self.end - self.next) as usize;
+            for _ in 0..n {
+                if self.next % 3 == 0 {
+                    batch.push_event(AddressSpaceEvent::unmap(self.next << 12, 4096));
+                }
+                batch.refs.push(MemRef::load(self.next << 12, 8));
+                self.next += 1;
+            }
+            if self.next == self.end && !std::mem::replace(&mut self.mapped, true) {
+                batch.push_event(AddressSpaceEvent::map(0, 4096));
+            }
+            Ok(n)
+        }
+        fn identity(&self) -> serde_json::Value {
+            serde_json::Value::Null
+        }
+    }
+
+    /// The stream of `source` read `max` references a fill: references as `('r', address)`
+    /// and events as `('e', start)`, in order.
+    fn items(source: &mut dyn RefSource, max: usize) -> Vec<(char, u64)> {
+        let (mut out, mut batch) = (Vec::new(), Batch::default());
+        loop {
+            batch.clear();
+            let n = source.fill(&mut batch, max).unwrap();
+            for (run, event) in batch.runs() {
+                out.extend(run.iter().map(|r| ('r', r.vaddr)));
+                out.extend(event.map(|e| ('e', e.start)));
+            }
+            if n == 0 {
+                return out;
+            }
+        }
+    }
+
+    #[test]
+    fn events_come_where_the_source_put_them() {
+        let flag = AtomicBool::new(false);
+        for (end, step, max) in [(0, 1, 1), (10, 1, 1), (10, 3, 2), (200_000, 1000, 777), (100_000, 1, 5)] {
+            let source = || Eventful { next: 0, end, mapped: false };
+            let want = items(&mut source(), usize::MAX);
+            assert_eq!(want.len() as u64, end + end.div_ceil(3) + 1);
+            let mut ahead = ReadAhead::new(Box::new(source()), step, &flag);
+            assert_eq!(items(&mut ahead, max), want, "{end} references, step {step}, max {max}");
+        }
     }
 
     #[test]

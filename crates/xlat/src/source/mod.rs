@@ -8,7 +8,7 @@ pub mod mix;
 pub mod synthetic;
 pub(crate) mod zipf;
 
-use crate::memref::Batch;
+use crate::memref::{AddressSpaceEvent, Batch};
 use crate::trace::TraceFormat;
 use crate::Result;
 use serde::Serialize;
@@ -129,6 +129,10 @@ impl<S: RefSource + ?Sized> RefSource for Box<S> {
 }
 
 /// Wraps a source so that it ends after `skip` references are dropped and `limit` are produced.
+///
+/// The address-space events among the skipped references are not dropped: the mappings a
+/// skipped warm-up made still hold after it. They come at the start of the first batch after
+/// the skip, in order (so they are held in memory until then).
 pub struct Limited<S> {
     inner: S,
     skip: u64,
@@ -288,6 +292,42 @@ mod tests {
         assert_eq!(src.fill(&mut batch, 4).unwrap(), 4);
         flag.store(true, std::sync::atomic::Ordering::Relaxed);
         assert!(matches!(src.fill(&mut batch, 4), Err(crate::Error::Interrupted)));
+    }
+
+    /// Yields `refs` with a map event before each reference whose address is a multiple of
+    /// 64.
+    struct Mapping(Vec<MemRef>);
+
+    impl RefSource for Mapping {
+        fn fill(&mut self, batch: &mut Batch, max: usize) -> Result<usize> {
+            let n = max.min(self.0.len());
+            for r in self.0.drain(..n) {
+                if r.vaddr % 64 == 0 {
+                    batch.push_event(AddressSpaceEvent::map(r.vaddr, 64));
+                }
+                batch.refs.push(r);
+            }
+            Ok(n)
+        }
+
+        fn identity(&self) -> serde_json::Value {
+            serde_json::Value::Null
+        }
+    }
+
+    #[test]
+    fn limited_hands_on_the_events_it_skips() {
+        let refs: Vec<MemRef> = (0..40).map(|i| MemRef::load(i * 16, 8)).collect();
+        let mut src = Limited::new(Mapping(refs.clone()), 10, Some(8));
+        let mut batch = Batch::default();
+        assert_eq!(src.fill(&mut batch, 4).unwrap(), 4);
+        assert_eq!(batch.refs, refs[10..14]);
+        // The maps before references 0, 4 and 8 (skipped), then before 12 at its place.
+        let at: Vec<(usize, u64)> = batch.events.iter().map(|&(i, e)| (i, e.start)).collect();
+        assert_eq!(at, [(0, 0), (0, 64), (0, 128), (2, 192)]);
+        batch.clear();
+        assert_eq!(src.fill(&mut batch, 10).unwrap(), 4);
+        assert_eq!(batch.events.iter().map(|&(i, e)| (i, e.start)).collect::<Vec<_>>(), [(2, 256)]);
     }
 
     #[test]

@@ -2,7 +2,7 @@
 //! [`Prefetcher`] does this on its own thread, a few blocks ahead of the decoder, so zstd
 //! decompression (about half of the reading time) overlaps with record decoding.
 
-use super::block::{MAX_RECORD_BYTES, PADDING};
+use super::block::{MAX_BLOCK_EVENTS, MAX_EVENT_BYTES, MAX_EVENT_TABLE_HEAD, MAX_RECORD_BYTES, PADDING};
 use super::io::{read_at, u32_at, u64_at};
 use super::native::{IndexEntry, BLOCK_HEADER};
 use crate::{Error, Result};
@@ -28,6 +28,8 @@ struct Loader {
     file: File,
     index: Vec<IndexEntry>,
     index_offset: u64,
+    /// The file may hold address-space events (version 2).
+    events: bool,
     zbuf: Vec<u8>,
     decompressor: zstd::bulk::Decompressor<'static>,
 }
@@ -54,7 +56,9 @@ impl Loader {
         if entry.offset + (BLOCK_HEADER as u64) + u64::from(zlen) != end {
             return Err(self.err(entry.offset, format!("block {b}: compressed length {zlen} does not reach the next block")));
         }
-        if raw_len > records as usize * MAX_RECORD_BYTES || raw_len < records as usize * 2 {
+        // Events are not counted in the header: their table is bounded by the most a block may hold.
+        let events = if self.events { MAX_EVENT_TABLE_HEAD + MAX_BLOCK_EVENTS as usize * MAX_EVENT_BYTES } else { 0 };
+        if raw_len > records as usize * MAX_RECORD_BYTES + events || raw_len < records as usize * 2 || raw_len == 0 {
             return Err(self.err(entry.offset, format!("block {b}: implausible length {raw_len} for {records} records")));
         }
         // Checked before the frame is read into memory: in a sparse file, a frame length that
@@ -91,11 +95,12 @@ pub(crate) struct Prefetcher {
 
 impl Prefetcher {
     /// Starts loading the blocks listed in `index` from `path` (already validated by the
-    /// reader; the index ends at `index_offset`).
-    pub fn start(path: &Path, index: Vec<IndexEntry>, index_offset: u64) -> Result<Prefetcher> {
+    /// reader; the index ends at `index_offset`), which may hold address-space events if
+    /// `events` (version 2).
+    pub fn start(path: &Path, index: Vec<IndexEntry>, index_offset: u64, events: bool) -> Result<Prefetcher> {
         let file = File::open(path).map_err(|e| Error::io(path, e))?;
         let decompressor = zstd::bulk::Decompressor::new().map_err(|e| Error::io(path, e))?;
-        let mut loader = Loader { path: path.to_path_buf(), file, index, index_offset, zbuf: Vec::new(), decompressor };
+        let mut loader = Loader { path: path.to_path_buf(), file, index, index_offset, events, zbuf: Vec::new(), decompressor };
         let (block_tx, blocks) = sync_channel(BLOCKS_AHEAD);
         let (recycle, recycled) = sync_channel::<Vec<u8>>(BLOCKS_AHEAD + 2);
         let thread = std::thread::Builder::new()

@@ -1,6 +1,6 @@
 //! Summary statistics of a reference stream (`xlat trace info`).
 
-use crate::memref::{AccessKind, Batch};
+use crate::memref::{AccessKind, Batch, RangeOp};
 use crate::source::RefSource;
 use crate::types::BASE_PAGE_SHIFT;
 use crate::Result;
@@ -30,6 +30,10 @@ pub struct TraceInfo {
     pub min_addr: Option<u64>,
     /// Highest address of a last byte (`None` for an empty stream).
     pub max_addr: Option<u64>,
+    /// Address-space events that map a range.
+    pub map_events: u64,
+    /// Address-space events that unmap a range.
+    pub unmap_events: u64,
 }
 
 /// References [`info`] asks its source for at a time.
@@ -46,7 +50,15 @@ pub fn info(source: &mut dyn RefSource) -> Result<TraceInfo> {
     let mut batch = Batch::with_capacity(BATCH);
     loop {
         batch.clear();
-        if source.fill(&mut batch, BATCH)? == 0 {
+        let got = source.fill(&mut batch, BATCH)?;
+        // Counted before the end is told: a stream of events alone gives them with its end.
+        for (_, e) in &batch.events {
+            match e.op {
+                RangeOp::Map => t.map_events += 1,
+                RangeOp::Unmap => t.unmap_events += 1,
+            }
+        }
+        if got == 0 {
             break;
         }
         instructions += batch.instructions;
@@ -103,9 +115,10 @@ impl fmt::Display for TraceInfo {
         writeln!(f, "pages (4 KiB):   {} ({mib:.1} MiB footprint)", self.pages)?;
         writeln!(f, "address spaces:  {}", self.address_spaces)?;
         match (self.min_addr, self.max_addr) {
-            (Some(lo), Some(hi)) => writeln!(f, "address range:   {lo:#x} ..= {hi:#x}"),
-            _ => writeln!(f, "address range:   (empty)"),
+            (Some(lo), Some(hi)) => writeln!(f, "address range:   {lo:#x} ..= {hi:#x}")?,
+            _ => writeln!(f, "address range:   (empty)")?,
         }
+        writeln!(f, "range events:    {} map, {} unmap", self.map_events, self.unmap_events)
     }
 }
 
@@ -131,6 +144,35 @@ mod tests {
         assert_eq!(t.min_addr, Some(0));
         assert_eq!(t.max_addr, Some(u64::MAX));
         assert!(t.to_string().contains("pages (4 KiB):   5"));
+    }
+
+    /// A source of one batch: two references with events before, between and after them.
+    struct WithEvents(bool);
+
+    impl RefSource for WithEvents {
+        fn fill(&mut self, batch: &mut Batch, _max: usize) -> Result<usize> {
+            if std::mem::replace(&mut self.0, true) {
+                return Ok(0);
+            }
+            use crate::memref::AddressSpaceEvent;
+            batch.push_event(AddressSpaceEvent::map(0x1000, 8192));
+            batch.refs.push(MemRef::load(0x1000, 8));
+            batch.push_event(AddressSpaceEvent::unmap(0x2000, 4096));
+            batch.refs.push(MemRef::load(0x1008, 8));
+            batch.push_event(AddressSpaceEvent::map(0x2000, 4096));
+            Ok(2)
+        }
+
+        fn identity(&self) -> serde_json::Value {
+            serde_json::Value::Null
+        }
+    }
+
+    #[test]
+    fn counts_map_and_unmap_events() {
+        let t = info(&mut WithEvents(false)).unwrap();
+        assert_eq!((t.references, t.map_events, t.unmap_events), (2, 2, 1));
+        assert!(t.to_string().ends_with("range events:    2 map, 1 unmap\n"), "{t}");
     }
 
     #[test]

@@ -20,7 +20,7 @@ pub use accelsim::AccelSimReader;
 pub use champsim::{ChampSimReader, ChampSimWriter};
 pub use info::{info, TraceInfo};
 pub use lackey::{LackeyReader, LackeyWriter};
-pub use block::MAX_BLOCK_RECORDS;
+pub use block::{MAX_BLOCK_EVENTS, MAX_BLOCK_RECORDS};
 pub use native::NativeWriter;
 pub use native_reader::NativeReader;
 
@@ -197,7 +197,8 @@ pub trait TraceWriter: Send {
     /// Formats that derive instruction counts from fetches (Lackey, ChampSim) ignore it.
     fn write(&mut self, r: &MemRef, instr_delta: u64) -> Result<()>;
 
-    /// Appends a batch. The default gives +1 instruction to each instruction fetch.
+    /// Appends a batch. The default gives +1 instruction to each instruction fetch, and
+    /// drops the batch's address-space events: only the native format holds them.
     fn write_batch(&mut self, batch: &Batch) -> Result<()> {
         batch.refs.iter().try_for_each(|r| self.write(r, u64::from(r.kind == AccessKind::IFetch)))
     }
@@ -235,10 +236,19 @@ pub fn create_writer(
     })
 }
 
+/// What [`convert`] copied.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Conversion {
+    /// References written.
+    pub references: u64,
+    /// Address-space events of the input that the output format cannot hold (all but
+    /// native), and so left out.
+    pub events_dropped: u64,
+}
+
 /// Copies the trace at `input` to `output`, detecting the input format and taking the output
-/// format from the output's extension (see [`TraceFormat::from_extension`]). Returns the
-/// number of references copied.
-pub fn convert(input: impl AsRef<Path>, output: impl AsRef<Path>) -> Result<u64> {
+/// format from the output's extension (see [`TraceFormat::from_extension`]).
+pub fn convert(input: impl AsRef<Path>, output: impl AsRef<Path>) -> Result<Conversion> {
     let output = output.as_ref();
     crate::atomic::check_output(output)?;
     let out_format = TraceFormat::from_extension(output).ok_or_else(|| {
@@ -251,7 +261,9 @@ pub fn convert(input: impl AsRef<Path>, output: impl AsRef<Path>) -> Result<u64>
 }
 
 /// [`convert`] with explicit formats. Native to native keeps each reference's instruction
-/// count exactly; other inputs count one instruction per fetch, which every writer keeps.
+/// count exactly, and the address-space events; other inputs count one instruction per
+/// fetch, which every writer keeps. Lackey and ChampSim outputs cannot hold events: they are
+/// left out, and counted in [`Conversion::events_dropped`].
 /// `lossy` lets a ChampSim output take what it cannot represent exactly (sizes, loads after
 /// stores, wide instructions; see [`ChampSimWriter::lossy`]); otherwise those are errors.
 /// Setting `interrupt` stops the conversion with [`Error::Interrupted`], leaving no output,
@@ -263,10 +275,11 @@ pub fn convert_with(
     out_format: TraceFormat,
     lossy: bool,
     interrupt: &AtomicBool,
-) -> Result<u64> {
+) -> Result<Conversion> {
     let (in_format, opened) = open_interruptibly(input, in_format, interrupt)?;
     // A batch only carries a total instruction count; one reference per batch keeps the
-    // native format's per-reference counts, which may not follow the one-per-fetch rule.
+    // native format's per-reference counts, which may not follow the one-per-fetch rule
+    // (the native writer puts a one-reference batch's count on its reference).
     let step = if in_format == TraceFormat::Native && out_format == TraceFormat::Native { 1 } else { 1 << 16 };
     let mut source = ReadAhead::new(opened, step, interrupt);
     let metadata = serde_json::json!({
@@ -278,20 +291,20 @@ pub fn convert_with(
         _ => create_writer(output, out_format, &metadata)?,
     };
     let mut batch = Batch::with_capacity(step);
-    let mut copied = 0u64;
+    let mut done = Conversion { references: 0, events_dropped: 0 };
     loop {
         batch.clear();
         let n = source.fill(&mut batch, step)?;
+        // Written before the end is told: a stream of events alone gives them with its end.
+        writer.write_batch(&batch)?;
+        if out_format != TraceFormat::Native {
+            done.events_dropped += batch.events.len() as u64;
+        }
         if n == 0 {
             break;
         }
-        if step == 1 {
-            writer.write(&batch.refs[0], batch.instructions)?;
-        } else {
-            writer.write_batch(&batch)?;
-        }
-        copied += n as u64;
+        done.references += n as u64;
     }
     writer.finish()?;
-    Ok(copied)
+    Ok(done)
 }

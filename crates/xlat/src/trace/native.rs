@@ -1,10 +1,10 @@
 //! The native trace format: layout constants and the writer. The layout is specified in
 //! `docs/trace-format.md`; the reader is [`super::NativeReader`].
 
-use super::block::{BlockEncoder, MAX_BLOCK_RECORDS};
+use super::block::{BlockEncoder, MAX_BLOCK_EVENTS, MAX_BLOCK_RECORDS};
 use super::io::Compression;
 use crate::atomic::{persist, temp_for};
-use crate::memref::{past_top, AccessKind, Batch, MemRef};
+use crate::memref::{past_top, AccessKind, AddressSpaceEvent, Batch, MemRef};
 use crate::{Error, Result};
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
@@ -16,8 +16,9 @@ pub const MAGIC: &[u8; 8] = b"XLATTRC\0";
 pub const END_MAGIC: &[u8; 8] = b"XLATEND\0";
 /// Start of the index in the trailer.
 pub(crate) const INDEX_MAGIC: &[u8; 8] = b"XLATIDX\0";
-/// The format version this code reads and writes.
-pub const VERSION: u16 = 1;
+/// The format version this code writes. It reads this one and version 1, which is version 2
+/// without address-space events.
+pub const VERSION: u16 = 2;
 /// Magic, version, flags, metadata length.
 pub(crate) const HEADER_FIXED: usize = 16;
 /// The longest metadata (JSON and padding) a native trace may hold: 16 MiB, far more than a
@@ -45,7 +46,7 @@ pub(crate) struct IndexEntry {
     pub offset: u64,
     /// Number of the block's first record in the whole trace (0-based).
     pub first_record: u64,
-    /// Records in the block.
+    /// Records (references) in the block; 0 for a last block holding events alone.
     pub records: u64,
     /// Instructions retired over the block.
     pub instructions: u64,
@@ -68,6 +69,8 @@ pub struct NativeWriter {
     instructions: u64,
     /// Instructions of a batch that held no reference, carried to the next reference.
     carry: u64,
+    /// Events written since the last reference (or the start).
+    run: u32,
     /// Bytes of metadata in the header (JSON padded with spaces), for a final rewrite.
     meta_len: usize,
 }
@@ -123,6 +126,7 @@ impl NativeWriter {
             records: 0,
             instructions: 0,
             carry: 0,
+            run: 0,
             meta_len: meta.len(),
         })
     }
@@ -149,6 +153,7 @@ impl NativeWriter {
             return Err(self.reject("the instruction count passes 2^64 - 1"));
         };
         self.carry = 0;
+        self.run = 0;
         self.enc.push(r, delta);
         if self.enc.records >= self.block_records {
             self.flush_block()?;
@@ -156,31 +161,60 @@ impl NativeWriter {
         Ok(())
     }
 
-    /// Appends a batch. A batch carries only its total instruction count, so it is spread as
-    /// follows: if it equals the number of instruction fetches, each fetch gets +1 (the
-    /// Lackey/ChampSim convention, exact for those sources); otherwise the whole count goes on
-    /// the batch's first reference. A batch without references passes its count on to the
-    /// next reference written. Use [`NativeWriter::write`] to place counts exactly.
+    /// Appends an address-space event, after the references written so far. An event that
+    /// [`AddressSpaceEvent::malformed`] finds wrong is an error (readers reject it), and so
+    /// are more than [`MAX_BLOCK_EVENTS`] events in a row: a run of events may span at most
+    /// two blocks, as a block of events alone may only end a trace.
+    pub fn write_event(&mut self, e: &AddressSpaceEvent) -> Result<()> {
+        if let Some(why) = e.malformed() {
+            return Err(self.reject_event(&format!("{why} (readers reject it)")));
+        }
+        if self.run == MAX_BLOCK_EVENTS {
+            return Err(self.reject_event(&format!("more than {MAX_BLOCK_EVENTS} events in a row, which a native trace cannot hold")));
+        }
+        // The block is full of events. It holds references too (the run is shorter than
+        // a block's events), so it may end here.
+        if self.enc.events() == MAX_BLOCK_EVENTS {
+            self.flush_block()?;
+        }
+        self.enc.push_event(e);
+        self.run += 1;
+        Ok(())
+    }
+
+    /// Appends a batch: its references, and its events where they stand among them. A batch
+    /// carries only its total instruction count, so it is spread as follows: if it equals the
+    /// number of instruction fetches, each fetch gets +1 (the Lackey/ChampSim convention,
+    /// exact for those sources); otherwise the whole count goes on the batch's first
+    /// reference. A batch without references passes its count on to the next reference
+    /// written. Use [`NativeWriter::write`] to place counts exactly.
     pub fn write_batch(&mut self, batch: &Batch) -> Result<()> {
-        let Some(first) = batch.refs.first() else {
+        let (refs, events) = (&batch.refs, &batch.events);
+        let in_order = events.windows(2).all(|w| w[0].0 <= w[1].0) && events.last().is_none_or(|&(at, _)| at <= refs.len());
+        if !in_order {
+            let why = "a batch's events are out of order or placed past its references";
+            return Err(Error::config(self.path.display().to_string(), why));
+        }
+        if refs.is_empty() {
             // Checked like any count: unchecked, the sum wrapped around to a wrong count in
             // release builds (and panicked in debug builds).
             let carry = self.carry.checked_add(batch.instructions);
             self.carry = carry.ok_or_else(|| self.reject("the instruction count passes 2^64 - 1"))?;
-            return Ok(());
-        };
-        let fetches = batch.refs.iter().filter(|r| r.kind == AccessKind::IFetch).count() as u64;
-        if fetches == batch.instructions {
-            for r in &batch.refs {
-                self.write(r, u64::from(r.kind == AccessKind::IFetch))?;
-            }
-        } else {
-            self.write(first, batch.instructions)?;
-            for r in &batch.refs[1..] {
-                self.write(r, 0)?;
-            }
         }
-        Ok(())
+        let per_fetch = refs.iter().filter(|r| r.kind == AccessKind::IFetch).count() as u64 == batch.instructions;
+        let mut events = events.iter().peekable();
+        for (i, r) in refs.iter().enumerate() {
+            while let Some((_, e)) = events.next_if(|&&(at, _)| at == i) {
+                self.write_event(e)?;
+            }
+            let delta = match (per_fetch, i) {
+                (true, _) => u64::from(r.kind == AccessKind::IFetch),
+                (false, 0) => batch.instructions,
+                (false, _) => 0,
+            };
+            self.write(r, delta)?;
+        }
+        events.try_for_each(|(_, e)| self.write_event(e))
     }
 
     /// The error refusing the next reference (the one being written, or the one a batch
@@ -190,16 +224,23 @@ impl NativeWriter {
         Error::config(self.path.display().to_string(), format!("reference {index}: {why} (readers reject it)"))
     }
 
-    /// Compresses and writes the current block, if it holds any record.
+    /// The error refusing an address-space event because of `why`.
+    fn reject_event(&self, why: &str) -> Error {
+        let index = self.records + u64::from(self.enc.records);
+        Error::config(self.path.display().to_string(), format!("address-space event before reference {index}: {why}"))
+    }
+
+    /// Compresses and writes the current block, if it holds any reference or event.
     fn flush_block(&mut self) -> Result<()> {
-        if self.enc.records == 0 {
+        if self.enc.records == 0 && self.enc.events() == 0 {
             return Ok(());
         }
         let io_err = |e| Error::io(&self.path, e);
+        let body = self.enc.body();
         self.zbuf.clear();
-        self.zbuf.reserve(zstd::zstd_safe::compress_bound(self.enc.buf.len()));
-        self.compressor.compress_to_buffer(&self.enc.buf, &mut self.zbuf).map_err(io_err)?;
-        let raw_len = u32::try_from(self.enc.buf.len()).expect("block size is bounded by block_records");
+        self.zbuf.reserve(zstd::zstd_safe::compress_bound(body.len()));
+        self.compressor.compress_to_buffer(body, &mut self.zbuf).map_err(io_err)?;
+        let raw_len = u32::try_from(body.len()).expect("blocks hold a bounded number of records and events");
         let mut header = [0u8; BLOCK_HEADER];
         header[0..4].copy_from_slice(&self.enc.records.to_le_bytes());
         header[4..8].copy_from_slice(&raw_len.to_le_bytes());
@@ -222,7 +263,8 @@ impl NativeWriter {
 
     /// Writes the last block and the trailer, then renames the file into place.
     /// Instructions carried by trailing empty batches, with no reference to attach to, are
-    /// dropped.
+    /// dropped; events after the last reference are kept (in a last block of events alone
+    /// when the block before is full).
     pub fn finish(self) -> Result<()> {
         self.finish_inner(None)
     }

@@ -4,7 +4,7 @@
 //! or unfinished file fails at once. Blocks are then loaded ahead on a background thread
 //! ([`Prefetcher`]) and decoded here with a cursor, so `fill` can stop after any record.
 
-use super::block::{BlockCursor, MAX_BLOCK_RECORDS};
+use super::block::{BlockCursor, DecodeError, MAX_BLOCK_EVENTS, MAX_BLOCK_RECORDS};
 use super::blocks::{LoadedBlock, Prefetcher};
 use super::io::{read_at, recorded_path, u16_at, u32_at, u64_at};
 use super::native::*;
@@ -14,12 +14,22 @@ use crate::{Error, Result};
 use std::fs::File;
 use std::path::{Path, PathBuf};
 
-/// Streams the references of a native trace; see the module documentation.
+/// Streams the references of a native trace, and its address-space events; see the module
+/// documentation.
+///
+/// `fill` puts each event in the batch before the reference it precedes. The events after a
+/// fill's last reference come with that fill when they are in its block (always so at the
+/// end of the trace), else with the next; so the events after the trace's last reference come
+/// with it, and only a trace of events alone gives its events with the fill that returns 0. A
+/// fill stops early, after a reference, once it holds [`MAX_BLOCK_EVENTS`] events, which
+/// bounds what it allocates.
 pub struct NativeReader {
     path: PathBuf,
     file: File,
     file_size: u64,
     metadata: serde_json::Value,
+    /// The file may hold address-space events (version 2).
+    events: bool,
     index: Vec<IndexEntry>,
     index_offset: u64,
     total_records: u64,
@@ -48,6 +58,7 @@ impl NativeReader {
             file,
             file_size,
             metadata: serde_json::Value::Null,
+            events: false,
             index: Vec::new(),
             index_offset: 0,
             total_records: 0,
@@ -101,9 +112,10 @@ impl NativeReader {
             return Err(self.err(got as u64, "file truncated inside the header"));
         }
         let version = u16_at(&fixed, 8);
-        if version != VERSION {
-            return Err(self.err(8, format!("unsupported format version {version} (this reader knows {VERSION})")));
+        if version != 1 && version != VERSION {
+            return Err(self.err(8, format!("unsupported format version {version} (this reader knows 1 and {VERSION})")));
         }
+        self.events = version >= 2;
         let flags = u16_at(&fixed, 10);
         if flags != 0 {
             return Err(self.err(10, format!("unknown header flags {flags:#06x}")));
@@ -132,7 +144,8 @@ impl NativeReader {
     fn read_trailer(&mut self, header_end: u64) -> Result<()> {
         let index_offset = self.read_footer(header_end)?;
         let (count, total_records, total_instructions) = self.read_index_head(header_end, index_offset)?;
-        let mut check = IndexCheck { header_end, index_offset, records: 0, instructions: 0, next_offset: header_end };
+        let mut check =
+            IndexCheck { header_end, index_offset, count, events: self.events, records: 0, instructions: 0, next_offset: header_end };
         let mut chunk = vec![0u8; INDEX_ENTRY * INDEX_CHUNK];
         let mut i = 0;
         while i < count {
@@ -210,14 +223,14 @@ impl NativeReader {
             return Ok(false);
         }
         if self.prefetcher.is_none() {
-            self.prefetcher = Some(Prefetcher::start(&self.path, self.index.clone(), self.index_offset)?);
+            self.prefetcher = Some(Prefetcher::start(&self.path, self.index.clone(), self.index_offset, self.events)?);
         }
         let prefetcher = self.prefetcher.as_mut().expect("started above");
         let loaded = prefetcher.next().ok_or_else(|| Error::Simulation("trace block loader stopped".into()))??;
         prefetcher.recycle(std::mem::replace(&mut self.block, loaded).raw);
-        self.cursor = BlockCursor::default();
         self.left = self.index[self.next_block].records;
         self.next_block += 1;
+        self.cursor = BlockCursor::new(&self.block.raw, self.block.len, self.left, self.events).map_err(|e| self.decode_error(e))?;
         Ok(true)
     }
 
@@ -232,26 +245,33 @@ impl NativeReader {
         Ok(())
     }
 
+    /// The error for a malformed record of the block being decoded.
+    fn decode_error(&self, e: DecodeError) -> Error {
+        let b = self.next_block - 1;
+        let entry = self.index[b];
+        let what = if e.event { "event table".to_string() } else { format!("record {}", entry.first_record + e.record) };
+        self.err(entry.offset, format!("block {b}: {what}: {} (byte {} of the decompressed block)", e.message, e.pos))
+    }
+
     fn fill_inner(&mut self, batch: &mut Batch, max: usize) -> Result<usize> {
-        let mut got = 0;
-        while got < max {
-            if self.left == 0 && !self.load_block()? {
+        let (mut got, events_before) = (0, batch.events.len());
+        loop {
+            // After a reference, a block's worth of events is enough for one fill: with
+            // compression, a small file could hold events by the billion.
+            let full = got == max || (got > 0 && batch.events.len() - events_before >= MAX_BLOCK_EVENTS as usize);
+            if self.left == 0 {
+                // The block is done, its events with it. A last block of events alone is
+                // read even when the batch is full, so that the events after the trace's
+                // last reference come with it.
+                let events_only = self.index.get(self.next_block).is_some_and(|e| e.records == 0);
+                if (full && !events_only) || !self.load_block()? {
+                    break;
+                }
+            } else if full {
                 break;
             }
             let n = ((max - got) as u64).min(self.left) as usize;
-            let instr = self.cursor.decode(&self.block.raw, self.block.len, &mut batch.refs, n).map_err(|e| {
-                let entry = self.index[self.next_block - 1];
-                self.err(
-                    entry.offset,
-                    format!(
-                        "block {}: record {}: {} (byte {} of the decompressed block)",
-                        self.next_block - 1,
-                        entry.first_record + e.record,
-                        e.message,
-                        e.pos
-                    ),
-                )
-            })?;
+            let instr = self.cursor.decode(&self.block.raw, self.block.len, batch, n).map_err(|e| self.decode_error(e))?;
             batch.instructions += instr;
             self.left -= n as u64;
             got += n;
@@ -287,6 +307,10 @@ fn check_magic(head: &[u8]) -> std::result::Result<(), (u64, String)> {
 struct IndexCheck {
     header_end: u64,
     index_offset: u64,
+    /// Entries in the index.
+    count: u64,
+    /// The file may hold address-space events (version 2).
+    events: bool,
     /// Records of the entries so far.
     records: u64,
     /// Instructions of the entries so far.
@@ -304,8 +328,14 @@ impl IndexCheck {
         if !in_place || entry.offset.saturating_add(BLOCK_HEADER as u64) > self.index_offset {
             return Err(format!("index entry {i}: block offset {} is out of place", entry.offset));
         }
-        if entry.first_record != self.records || entry.records == 0 {
+        if entry.first_record != self.records {
             return Err(format!("index entry {i}: inconsistent record numbers"));
+        }
+        // A block of events alone ends a trace, so that a run of events spans at most two
+        // blocks (its events then come in one fill).
+        if entry.records == 0 && !(self.events && i + 1 == self.count) {
+            let why = if self.events { "only the last block may hold no reference" } else { "a version 1 block must hold a reference" };
+            return Err(format!("index entry {i}: no record: {why}"));
         }
         if entry.records > u64::from(MAX_BLOCK_RECORDS) {
             return Err(format!("index entry {i}: {} records, more than the {MAX_BLOCK_RECORDS} a block may hold", entry.records));
