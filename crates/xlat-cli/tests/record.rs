@@ -194,6 +194,31 @@ fn ctrl_c_keeps_a_partial_trace() {
     }
 }
 
+/// The summary line counts the address-space events recorded beside the references, as does
+/// the header: a real program (`ls`) has its mappings at the start and the libraries the
+/// loader maps.
+#[test]
+fn the_summary_counts_address_space_events() {
+    if !tools_present("the_summary_counts_address_space_events") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let out = xlat(&["trace", "record", "-o", "ls.xlat", "--", "ls", "/"], dir.path(), None);
+    let err = text(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    let counts = |line: &str| -> Option<[u64; 3]> {
+        let (_, rest) = line.split_once(" fetches) and ")?;
+        let (events, rest) = rest.split_once(" address-space events (")?;
+        let (maps, rest) = rest.split_once(" maps, ")?;
+        let (unmaps, _) = rest.split_once(" unmaps) of ")?;
+        Some([events.parse().ok()?, maps.parse().ok()?, unmaps.parse().ok()?])
+    };
+    let [events, maps, unmaps] = err.lines().find_map(counts).unwrap_or_else(|| panic!("no event counts in {err}"));
+    assert!(maps >= 10 && events == maps + unmaps, "{err}");
+    let recording = &info_json(dir.path(), "ls.xlat")["metadata"]["recording"];
+    assert_eq!((&recording["maps"], &recording["unmaps"]), (&maps.into(), &unmaps.into()), "{recording}");
+}
+
 /// Usage and lookup errors need no Valgrind: they come before anything runs.
 #[test]
 fn record_errors_are_clear() {

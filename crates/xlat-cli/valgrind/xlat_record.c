@@ -5,7 +5,9 @@
  * --xlat-ifetch=yes, every instruction fetch) calls one helper that appends a 16-byte
  * binary record to a buffer; full buffers are written to the file descriptor given by
  * --xlat-fd (a pipe read by xlat, which encodes the native trace format). Text output
- * (Lackey) costs a formatted line per reference; binary records cost a store.
+ * (Lackey) costs a formatted line per reference; binary records cost a store. The
+ * program's address-space changes (mmap, munmap, mremap, brk, shmat, shmdt) go into the
+ * same stream as events, after the mappings that existed when recording began.
  *
  * Record (little-endian, 16 bytes): addr u64, instrs u32, size u16, kind u8, sub u8.
  *   kind 0 load, 1 store, 2 instruction fetch: `instrs` guest instructions began since the
@@ -20,10 +22,18 @@
  *              before it (a SKIPPED record follows)
  *     5 SKIPPED addr = instructions the program executed before the start point
  *     6 STOP   the --xlat-stop-at point was reached; addr as for END
- * The Rust side (crates/xlat-cli/src/record/stream.rs) must agree with this layout.
+ *   kind 4 address-space event, `sub` says which (xlat's RangeOp): 0 MAP, 1 UNMAP of the
+ *     pages from addr (page-aligned); `instrs` holds the low 32 bits of the page count and
+ *     `size` the high 16 (ranges up to 2^60 bytes, beyond any x86-64 address space).
+ *     Events sit between the references before and after them; they carry no instructions
+ *     (those go on the next reference).
+ * The Rust side (crates/xlat-cli/src/record/stream.rs) must agree with this layout. No
+ * version is exchanged: xlat compiles this source into a cache keyed by its hash and runs
+ * the tool it built, so both sides always come from the same xlat.
  */
 
 #include "pub_tool_basics.h"
+#include "pub_tool_aspacemgr.h"
 #include "pub_tool_debuginfo.h"
 #include "pub_tool_tooliface.h"
 #include "pub_tool_libcassert.h"
@@ -32,6 +42,7 @@
 #include "pub_tool_libcprint.h"
 #include "pub_tool_libcproc.h"
 #include "pub_tool_machine.h"
+#include "pub_tool_mallocfree.h"
 #include "pub_tool_options.h"
 #include "pub_tool_vkiscnums.h"
 
@@ -41,6 +52,10 @@
 extern Int VG_(safe_fd)(Int oldfd);
 /* Also core-only: the client's auxiliary vector, on its initial stack. */
 extern UWord* VG_(client_auxv);
+/* Also core-only: the client's program break, which Valgrind emulates (brk never reaches
+   the kernel): where the heap begins, and where it ends now. */
+extern Addr VG_(brk_base);
+extern Addr VG_(brk_limit);
 
 /* Auxiliary vector entries: end, and the address of 16 random bytes from the kernel. */
 #define AUX_NULL 0
@@ -57,6 +72,9 @@ extern UWord* VG_(client_auxv);
 #define SUB_START 4
 #define SUB_SKIPPED 5
 #define SUB_STOP 6
+#define KIND_EVENT 4
+#define EVENT_MAP 0
+#define EVENT_UNMAP 1
 
 /* The helper's second argument packs what is known when translating: kind (2 bits),
    size (16 bits) and the instructions begun since the previous reference in this
@@ -105,6 +123,13 @@ static Bool started = True;
 static ULong before_start;
 /* Entries of the start and stop functions so far. */
 static ULong start_entries, stop_entries;
+/* True once the address space as it stood at the first recorded reference has been sent;
+   events come only after it (earlier ones are part of what it shows). */
+static Bool mappings_sent;
+/* The program break before the brk call in progress. */
+static Addr brk_before;
+/* The extent of the shared-memory segment that the shmdt in progress detaches (0: none). */
+static SizeT shmdt_len;
 
 /* Writes `n` bytes, retrying short writes. If xlat has gone away there is nobody to
    report to: recording stops and the program runs on. */
@@ -155,6 +180,55 @@ static void stop(UInt sub)
    flush();
 }
 
+/* Sends an address-space event for the pages that `len` bytes from `start` touch, once
+   recording has begun (before, the mappings sent at its start show the event's outcome). */
+static void push_event(UInt op, Addr start, SizeT len)
+{
+   if (!recording || !mappings_sent || len == 0)
+      return;
+   Addr first = VG_ROUNDDN(start, VKI_PAGE_SIZE);
+   ULong pages = (VG_PGROUNDUP(start + len) - first) >> VKI_PAGE_SHIFT;
+   push(first, pages & 0xFFFFFFFFULL, (UInt)(pages >> 32), KIND_EVENT, op);
+}
+
+/* Sends the client's mappings (the program, the loader, libraries, the stack, mappings made
+   while references were skipped) as MAP events, so that a simulation knows the whole
+   address space from the first recorded reference on. Two differ from Valgrind's segments:
+   - the heap is sent as the break delimits it: Valgrind maps a page at its base before the
+     first brk, and does not unmap what a shrinking brk releases;
+   - the main thread's stack is sent as all it may grow to: Valgrind grows it on faults, as
+     Linux does, with no system call to report, so the touches of its new pages must fall
+     inside a mapping already sent. */
+static void send_mappings(void)
+{
+   UInt kinds = SkFileC | SkAnonC | SkShmC;
+   static Addr few[64];
+   Addr* starts = few;
+   Int n = VG_(am_get_segment_starts)(kinds, starts, 64);
+   /* A negative count is the room needed; it may change as the buffer is allocated (so the
+      header says), hence the loop. */
+   while (n < 0) {
+      if (starts != few)
+         VG_(free)(starts);
+      starts = VG_(malloc)("xlat.segments", -n * sizeof(Addr));
+      n = VG_(am_get_segment_starts)(kinds, starts, -n);
+   }
+   mappings_sent = True;
+   /* Thread 1 is the main thread; its stack size is the most it may grow to. */
+   Addr stack_top = VG_(thread_get_stack_max)(1) + 1;
+   Addr stack_bottom = stack_top - VG_(thread_get_stack_size)(1);
+   for (Int i = 0; i < n; i++) {
+      NSegment const* seg = VG_(am_find_nsegment)(starts[i]);
+      if (!seg || seg->start == VG_(brk_base) || (seg->start >= stack_bottom && seg->end < stack_top))
+         continue;
+      push_event(EVENT_MAP, seg->start, seg->end - seg->start + 1);
+   }
+   if (starts != few)
+      VG_(free)(starts);
+   push_event(EVENT_MAP, VG_(brk_base), VG_(brk_limit) - VG_(brk_base));
+   push_event(EVENT_MAP, stack_bottom, stack_top - stack_bottom);
+}
+
 /* Called before every recorded reference (and, guarded, only when it happens). */
 static VG_REGPARM(2) void on_ref(Addr addr, UWord info)
 {
@@ -171,6 +245,8 @@ static VG_REGPARM(2) void on_ref(Addr addr, UWord info)
    seen++;
    if (seen <= (ULong)clo_skip)
       return;
+   if (!mappings_sent)
+      send_mappings();
    push(addr, instrs, (info >> INFO_SIZE_SHIFT) & 0xFFFF, info & 3, 0);
    if (clo_limit > 0 && seen - (ULong)clo_skip == (ULong)clo_limit)
       stop(SUB_LIMIT);
@@ -367,15 +443,74 @@ static void on_fork_child(ThreadId tid)
 }
 
 /* execve replaces the program and Valgrind does not follow it (no --trace-children), so the
-   recording ends here; the buffer must go out before the descriptor closes on exec. */
+   recording ends here; the buffer must go out before the descriptor closes on exec.
+   brk and shmdt need what their call changes: the old break, the detached segment's size.
+   Valgrind runs neither with its lock released, so no other thread's system call comes
+   between this and post_syscall. */
 static void pre_syscall(ThreadId tid, UInt syscallno, UWord* args, UInt nargs)
 {
-   if (syscallno == __NR_execve || syscallno == __NR_execveat)
+   if (syscallno == __NR_execve || syscallno == __NR_execveat) {
       stop(SUB_EXEC);
+   } else if (syscallno == __NR_brk) {
+      brk_before = VG_(brk_limit);
+   } else if (syscallno == __NR_shmdt) {
+      NSegment const* seg = VG_(am_find_nsegment)(args[0]);
+      shmdt_len = seg && seg->kind == SkShmC && seg->start == args[0] ? seg->end - seg->start + 1 : 0;
+   }
 }
 
+/* Sends the address-space change a successful mmap, munmap, mremap, brk, shmat or shmdt
+   made. The calls end their superblock, so the event falls between the references before
+   and after them. */
 static void post_syscall(ThreadId tid, UInt syscallno, UWord* args, UInt nargs, SysRes res)
 {
+   if (sr_isError(res))
+      return;
+   Addr result = sr_Res(res);
+   switch (syscallno) {
+   case __NR_mmap:
+      push_event(EVENT_MAP, result, args[1]);
+      break;
+   case __NR_munmap:
+      push_event(EVENT_UNMAP, args[0], args[1]);
+      break;
+   case __NR_mremap: {
+      /* A moved mapping is sent as unmapped and mapped anew (its pages fault again, where
+         Linux moves their page-table entries); one resized in place as its tail. With an
+         old size of 0 (a shared mapping duplicated) nothing is unmapped. */
+      Addr old = args[0];
+      SizeT old_len = VG_PGROUNDUP(args[1]), new_len = VG_PGROUNDUP(args[2]);
+      if (result != old) {
+         push_event(EVENT_UNMAP, old, old_len);
+         push_event(EVENT_MAP, result, new_len);
+      } else if (new_len > old_len) {
+         push_event(EVENT_MAP, old + old_len, new_len - old_len);
+      } else {
+         push_event(EVENT_UNMAP, old + new_len, old_len - new_len);
+      }
+      break;
+   }
+   case __NR_brk: {
+      /* A failed brk returns the unchanged break; the first (brk(0)) only reads it. */
+      Addr old = VG_PGROUNDUP(brk_before), now = VG_PGROUNDUP(result);
+      if (now > old)
+         push_event(EVENT_MAP, old, now - old);
+      else
+         push_event(EVENT_UNMAP, now, old - now);
+      break;
+   }
+   case __NR_shmat: {
+      NSegment const* seg = VG_(am_find_nsegment)(result);
+      if (seg)
+         push_event(EVENT_MAP, result, seg->end - result + 1);
+      break;
+   }
+   case __NR_shmdt:
+      push_event(EVENT_UNMAP, args[0], shmdt_len);
+      break;
+   default:
+      break;
+   }
 }
 
 static Bool process_option(const HChar* arg)

@@ -1,10 +1,13 @@
 //! `xlat trace record`: runs an unmodified x86-64 program under a small Valgrind tool and
-//! writes its memory references straight into a native trace (`docs/recording.md`).
+//! writes its memory references, and the changes to its address space as events among them,
+//! straight into a native trace (`docs/recording.md`).
 //!
 //! The tool ([`tool`]) sends 16-byte binary records through a pipe; a reader thread
 //! ([`stream`]) encodes them with the native writer while the main thread watches the
 //! program, Ctrl-C and the reference limit.
 
+#[cfg(test)]
+mod event_tests;
 mod point;
 mod stream;
 mod tool;
@@ -170,7 +173,7 @@ fn spawn_reader(
     stop_child: Arc<AtomicBool>,
 ) -> std::thread::JoinHandle<ReaderResult> {
     std::thread::spawn(move || {
-        let got = stream::receive(&mut File::from(read_end), &mut writer, &progress);
+        let got = stream::receive(&mut File::from(read_end), &mut |d| d.write_to(&mut writer), &progress);
         if got.as_ref().map_or(true, |g| matches!(g.stop, Some(Stop::Limit | Stop::Point))) {
             stop_child.store(true, Ordering::Relaxed);
         }
@@ -351,6 +354,7 @@ fn finish(
     }
     let (stopped, partial) = end.stopped();
     let [loads, stores, ifetches] = end.got.counts;
+    let [maps, unmaps] = end.got.events;
     metadata["recording"] = json!({
         "stopped": stopped,
         "exit_status": (end.got.stop == Some(Stop::Exit)).then(|| describe(end.status)),
@@ -358,6 +362,8 @@ fn finish(
         "loads": loads,
         "stores": stores,
         "ifetches": ifetches,
+        "maps": maps,
+        "unmaps": unmaps,
         "instructions_executed": end.got.instructions,
         "region": region(args, end),
     });
@@ -408,17 +414,19 @@ fn region(args: &RecordArgs, end: &Ending) -> Option<Value> {
     }))
 }
 
-/// The summary line: what was recorded, at what rate over the time recording (from the
-/// first record on), and the skipped references apart with the time they took (Valgrind's
-/// start-up included).
+/// The summary line: what was recorded (references and address-space events), at what rate
+/// over the time recording (from the first record on), and the skipped references apart
+/// with the time they took (Valgrind's start-up included).
 fn summary(skip: u64, end: &Ending, name: &str, output: &Path) -> String {
     let [loads, stores, ifetches] = end.got.counts;
+    let [maps, unmaps] = end.got.events;
+    let events = maps + unmaps;
     let refs = end.got.references();
     let Seconds { skipping, recording } = end.seconds;
     let rate = refs as f64 / recording.max(1e-9) / 1e6;
     let skipped = if skip > 0 { format!(", after skipping {skip} references in {skipping:.1} s") } else { String::new() };
     format!(
-        "{refs} references ({loads} loads, {stores} stores, {ifetches} fetches) of {name} recorded in {recording:.1} s ({rate:.1} M/s){skipped}, written to {}",
+        "{refs} references ({loads} loads, {stores} stores, {ifetches} fetches) and {events} address-space events ({maps} maps, {unmaps} unmaps) of {name} recorded in {recording:.1} s ({rate:.1} M/s){skipped}, written to {}",
         output.display()
     )
 }
@@ -431,12 +439,18 @@ mod tests {
     /// The rate is over the time recording; the skipped references and their time apart.
     #[test]
     fn the_summary_gives_the_rate_of_recording_and_the_skip_apart() {
-        let got = Received { counts: [6_000_000, 3_000_000, 1_000_000], stop: Some(Stop::Limit), ..Received::default() };
+        let got = Received {
+            counts: [6_000_000, 3_000_000, 1_000_000],
+            events: [40, 7],
+            stop: Some(Stop::Limit),
+            ..Received::default()
+        };
         let end = Ending { got, status: ExitStatus::from_raw(9), interrupted: false, seconds: Seconds { skipping: 30.0, recording: 2.0 } };
         let line = summary(500, &end, "bfs", Path::new("bfs.xlat"));
         assert_eq!(
             line,
-            "10000000 references (6000000 loads, 3000000 stores, 1000000 fetches) of bfs recorded in 2.0 s (5.0 M/s), \
+            "10000000 references (6000000 loads, 3000000 stores, 1000000 fetches) and 47 address-space events \
+             (40 maps, 7 unmaps) of bfs recorded in 2.0 s (5.0 M/s), \
              after skipping 500 references in 30.0 s, written to bfs.xlat"
         );
         assert!(!summary(0, &end, "bfs", Path::new("bfs.xlat")).contains("skipping"));

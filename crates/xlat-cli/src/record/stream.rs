@@ -2,17 +2,19 @@
 //!
 //! The layout is defined at the top of `valgrind/xlat_record.c`: 16-byte little-endian
 //! records (address u64, instructions u32, size u16, kind u8, sub u8); kind 3 is a control
-//! record.
+//! record, kind 4 an address-space event.
 
 use anyhow::{bail, Result};
 use std::io::Read;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 use xlat::trace::NativeWriter;
-use xlat::{AccessKind, MemRef};
+use xlat::types::BASE_PAGE_SHIFT;
+use xlat::{AccessKind, AddressSpaceEvent, Batch, MemRef, RangeOp};
 
 const RECORD: usize = 16;
 const KIND_CONTROL: u8 = 3;
+const KIND_EVENT: u8 = 4;
 
 /// Why the tool stopped sending records.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -41,6 +43,8 @@ pub struct Start {
 pub struct Received {
     /// References written to the trace, per kind (load, store, fetch).
     pub counts: [u64; 3],
+    /// Address-space events received, per operation (map, unmap).
+    pub events: [u64; 2],
     /// The control record that ended the stream; `None` when the pipe closed without one
     /// (the tool was killed).
     pub stop: Option<Stop>,
@@ -60,13 +64,60 @@ impl Received {
     }
 }
 
-/// Reads records from `input` until it closes or a limit record arrives, writing references
-/// to `writer`; `progress` follows the number of references written.
-pub fn receive(input: &mut dyn Read, writer: &mut NativeWriter, progress: &AtomicU64) -> Result<Received> {
+/// The records of one read from the pipe: references with the address-space events among
+/// them, and each reference's own instruction count (a batch holds only their sum, and the
+/// trace keeps them exact).
+#[derive(Clone, Debug, Default)]
+pub struct Decoded {
+    /// The references and events, in the order the tool sent them.
+    pub batch: Batch,
+    /// Instructions begun since the previous reference, one per reference of `batch`.
+    pub instructions: Vec<u64>,
+}
+
+impl Decoded {
+    fn push(&mut self, r: MemRef, instructions: u64) {
+        self.batch.refs.push(r);
+        self.batch.instructions = self.batch.instructions.saturating_add(instructions);
+        self.instructions.push(instructions);
+    }
+
+    fn clear(&mut self) {
+        self.batch.clear();
+        self.instructions.clear();
+    }
+
+    /// Writes the references, each with its instruction count, and the events between them.
+    pub fn write_to(&self, writer: &mut NativeWriter) -> Result<()> {
+        let mut counts = self.instructions.iter();
+        for (run, event) in self.batch.runs() {
+            for (r, &n) in run.iter().zip(counts.by_ref()) {
+                writer.write(r, n)?;
+            }
+            if let Some(&event) = event {
+                // A batch of the event alone puts it after the references written so far;
+                // `write_batch` would spread the batch's instructions over its references
+                // rather than keep each reference's own.
+                writer.write_batch(&Batch { refs: Vec::new(), instructions: 0, events: vec![(0, event)] })?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Reads records from `input` until it closes or a limit record arrives, handing each read's
+/// worth of references and events to `sink` (which writes them to the trace); `progress`
+/// follows the number of references decoded.
+pub fn receive(
+    input: &mut dyn Read,
+    sink: &mut dyn FnMut(&Decoded) -> Result<()>,
+    progress: &AtomicU64,
+) -> Result<Received> {
     let mut got = Received::default();
     let mut buf = vec![0u8; 1 << 17];
     let mut filled = 0;
     let mut carry = 0u64;
+    let mut decoded = Decoded::default();
     loop {
         let n = match input.read(&mut buf[filled..]) {
             Ok(0) => break,
@@ -77,9 +128,11 @@ pub fn receive(input: &mut dyn Read, writer: &mut NativeWriter, progress: &Atomi
         got.first_record.get_or_insert_with(Instant::now);
         filled += n;
         let whole = filled / RECORD * RECORD;
+        decoded.clear();
         for rec in buf[..whole].chunks_exact(RECORD) {
-            decode(rec, writer, &mut got, &mut carry)?;
+            decode(rec, &mut decoded, &mut got, &mut carry)?;
         }
+        sink(&decoded)?;
         buf.copy_within(whole..filled, 0);
         filled -= whole;
         progress.store(got.references(), Ordering::Relaxed);
@@ -97,7 +150,7 @@ pub fn receive(input: &mut dyn Read, writer: &mut NativeWriter, progress: &Atomi
 }
 
 /// Handles one record.
-fn decode(rec: &[u8], writer: &mut NativeWriter, got: &mut Received, carry: &mut u64) -> Result<()> {
+fn decode(rec: &[u8], out: &mut Decoded, got: &mut Received, carry: &mut u64) -> Result<()> {
     let addr = u64::from_le_bytes(rec[0..8].try_into().expect("8 bytes"));
     let instrs = u64::from(u32::from_le_bytes(rec[8..12].try_into().expect("4 bytes")));
     let size = u16::from_le_bytes([rec[12], rec[13]]);
@@ -127,19 +180,52 @@ fn decode(rec: &[u8], writer: &mut NativeWriter, got: &mut Received, carry: &mut
         }
         return Ok(());
     }
+    if kind == KIND_EVENT {
+        // The page count's low 32 bits travel in the instruction field, the high 16 in the size.
+        let event = event(sub, addr, instrs | u64::from(size) << 32)?;
+        out.batch.push_event(event);
+        got.events[event.op as usize] += 1;
+        return Ok(());
+    }
     let Some(kind) = AccessKind::from_u8(kind) else {
         bail!("the recording tool sent an unknown reference kind ({kind})");
     };
-    writer.write(&MemRef { vaddr: addr, asid: 0, size, kind }, instrs + std::mem::take(carry))?;
+    out.push(MemRef { vaddr: addr, asid: 0, size, kind }, instrs + std::mem::take(carry));
     got.counts[kind as usize] += 1;
     Ok(())
 }
 
+/// The address-space event `op` of `pages` pages from `start`, checked: the tool sends whole
+/// pages, a range that a simulation can apply.
+fn event(op: u8, start: u64, pages: u64) -> Result<AddressSpaceEvent> {
+    let Some(op) = RangeOp::from_u8(op) else {
+        bail!("the recording tool sent an unknown address-space event ({op})");
+    };
+    // At most 2^48 pages, so the length cannot overflow.
+    let event = AddressSpaceEvent { asid: 0, op, start, len: pages << BASE_PAGE_SHIFT };
+    let wrong = if start % (1 << BASE_PAGE_SHIFT) != 0 { Some("a start off a page boundary") } else { event.malformed() };
+    if let Some(why) = wrong {
+        let name = match op {
+            RangeOp::Map => "map",
+            RangeOp::Unmap => "unmap",
+        };
+        bail!("the recording tool sent a malformed address-space event ({name} of {pages} pages at {start:#x}): {why}");
+    }
+    Ok(event)
+}
+
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
     use xlat::source::RefSource;
-    use xlat::Batch;
+
+    /// Appends `part` to `all`: the references, their instruction counts and the events,
+    /// those after the last reference included.
+    pub fn append(all: &mut Decoded, part: &Decoded) {
+        all.batch.append_from(&part.batch, 0..part.batch.len(), true);
+        all.batch.instructions += part.batch.instructions;
+        all.instructions.extend(&part.instructions);
+    }
 
     fn rec(addr: u64, instrs: u32, size: u16, kind: u8, sub: u8) -> Vec<u8> {
         let mut v = addr.to_le_bytes().to_vec();
@@ -147,6 +233,39 @@ mod tests {
         v.extend_from_slice(&size.to_le_bytes());
         v.extend_from_slice(&[kind, sub]);
         v
+    }
+
+    /// An event record: `op` (0 map, 1 unmap) of `pages` pages from `start`.
+    fn ev(op: u8, start: u64, pages: u64) -> Vec<u8> {
+        rec(start, pages as u32, (pages >> 32) as u16, KIND_EVENT, op)
+    }
+
+    /// Decodes `input`, collecting what each read gave.
+    fn collect(input: &mut dyn Read) -> Result<(Received, Vec<Decoded>)> {
+        let mut parts = Vec::new();
+        let sink = &mut |d: &Decoded| {
+            parts.push(d.clone());
+            Ok(())
+        };
+        let got = receive(input, sink, &AtomicU64::new(0))?;
+        Ok((got, parts))
+    }
+
+    /// The error decoding `bytes` gives.
+    fn error(bytes: &[u8]) -> String {
+        collect(&mut &bytes[..]).unwrap_err().to_string()
+    }
+
+    /// Gives at most `step` bytes a read, so that records (and events) straddle reads.
+    struct Trickle<'a>(&'a [u8], usize);
+
+    impl Read for Trickle<'_> {
+        fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+            let n = self.0.len().min(self.1).min(buf.len());
+            buf[..n].copy_from_slice(&self.0[..n]);
+            self.0 = &self.0[n..];
+            Ok(n)
+        }
     }
 
     /// Records decode to references with their instruction deltas; a carry record adds to the
@@ -165,11 +284,16 @@ mod tests {
         .concat();
         let mut w = NativeWriter::create(&path, &serde_json::json!({})).unwrap();
         let progress = AtomicU64::new(0);
-        let got = receive(&mut &bytes[..], &mut w, &progress).unwrap();
+        let got = receive(&mut &bytes[..], &mut |d| d.write_to(&mut w), &progress).unwrap();
         w.finish().unwrap();
         assert_eq!((got.counts, got.stop, got.instructions), ([1, 1, 1], Some(Stop::Exit), Some(5_000_000_010)));
         assert_eq!(progress.load(Ordering::Relaxed), 3);
-        let mut r = xlat::trace::NativeReader::open(&path).unwrap();
+        assert_eq!(read_back(&path), [(MemRef::ifetch(0x1000, 4), 1), (MemRef::load(0x7ff0, 8), 0), (MemRef::store(0x7ff8, 16), 5_000_000_003)]);
+    }
+
+    /// Each reference of a native trace with the instructions it carries.
+    fn read_back(path: &std::path::Path) -> Vec<(MemRef, u64)> {
+        let mut r = xlat::trace::NativeReader::open(path).unwrap();
         let mut refs = Vec::new();
         loop {
             let mut b = Batch::default();
@@ -178,19 +302,77 @@ mod tests {
             }
             refs.push((b.refs[0], b.instructions));
         }
-        let want =
-            [(MemRef::ifetch(0x1000, 4), 1), (MemRef::load(0x7ff0, 8), 0), (MemRef::store(0x7ff8, 16), 5_000_000_003)];
-        assert_eq!(refs, want);
+        refs
+    }
+
+    /// Event records become the batch's events, each before the reference that followed it in
+    /// the stream: before the first reference, between two, two in a row, after the last, and
+    /// across reads that cut records in two. They carry no instructions (a carry before one
+    /// goes to the next reference) and leave the references' own counts exact in the trace.
+    #[test]
+    fn events_sit_between_their_references() {
+        let bytes = [
+            ev(0, 0x10_0000, 256),
+            rec(0x10_0000, 2, 8, 1, 0),
+            rec(0x10_1000, 1, 8, 0, 0),
+            rec(7, 0, 0, 3, 0),
+            ev(1, 0x10_0000, 256),
+            ev(0, 0x7fff_0000_0000, 1 << 32 | 5),
+            rec(0x20, 1, 4, 0, 0),
+            ev(1, 0x40_0000, 1),
+            rec(100, 0, 0, 3, 1),
+        ]
+        .concat();
+        let map = AddressSpaceEvent::map;
+        let unmap = AddressSpaceEvent::unmap;
+        let want_events = [
+            (0, map(0x10_0000, 1 << 20)),
+            (2, unmap(0x10_0000, 1 << 20)),
+            (2, map(0x7fff_0000_0000, (1 << 32 | 5) << 12)),
+            (3, unmap(0x40_0000, 4096)),
+        ];
+        let want_refs = [MemRef::store(0x10_0000, 8), MemRef::load(0x10_1000, 8), MemRef::load(0x20, 4)];
+        for step in [bytes.len(), 24, 7] {
+            let (got, parts) = collect(&mut Trickle(&bytes, step)).unwrap();
+            assert_eq!((got.counts, got.events, got.stop), ([2, 1, 0], [2, 2], Some(Stop::Exit)), "step {step}");
+            let mut all = Decoded::default();
+            for part in &parts {
+                append(&mut all, part);
+            }
+            assert_eq!(all.batch.events, want_events, "step {step}");
+            assert_eq!(all.batch.refs, want_refs, "step {step}");
+            assert_eq!((&all.instructions[..], all.batch.instructions), (&[2, 1, 8][..], 11), "step {step}");
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("e.xlat");
+        let mut w = NativeWriter::create(&path, &serde_json::json!({})).unwrap();
+        receive(&mut &bytes[..], &mut |d| d.write_to(&mut w), &AtomicU64::new(0)).unwrap();
+        w.finish().unwrap();
+        assert_eq!(read_back(&path), want_refs.iter().copied().zip([2, 1, 8]).collect::<Vec<_>>());
+    }
+
+    /// An event the simulation could not apply is an error naming what is wrong with it.
+    #[test]
+    fn malformed_events_are_errors() {
+        for (bytes, says) in [
+            (ev(2, 0x1000, 1), "unknown address-space event (2)"),
+            (ev(0, 0x1000, 0), "(map of 0 pages at 0x1000): an empty range"),
+            (ev(1, 0x1234, 1), "(unmap of 1 pages at 0x1234): a start off a page boundary"),
+            (ev(0, 0xffff_ffff_ffff_e000, 3), "a range past the top of the address space"),
+            (ev(0, 0xf000_0000_0001_0000, (1 << 48) - 1), "a range past the top of the address space"),
+        ] {
+            let err = error(&[rec(0x10, 1, 8, 0, 0), bytes].concat());
+            assert!(err.contains(says), "{err}, not {says}");
+        }
+        assert!(error(&[rec(1, 0, 0, 3, 1), ev(0, 0x1000, 1)].concat()).contains("after its final"));
     }
 
     /// A start point gives the references and instructions before it; a stop point ends the
     /// stream as the limit does.
     #[test]
     fn start_and_stop_points() {
-        let dir = tempfile::tempdir().unwrap();
-        let mut w = NativeWriter::create(dir.path().join("s.xlat"), &serde_json::json!({})).unwrap();
         let bytes = [rec(700, 0, 0, 3, 4), rec(2500, 0, 0, 3, 5), rec(0x10, 3, 8, 0, 0), rec(2600, 0, 0, 3, 6)].concat();
-        let got = receive(&mut &bytes[..], &mut w, &AtomicU64::new(0)).unwrap();
+        let (got, _) = collect(&mut &bytes[..]).unwrap();
         assert_eq!(got.start, Some(Start { references: 700, instructions: 2500 }));
         assert_eq!((got.references(), got.stop, got.instructions), (1, Some(Stop::Point), Some(2600)));
     }
@@ -199,20 +381,11 @@ mod tests {
     /// records after the final one, or unknown kinds, are errors.
     #[test]
     fn cut_and_bad_streams() {
-        let dir = tempfile::tempdir().unwrap();
-        let progress = AtomicU64::new(0);
-        let mut w = NativeWriter::create(dir.path().join("a.xlat"), &serde_json::json!({})).unwrap();
         let cut = [rec(0x10, 1, 8, 0, 0), rec(0x20, 1, 8, 1, 0)[..7].to_vec()].concat();
-        let got = receive(&mut &cut[..], &mut w, &progress).unwrap();
+        let (got, _) = collect(&mut &cut[..]).unwrap();
         assert_eq!((got.references(), got.stop), (1, None));
-        let after_end = [rec(1, 0, 0, 3, 1), rec(0x10, 1, 8, 0, 0)].concat();
-        assert!(receive(&mut &after_end[..], &mut w, &progress).unwrap_err().to_string().contains("after its final"));
-        let late_start = [rec(0x10, 1, 8, 0, 0), rec(5, 0, 0, 3, 4)].concat();
-        assert!(receive(&mut &late_start[..], &mut w, &progress).unwrap_err().to_string().contains("start point"));
-        let bad_kind = rec(0x10, 1, 8, 7, 0);
-        assert!(receive(&mut &bad_kind[..], &mut w, &progress)
-            .unwrap_err()
-            .to_string()
-            .contains("unknown reference kind"));
+        assert!(error(&[rec(1, 0, 0, 3, 1), rec(0x10, 1, 8, 0, 0)].concat()).contains("after its final"));
+        assert!(error(&[rec(0x10, 1, 8, 0, 0), rec(5, 0, 0, 3, 4)].concat()).contains("start point"));
+        assert!(error(&rec(0x10, 1, 8, 7, 0)).contains("unknown reference kind"));
     }
 }

@@ -28,8 +28,13 @@ pub struct Tool {
     pub valgrind_version: String,
 }
 
-/// Finds Valgrind and returns the tool, building it if the cache does not hold it yet.
+/// Finds Valgrind and returns the tool, building it if the user's cache does not hold it yet.
 pub fn prepare() -> Result<Tool> {
+    prepare_in(&cache_root())
+}
+
+/// [`prepare`] with the cache in `root` (tests keep theirs apart from the user's).
+pub fn prepare_in(root: &Path) -> Result<Tool> {
     if !cfg!(all(target_arch = "x86_64", target_os = "linux")) {
         bail!("xlat trace record supports x86-64 Linux only (the Valgrind tool is built for amd64-linux)");
     }
@@ -47,7 +52,7 @@ pub fn prepare() -> Result<Tool> {
         }
         h.digest()
     };
-    let dir = cache_root().join(format!("valgrind-tool-{key:016x}"));
+    let dir = root.join(format!("valgrind-tool-{key:016x}"));
     if !dir.join(tool_file()).is_file() {
         build(&dir, &system, &compiler, &compile, &link)
             .map_err(|e| anyhow!("building the Valgrind recording tool: {e}"))?;
