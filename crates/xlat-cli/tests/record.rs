@@ -95,6 +95,12 @@ fn records_sqlite_and_replays_the_trace() {
     assert_eq!(program["xxh64"].as_str().unwrap().len(), 16, "{program}");
     assert_eq!((&meta["recording"]["stopped"], &meta["partial"]), (&"limit".into(), &false.into()), "{meta}");
     assert_eq!(meta["recorder"]["aslr"], "off", "{meta}");
+    // The program's mappings reach the file as address-space events: its segments and
+    // libraries at the start, then what sqlite3 maps and unmaps as it runs.
+    let recording = &meta["recording"];
+    let (maps, unmaps) = (info["map_events"].as_u64().unwrap(), info["unmap_events"].as_u64().unwrap());
+    assert_eq!((&recording["maps"], &recording["unmaps"]), (&maps.into(), &unmaps.into()), "{info}");
+    assert!(maps >= 10, "{info}");
 
     let experiment = "[[workload]]\nname = \"sqlite\"\ntype = \"trace\"\npath = \"sqlite.xlat\"\n\n\
                       [[machine]]\nname = \"tlb\"\npreset = \"single-tlb\"\nentries = 64\nways = 4\n";
@@ -106,6 +112,11 @@ fn records_sqlite_and_replays_the_trace() {
     let accesses: u64 = row.split(',').nth(8).unwrap().parse().unwrap();
     // One access per reference, plus one per reference that straddles a page boundary.
     assert!((LIMIT..LIMIT + LIMIT / 100).contains(&accesses), "{row}");
+    // The replay applied the events, and the program touched only what it had mapped.
+    let results: serde_json::Value = serde_json::from_slice(&std::fs::read(dir.path().join("res/results.json")).unwrap()).unwrap();
+    let space = &results["results"][0]["machines"][0]["os"]["address_space"];
+    assert_eq!((&space["maps"], &space["unmaps"]), (&maps.into(), &unmaps.into()), "{space}");
+    assert_eq!(space["faults_outside_mappings"], 0, "{space}");
 }
 
 /// With address-space randomization off, recording the same command twice gives the same

@@ -1,6 +1,6 @@
 //! Address-space events of real recordings, checked where the recorder hands them to the
-//! trace writer (the batches `stream::receive` decodes), since the native format does not
-//! store them yet.
+//! trace writer (the batches `stream::receive` decodes); `tests/record.rs` checks that they
+//! reach the file and a replay.
 //!
 //! They need valgrind and a C compiler. `scripts/test` installs them and sets
 //! `XLAT_REQUIRE_RECORD=1`, which turns their absence into a failure; otherwise the tests

@@ -94,11 +94,10 @@ impl Decoded {
             for (r, &n) in run.iter().zip(counts.by_ref()) {
                 writer.write(r, n)?;
             }
-            if let Some(&event) = event {
-                // A batch of the event alone puts it after the references written so far;
-                // `write_batch` would spread the batch's instructions over its references
-                // rather than keep each reference's own.
-                writer.write_batch(&Batch { refs: Vec::new(), instructions: 0, events: vec![(0, event)] })?;
+            // Written one by one, not with `write_batch`, which would spread the batch's
+            // instructions over its references rather than keep each reference's own.
+            if let Some(event) = event {
+                writer.write_event(event)?;
             }
         }
         Ok(())
@@ -222,7 +221,7 @@ pub(super) mod tests {
     /// Appends `part` to `all`: the references, their instruction counts and the events,
     /// those after the last reference included.
     pub fn append(all: &mut Decoded, part: &Decoded) {
-        all.batch.append_from(&part.batch, 0..part.batch.len(), true);
+        all.batch.append_from(&part.batch, 0..part.batch.len(), &mut 0, true);
         all.batch.instructions += part.batch.instructions;
         all.instructions.extend(&part.instructions);
     }

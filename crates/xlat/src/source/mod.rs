@@ -8,7 +8,7 @@ pub mod mix;
 pub mod synthetic;
 pub(crate) mod zipf;
 
-use crate::memref::{AddressSpaceEvent, Batch};
+use crate::memref::Batch;
 use crate::trace::TraceFormat;
 use crate::Result;
 use serde::Serialize;
@@ -281,6 +281,7 @@ pub fn collect(source: &mut dyn RefSource) -> Result<(Vec<crate::MemRef>, u64)> 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::memref::AddressSpaceEvent;
     use crate::MemRef;
 
     #[test]
