@@ -1,9 +1,11 @@
 //! Every built-in workload at `tiny` scale, run as a reference source: its self-check passes,
 //! and its footprint and reference counts match what `expected()` documents.
 
+use std::collections::BTreeSet;
 use xlat::source::RefSource;
 use xlat::trace::info::info;
 use xlat::workload::{BuiltinSpec, Scale, WORKLOADS};
+use xlat::{AddressSpaceEvent, Batch, RangeOp};
 
 fn spec(name: &str, params: &str) -> BuiltinSpec {
     let table: toml::Table = toml::from_str(params).unwrap();
@@ -20,13 +22,48 @@ fn pages_within(actual: u64, expected: u64, tolerance: f64) -> bool {
     actual.abs_diff(expected) <= 1 || within(actual, expected, tolerance)
 }
 
+/// Reads `spec`'s stream applying its address-space events to the set of mapped pages:
+/// returns the events and the references that touch a page not mapped then.
+fn events_and_strays(spec: &BuiltinSpec) -> (Vec<AddressSpaceEvent>, Vec<xlat::MemRef>) {
+    let (mut source, mut batch) = (spec.open().unwrap(), Batch::default());
+    let (mut mapped, mut events, mut strays) = (BTreeSet::new(), Vec::new(), Vec::new());
+    loop {
+        batch.clear();
+        let n = source.fill(&mut batch, 10_000).unwrap();
+        for (run, event) in batch.runs() {
+            strays.extend(run.iter().filter(|r| !(r.first_vpn().0..=r.last_vpn().0).all(|p| mapped.contains(&p))));
+            if let Some(&e) = event {
+                let pages = e.pages().start >> 12..e.pages().end >> 12;
+                match e.op {
+                    RangeOp::Map => mapped.extend(pages),
+                    RangeOp::Unmap => mapped.retain(|p| !pages.contains(p)),
+                }
+                events.push(e);
+            }
+        }
+        if n == 0 {
+            return (events, strays);
+        }
+    }
+}
+
 /// Runs `spec` through its thread and checks it against its expectation.
 fn check(spec: &BuiltinSpec) {
+    let name = spec.name();
+    let (events, strays) = events_and_strays(spec);
+    if spec.events {
+        // The process's mappings first (image, heap, libraries, stack), then its own (none
+        // when everything fits in the heap's first 128 KiB).
+        assert!(events.len() >= 4, "{name}: {} events", events.len());
+        assert!(events.iter().all(|e| e.asid == spec.asid), "{name}: an event of another address space");
+        assert!(strays.is_empty(), "{name}: {} references outside the mappings, the first {:?}", strays.len(), strays[0]);
+    } else {
+        assert!(events.is_empty(), "{name}: events from a workload that does not map its memory");
+    }
     let expected = spec.expected();
     let mut source = spec.open().unwrap();
     let summary = info(&mut source).unwrap();
     let report = source.report().expect("a finished run has a report");
-    let name = spec.name();
     assert!(!report.checks.is_empty(), "{name}: no self-check reported");
     for (phase, want) in report.phases.iter().zip(&expected.phases) {
         assert_eq!(phase.name, want.name);

@@ -195,8 +195,8 @@ pub(super) fn check_name(name: &str, path: &str) -> Result<()> {
 
 /// Validates one workload.
 pub fn workload(w: &RawWorkload, path: &str, seed: u64, base_dir: &Path) -> Result<WorkloadSpec> {
-    if !w.kind.is_builtin() && (w.scale.is_some() || w.params.is_some() || w.startup.is_some()) {
-        let field = if w.scale.is_some() { "scale" } else if w.params.is_some() { "params" } else { "startup" };
+    let builtin_only = [("scale", w.scale.is_some()), ("params", w.params.is_some()), ("startup", w.startup.is_some()), ("address_space_events", w.address_space_events.is_some())];
+    if let Some((field, _)) = builtin_only.iter().find(|(_, set)| !w.kind.is_builtin() && *set) {
         return err(format!("{path}.{field}"), "only built-in workloads (gups, btree, xsbench, graph500, gap, memcached, redis, sysbench-memory) take this field");
     }
     if w.kind == WorkloadType::Gpu {
@@ -323,6 +323,13 @@ fn builtin(w: &RawWorkload, path: &str, seed: u64) -> Result<BuiltinSpec> {
     let scale = crate::workload::scale(scale_name, &format!("{path}.scale"))?;
     let mut spec = BuiltinSpec::new(w.kind.name(), scale, w.params.as_ref(), w.seed.unwrap_or(seed), w.asid.unwrap_or(0), path)?;
     spec.startup = w.startup.unwrap_or(spec.startup);
+    match w.address_space_events {
+        Some(true) if !spec.events => {
+            return err(format!("{path}.address_space_events"), format!("{} does not hand on address-space events yet (gups, btree, xsbench, graph500 and sysbench-memory do)", w.kind.name()));
+        }
+        Some(on) => spec.events = on,
+        None => {}
+    }
     Ok(spec)
 }
 

@@ -24,7 +24,15 @@
 //!
 //! Only addresses are modelled: the data live in Rust memory, and the workloads map an index
 //! to the address of the same element here.
+//!
+//! What the kernel sees of it is given as address-space events: the mappings at a point
+//! ([`AddressSpace::mapped`]: image, heap, libraries and the other mappings, the stack's
+//! whole growth range), then a log of every move of the break (a map of what it grows, an
+//! unmap of what it gives back) and every `mmap`/`munmap` of a large chunk
+//! ([`AddressSpace::take_changes`]). The emitter, as an [`Allocator`], hands them on where
+//! the program calls `malloc` or `free`.
 
+use crate::memref::{AddressSpaceEvent, RangeOp};
 use rustc_hash::FxHashMap;
 use std::collections::BTreeMap;
 
@@ -42,6 +50,9 @@ pub const LIBRARY_BYTES: u64 = 0x30_d000;
 pub const MMAP_AREA_FLOOR: u64 = 0x7000_0000_0000;
 /// The top of the user stack.
 pub const STACK_TOP: u64 = 0x7fff_ffff_f000;
+/// The most the main stack grows to (`RLIMIT_STACK`'s default, 8 MiB): the kernel grows it
+/// on faults, with no call a program makes, so all of it counts as mapped from the start.
+pub const STACK_BYTES: u64 = 8 << 20;
 /// glibc's initial mmap threshold (`M_MMAP_THRESHOLD`).
 pub const MMAP_THRESHOLD: u64 = 128 << 10;
 /// The largest value the dynamic mmap threshold reaches (`DEFAULT_MMAP_THRESHOLD_MAX`, 64-bit).
@@ -56,6 +67,36 @@ const MIN_CHUNK: u64 = 32;
 pub(super) const PAGE: u64 = 4096;
 /// The first address of the brk heap: right after the program image, page-aligned.
 pub const HEAP_START: u64 = (TEXT_BASE + IMAGE_BYTES).div_ceil(PAGE) * PAGE;
+
+/// Where a workload's allocations go: a plan's own [`AddressSpace`] (to compute addresses
+/// without running), or the running program's through its emitter
+/// ([`super::emit::Emitter`]), which also hands on what they map and unmap. The same calls
+/// in the same order give the same addresses in both.
+pub trait Allocator {
+    /// `malloc(bytes)`: see [`AddressSpace::malloc`].
+    fn malloc(&mut self, bytes: u64) -> u64;
+    /// `posix_memalign`: see [`AddressSpace::memalign`].
+    fn memalign(&mut self, align: u64, bytes: u64) -> u64;
+    /// `count` small mallocs in a row: see [`AddressSpace::malloc_run`].
+    fn malloc_run(&mut self, bytes: u64, count: u64) -> u64;
+    /// `free(addr)`: see [`AddressSpace::free`].
+    fn free(&mut self, addr: u64);
+}
+
+impl Allocator for AddressSpace {
+    fn malloc(&mut self, bytes: u64) -> u64 {
+        AddressSpace::malloc(self, bytes)
+    }
+    fn memalign(&mut self, align: u64, bytes: u64) -> u64 {
+        AddressSpace::memalign(self, align, bytes)
+    }
+    fn malloc_run(&mut self, bytes: u64, count: u64) -> u64 {
+        AddressSpace::malloc_run(self, bytes, count)
+    }
+    fn free(&mut self, addr: u64) {
+        AddressSpace::free(self, addr)
+    }
+}
 
 /// Where an allocation was placed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -85,6 +126,8 @@ pub struct AddressSpace {
     live: FxHashMap<u64, Placement>,
     /// Freed heap chunks by chunk size, reused last freed first.
     free_chunks: FxHashMap<u64, Vec<u64>>,
+    /// Address-space events not yet taken, oldest first (in address space 0).
+    changes: Vec<AddressSpaceEvent>,
 }
 
 impl Default for AddressSpace {
@@ -116,7 +159,37 @@ impl AddressSpace {
             gap_hint: None,
             live: FxHashMap::default(),
             free_chunks: FxHashMap::default(),
+            changes: Vec::new(),
         }
+    }
+
+    /// What is mapped now, as map events in address order: the program image, the heap up
+    /// to the break, the mappings (libraries first among them) and the stack.
+    pub fn mapped(&self) -> Vec<AddressSpaceEvent> {
+        let image = AddressSpaceEvent::map(TEXT_BASE, HEAP_START - TEXT_BASE);
+        let heap = AddressSpaceEvent::map(HEAP_START, self.brk - HEAP_START);
+        let mappings = self.mappings.iter().map(|(&start, &end)| AddressSpaceEvent::map(start, end - start));
+        let stack = AddressSpaceEvent::map(STACK_TOP - STACK_BYTES, STACK_BYTES);
+        [image, heap].into_iter().chain(mappings).chain([stack]).collect()
+    }
+
+    /// The address-space events since the last call (or the start), oldest first.
+    pub fn take_changes(&mut self) -> Vec<AddressSpaceEvent> {
+        std::mem::take(&mut self.changes)
+    }
+
+    /// Moves the break to `brk`, logging what it maps or unmaps. Growths with nothing logged
+    /// between them are logged as one (a run of mallocs moves the break many times).
+    fn set_brk(&mut self, brk: u64) {
+        match brk.cmp(&self.brk) {
+            std::cmp::Ordering::Greater => match self.changes.last_mut() {
+                Some(last) if last.op == RangeOp::Map && last.start + last.len == self.brk => last.len = brk - last.start,
+                _ => self.changes.push(AddressSpaceEvent::map(self.brk, brk - self.brk)),
+            },
+            std::cmp::Ordering::Less => self.changes.push(AddressSpaceEvent::unmap(brk, self.brk - brk)),
+            std::cmp::Ordering::Equal => {}
+        }
+        self.brk = brk;
     }
 
     /// The first address of the brk heap.
@@ -166,7 +239,7 @@ impl AddressSpace {
         let start = self.top;
         self.top += chunk;
         if self.top + MIN_CHUNK > self.brk {
-            self.brk = align_up(self.top + MIN_CHUNK + TOP_PAD, PAGE);
+            self.set_brk(align_up(self.top + MIN_CHUNK + TOP_PAD, PAGE));
         }
         start
     }
@@ -198,6 +271,7 @@ impl AddressSpace {
         let len = align_up(chunk + 8, PAGE);
         let start = self.highest_gap(len);
         self.mappings.insert(start, start + len);
+        self.changes.push(AddressSpaceEvent::map(start, len));
         // The search passed over gaps smaller than `len` down to this mapping.
         self.gap_hint = Some((len, start));
         let mem = start + 16;
@@ -228,6 +302,7 @@ impl AddressSpace {
         match self.live.remove(&addr) {
             Some(Placement::Mapped(start, len)) => {
                 self.mappings.remove(&start);
+                self.changes.push(AddressSpaceEvent::unmap(start, len));
                 self.gap_hint = None;
                 if len > self.threshold && len <= MMAP_THRESHOLD_MAX {
                     self.threshold = len;
@@ -239,7 +314,7 @@ impl AddressSpace {
                 if start + chunk == self.top {
                     self.top = start;
                     if self.brk - self.top >= self.trim_threshold {
-                        self.brk = align_up(self.top + MIN_CHUNK + TOP_PAD, PAGE);
+                        self.set_brk(align_up(self.top + MIN_CHUNK + TOP_PAD, PAGE));
                     }
                 } else {
                     self.free_chunks.entry(chunk).or_default().push(start);
@@ -378,5 +453,60 @@ mod tests {
         assert_eq!(a.reusable(chunk_size(40)), 1);
         assert_eq!(a.malloc(40), x);
         assert_eq!(a.reusable(chunk_size(40)), 0);
+    }
+
+    /// The pages mapped after applying `events` in order to an empty address space.
+    fn apply(mapped: &mut std::collections::BTreeSet<u64>, events: &[AddressSpaceEvent]) {
+        for e in events {
+            let pages = e.pages();
+            let pages = (pages.start / PAGE)..(pages.end / PAGE);
+            match e.op {
+                RangeOp::Map => mapped.extend(pages),
+                RangeOp::Unmap => mapped.retain(|p| !pages.contains(p)),
+            }
+        }
+    }
+
+    /// The pages the model holds: image, heap up to the break, libraries, mappings, stack.
+    fn model_pages(a: &AddressSpace) -> std::collections::BTreeSet<u64> {
+        let ranges = [(TEXT_BASE, a.brk), (STACK_TOP - STACK_BYTES, STACK_TOP)].into_iter().chain(a.mappings.iter().map(|(&s, &e)| (s, e)));
+        ranges.flat_map(|(s, e)| s / PAGE..e.div_ceil(PAGE)).collect()
+    }
+
+    proptest::proptest! {
+        /// Through any mallocs and frees, the logged events map exactly the pages the model
+        /// holds, and every live allocation lies in mapped pages.
+        #[test]
+        fn the_logged_events_follow_the_mappings(ops in proptest::collection::vec((0u8..4, 1u64..(3 << 20)), 1..60)) {
+            let mut a = AddressSpace::new();
+            let (mut mapped, mut live) = (std::collections::BTreeSet::new(), Vec::new());
+            apply(&mut mapped, &a.mapped());
+            for (op, bytes) in ops {
+                match op {
+                    0 | 1 => live.push((a.malloc(bytes), bytes)),
+                    2 => live.push((a.malloc(bytes / 1000 + 1), bytes / 1000 + 1)),
+                    _ if !live.is_empty() => {
+                        let (addr, _) = live.swap_remove(bytes as usize % live.len());
+                        a.free(addr);
+                    }
+                    _ => {}
+                }
+                apply(&mut mapped, &a.take_changes());
+                proptest::prop_assert_eq!(&mapped, &model_pages(&a));
+                for &(addr, bytes) in &live {
+                    proptest::prop_assert!((addr / PAGE..=(addr + bytes - 1) / PAGE).all(|p| mapped.contains(&p)));
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_run_of_mallocs_logs_one_growth_of_the_break() {
+        let mut a = AddressSpace::new();
+        assert!(a.take_changes().is_empty());
+        let first = a.malloc_run(16, 100_000);
+        let changes = a.take_changes();
+        assert_eq!(changes, [AddressSpaceEvent::map(changes[0].start, a.brk - changes[0].start)]);
+        assert!(first < changes[0].start && first + 32 * 100_000 <= a.brk, "the run starts below the old break, ends below the new");
     }
 }

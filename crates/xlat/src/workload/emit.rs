@@ -1,8 +1,10 @@
-//! How a running workload hands out the references it performs: an [`Emitter`] buffers them
-//! and passes full chunks to a [`Sink`]; a [`SimVec`] is an array whose element accesses both
-//! act on Rust memory and emit the reference at the element's simulated address.
+//! How a running workload hands out the references it performs: an [`Emitter`] buffers them,
+//! with the address-space events of its allocations among them, and passes full chunks to a
+//! [`Sink`]; a [`SimVec`] is an array whose element accesses both act on Rust memory and emit
+//! the reference at the element's simulated address.
 
-use crate::memref::{AccessKind, MemRef};
+use super::address_space::{AddressSpace, Allocator};
+use crate::memref::{AccessKind, AddressSpaceEvent, MemRef};
 use crate::types::Asid;
 use serde::Serialize;
 
@@ -18,34 +20,40 @@ pub const CHUNK: usize = 1 << 16;
 /// the instructions of the references it kept.
 pub type Marks = Vec<(u32, u64)>;
 
+/// A chunk's address-space events, each with the number of the chunk's references before it
+/// (as in [`crate::Batch::events`]).
+pub type Events = Vec<(usize, AddressSpaceEvent)>;
+
 /// Where full chunks of references go.
 pub trait Sink {
-    /// Takes the references in `refs` and the marks of the instructions they span (leaving
-    /// both empty, possibly swapped for other buffers). Returns false when nobody reads any
-    /// more: the workload should stop.
-    fn take(&mut self, refs: &mut Vec<MemRef>, marks: &mut Marks) -> bool;
+    /// Takes the references in `refs`, the marks of the instructions they span and the
+    /// events among them (leaving all three empty, possibly swapped for other buffers).
+    /// Returns false when nobody reads any more: the workload should stop.
+    fn take(&mut self, refs: &mut Vec<MemRef>, marks: &mut Marks, events: &mut Events) -> bool;
 }
 
 /// A sink that drops everything (to time or check a computation alone).
 pub struct Discard;
 
 impl Sink for Discard {
-    fn take(&mut self, refs: &mut Vec<MemRef>, marks: &mut Marks) -> bool {
+    fn take(&mut self, refs: &mut Vec<MemRef>, marks: &mut Marks, events: &mut Events) -> bool {
         refs.clear();
         marks.clear();
+        events.clear();
         true
     }
 }
 
-/// A sink that keeps every reference, in order (the workloads' tests).
+/// A sink that keeps every reference, in order, and drops the events (the workloads' tests).
 #[cfg(test)]
 pub struct Collect(pub Vec<MemRef>);
 
 #[cfg(test)]
 impl Sink for Collect {
-    fn take(&mut self, refs: &mut Vec<MemRef>, marks: &mut Marks) -> bool {
+    fn take(&mut self, refs: &mut Vec<MemRef>, marks: &mut Marks, events: &mut Events) -> bool {
         self.0.append(refs);
         marks.clear();
+        events.clear();
         true
     }
 }
@@ -79,6 +87,12 @@ pub struct Emitter<'s> {
     instructions: u64,
     /// Where the instructions counted since the buffer was last handed out fall in it.
     marks: Marks,
+    /// The address-space events since the buffer was last handed out, where they fall in it.
+    events: Events,
+    /// The process's address space, which the workload allocates from.
+    space: AddressSpace,
+    /// Whether the changes of `space` are handed on as events ([`Emitter::map_process`]).
+    mapping: bool,
     phases: Vec<PhaseStats>,
     /// The index in `phases` of the phase running.
     current: Option<usize>,
@@ -110,6 +124,9 @@ impl<'s> Emitter<'s> {
             skipped: 0,
             instructions: 0,
             marks: Vec::new(),
+            events: Vec::new(),
+            space: AddressSpace::new(),
+            mapping: false,
             phases: Vec::new(),
             current: None,
             phase_start: (0, 0),
@@ -175,27 +192,56 @@ impl<'s> Emitter<'s> {
         }
     }
 
+    /// From now on, hands on the process's address-space changes as events after the
+    /// references emitted so far: first its mappings, then what each allocation and free maps
+    /// and unmaps. Until this is called, they are dropped (the stream then has no events, and
+    /// the OS takes every address as mapped).
+    pub fn map_process(&mut self) {
+        self.space.take_changes();
+        let mapped = self.space.mapped();
+        self.push_events(mapped);
+        self.mapping = true;
+    }
+
+    /// Hands on (or drops) the changes `space` logged since the last call.
+    fn sync(&mut self) {
+        let changes = self.space.take_changes();
+        if self.mapping {
+            self.push_events(changes);
+        }
+    }
+
+    /// Appends `events`, in this emitter's address space, after the references so far.
+    fn push_events(&mut self, events: Vec<AddressSpaceEvent>) {
+        let (at, asid) = (self.len, self.asid);
+        self.events.extend(events.into_iter().map(|event| (at, AddressSpaceEvent { asid, ..event })));
+    }
+
     /// True once the sink has gone: the workload should return as soon as it can.
     #[inline]
     pub fn stopped(&self) -> bool {
         self.stopped
     }
 
-    /// Hands the buffered references (and the instructions since the last flush) to the sink,
-    /// or drops them when the phase is not emitted or the sink has gone.
+    /// Hands the buffered references (and the instructions and events since the last flush)
+    /// to the sink, or drops the references and instructions when the phase is not emitted
+    /// (its events are kept, for the start of the next chunk: what a set-up phase mapped
+    /// stays mapped) or the sink has gone.
     #[cold]
     #[inline(never)]
     fn flush(&mut self) {
         if !self.emitting {
             self.skipped += self.len as u64;
+            self.events.iter_mut().for_each(|(at, _)| *at = 0);
         } else {
             self.flushed += self.len as u64;
             self.buf.truncate(self.len);
-            if !self.stopped && !self.sink.take(&mut self.buf, &mut self.marks) {
+            if !self.stopped && !self.sink.take(&mut self.buf, &mut self.marks, &mut self.events) {
                 self.stopped = true;
             }
             self.buf.clear();
             self.buf.resize(CHUNK, FILLER);
+            self.events.clear();
         }
         self.marks.clear();
         self.len = 0;
@@ -235,11 +281,40 @@ impl<'s> Emitter<'s> {
         self.phase_start = now;
     }
 
-    /// Hands out the last references and returns the statistics of every phase.
+    /// Hands out the last references (and events, even after a phase not emitted) and
+    /// returns the statistics of every phase.
     pub fn finish(mut self) -> Vec<PhaseStats> {
         self.close_phase();
         self.flush();
+        if !self.events.is_empty() {
+            self.emitting = true;
+            self.flush();
+        }
         self.phases
+    }
+}
+
+/// The process's allocator, in the stream: each call's address-space changes are handed on
+/// after the references emitted so far (once [`Emitter::map_process`] was called).
+impl Allocator for Emitter<'_> {
+    fn malloc(&mut self, bytes: u64) -> u64 {
+        let addr = self.space.malloc(bytes);
+        self.sync();
+        addr
+    }
+    fn memalign(&mut self, align: u64, bytes: u64) -> u64 {
+        let addr = self.space.memalign(align, bytes);
+        self.sync();
+        addr
+    }
+    fn malloc_run(&mut self, bytes: u64, count: u64) -> u64 {
+        let addr = self.space.malloc_run(bytes, count);
+        self.sync();
+        addr
+    }
+    fn free(&mut self, addr: u64) {
+        self.space.free(addr);
+        self.sync();
     }
 }
 
@@ -321,11 +396,69 @@ mod tests {
 
     struct Collect(Vec<MemRef>, u64);
     impl Sink for Collect {
-        fn take(&mut self, refs: &mut Vec<MemRef>, marks: &mut Marks) -> bool {
+        fn take(&mut self, refs: &mut Vec<MemRef>, marks: &mut Marks, events: &mut Events) -> bool {
             self.0.append(refs);
             self.1 += marks.drain(..).map(|(_, n)| n).sum::<u64>();
+            events.clear();
             true
         }
+    }
+
+    /// Keeps the stream as references `('r', address)` and events `('m' or 'u', start)`.
+    #[derive(Default)]
+    struct Stream(Vec<(char, u64)>);
+    impl Sink for Stream {
+        fn take(&mut self, refs: &mut Vec<MemRef>, marks: &mut Marks, events: &mut Events) -> bool {
+            let mut events = events.drain(..).peekable();
+            for (i, r) in refs.drain(..).enumerate() {
+                while let Some((_, e)) = events.next_if(|&(at, _)| at == i) {
+                    self.0.push((if e.op == crate::RangeOp::Map { 'm' } else { 'u' }, e.start));
+                }
+                self.0.push(('r', r.vaddr));
+            }
+            self.0.extend(events.map(|(_, e)| (if e.op == crate::RangeOp::Map { 'm' } else { 'u' }, e.start)));
+            marks.clear();
+            true
+        }
+    }
+
+    #[test]
+    fn without_map_process_no_event_is_handed_on() {
+        let mut sink = Stream::default();
+        let mut e = Emitter::new(0, &mut sink);
+        let big = e.malloc(40 << 20);
+        e.load(big, 8);
+        e.free(big);
+        e.finish();
+        assert_eq!(sink.0, [('r', big)]);
+    }
+
+    #[test]
+    fn events_come_where_the_workload_allocates_even_in_phases_not_emitted() {
+        let mut sink = Stream::default();
+        let mut e = Emitter::new(3, &mut sink);
+        e.phase("setup", false);
+        e.malloc(100);
+        e.map_process();
+        e.load(0x10, 8);
+        // Above the largest dynamic mmap threshold: freeing it leaves the threshold alone.
+        let big = e.malloc(40 << 20);
+        e.phase("run", true);
+        e.load(big, 8);
+        e.free(big);
+        // Full chunks are handed out on the way: the events stay at their places.
+        for i in 0..CHUNK as u64 {
+            e.load(0x1000 + i, 1);
+        }
+        e.phase("teardown", false);
+        assert_eq!(e.malloc(40 << 20), big, "the freed mapping's place is the highest gap again");
+        e.finish();
+        let got = &sink.0;
+        let starts: Vec<(char, u64)> = AddressSpace::new().mapped().iter().map(|c| ('m', c.start)).collect();
+        assert_eq!(got[..4], starts[..], "the process's mappings, from the set-up not emitted");
+        assert_eq!(got[4..7], [('m', big - 16), ('r', big), ('u', big - 16)]);
+        assert_eq!(got.len(), 7 + CHUNK + 1);
+        assert_eq!(got[7 + CHUNK], ('m', big - 16), "the last event, after the last chunk");
     }
 
     #[test]

@@ -10,7 +10,7 @@
 //! Instructions: 4 per initialized word and 12 per update, the loop bodies `gcc -O2` compiles
 //! from HPCC's scalar loops (x86-64, without vectorization).
 
-use super::address_space::AddressSpace;
+use super::address_space::{AddressSpace, Allocator};
 use super::emit::{Emitter, SimVec};
 use super::{Expected, ExpectedPhase, Region, Scale, Workload};
 use serde::{Deserialize, Serialize};
@@ -56,8 +56,9 @@ impl Gups {
         }
     }
 
-    fn table_addr(&self) -> u64 {
-        AddressSpace::new().malloc(self.entries() * 8)
+    /// Allocates the table from `alloc` (as `main` does, first thing).
+    fn table_addr(&self, alloc: &mut impl Allocator) -> u64 {
+        alloc.malloc(self.entries() * 8)
     }
 
     /// Applies the updates to `table` without emitting (the verification pass).
@@ -88,6 +89,10 @@ impl Workload for Gups {
         self.init
     }
 
+    fn maps_memory(&self) -> bool {
+        true
+    }
+
     fn validate(&self) -> Result<(), (&'static str, String)> {
         if !(4..=36).contains(&self.table_log2) {
             return Err(("table_log2", format!("{} is outside 4..=36 (128 B to 512 GiB tables)", self.table_log2)));
@@ -107,7 +112,7 @@ impl Workload for Gups {
             ((bytes as f64 * fraction) as u64).max(8)
         };
         Expected {
-            regions: vec![Region { name: "table".into(), addr: self.table_addr(), bytes, touched }],
+            regions: vec![Region { name: "table".into(), addr: self.table_addr(&mut AddressSpace::new()), bytes, touched }],
             phases: vec![
                 ExpectedPhase { name: "init", emitted: self.init, refs: self.entries(), exact: true },
                 ExpectedPhase { name: "update", emitted: true, refs: 2 * self.updates(), exact: true },
@@ -118,7 +123,7 @@ impl Workload for Gups {
 
     fn run(&self, _seed: u64, e: &mut Emitter) -> Result<Vec<String>, String> {
         let n = self.entries() as usize;
-        let mut table = SimVec::filled(self.table_addr(), n, 0u64, "the GUPS table")?;
+        let mut table = SimVec::filled(self.table_addr(e), n, 0u64, "the GUPS table")?;
         e.phase("init", self.init);
         for i in 0..n {
             table.st(i, i as u64, e);
@@ -180,7 +185,7 @@ mod tests {
         let mut e = Emitter::new(0, &mut sink);
         g.run(1, &mut e).unwrap();
         e.finish();
-        let base = g.table_addr();
+        let base = g.table_addr(&mut AddressSpace::new());
         let mut ran = 1u64;
         for pair in sink.0.chunks_exact(2) {
             ran = next(ran);

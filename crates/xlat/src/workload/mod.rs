@@ -197,6 +197,12 @@ pub trait Workload: Clone + fmt::Debug + Serialize + DeserializeOwned + Send + '
     /// Runs the computation, emitting its references to `e`, and verifies the result. Returns
     /// the checks passed, or what failed.
     fn run(&self, seed: u64, e: &mut Emitter) -> std::result::Result<Vec<String>, String>;
+    /// True when [`Workload::run`] takes all its memory from the emitter (its
+    /// [`address_space::Allocator`]), so that its stream can carry the process's
+    /// address-space events where it allocates and frees.
+    fn maps_memory(&self) -> bool {
+        false
+    }
 }
 
 /// The parameters of one built-in workload.
@@ -266,6 +272,9 @@ pub struct BuiltinSpec {
     /// Whether the process's start-up pages ([`startup`]) come first, as in a run from the
     /// program's start.
     pub startup: bool,
+    /// Whether the stream carries the process's address-space events: its mappings first,
+    /// then what its allocations map and unmap ([`Workload::maps_memory`]).
+    pub events: bool,
 }
 
 fn names() -> String {
@@ -321,7 +330,8 @@ impl BuiltinSpec {
             _ => return Err(Error::config(format!("{path}.type"), format!("unknown workload `{name}` (built-in: {})", names()))),
         };
         let startup = dispatch!(&params, p => p.emits_set_up());
-        Ok(BuiltinSpec { scale, params, seed, asid, startup })
+        let events = dispatch!(&params, p => p.maps_memory());
+        Ok(BuiltinSpec { scale, params, seed, asid, startup, events })
     }
 
     /// The workload's name.
@@ -345,6 +355,9 @@ impl BuiltinSpec {
     /// Runs the workload to the end into `sink` on this thread; fails if its self-check does.
     pub fn run(&self, sink: &mut dyn emit::Sink) -> Result<Report> {
         let mut e = Emitter::new(self.asid, sink);
+        if self.events {
+            e.map_process();
+        }
         if self.startup {
             e.phase(STARTUP, true);
             startup::emit(&mut e);

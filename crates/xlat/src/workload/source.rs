@@ -3,7 +3,7 @@
 //! overlaps with the simulation. Chunks are recycled, and a chunk that fits an empty batch is
 //! swapped into it rather than copied.
 
-use super::emit::{Marks, Sink, CHUNK};
+use super::emit::{Events, Marks, Sink, CHUNK};
 use super::{BuiltinSpec, Report};
 use crate::memref::{Batch, MemRef};
 use crate::source::RefSource;
@@ -14,8 +14,8 @@ use std::sync::{Arc, Mutex};
 /// Chunks in flight between the workload thread and the reader.
 const CHUNKS_IN_FLIGHT: usize = 2;
 
-/// A chunk's references and the marks of its instructions.
-type Chunk = (Vec<MemRef>, Marks);
+/// A chunk's references, the marks of its instructions and its address-space events.
+type Chunk = (Vec<MemRef>, Marks, Events);
 
 enum Msg {
     Refs(Chunk),
@@ -28,17 +28,19 @@ struct ChannelSink {
 }
 
 impl Sink for ChannelSink {
-    fn take(&mut self, refs: &mut Vec<MemRef>, marks: &mut Marks) -> bool {
-        let (mut next, mut next_marks) = self.empty.try_recv().unwrap_or_default();
+    fn take(&mut self, refs: &mut Vec<MemRef>, marks: &mut Marks, events: &mut Events) -> bool {
+        let (mut next, mut next_marks, mut next_events) = self.empty.try_recv().unwrap_or_default();
         next.clear();
         next.reserve(CHUNK);
         next_marks.clear();
+        next_events.clear();
         std::mem::swap(refs, &mut next);
         std::mem::swap(marks, &mut next_marks);
-        if next.is_empty() && next_marks.is_empty() {
+        std::mem::swap(events, &mut next_events);
+        if next.is_empty() && next_marks.is_empty() && next_events.is_empty() {
             return true;
         }
-        self.full.send(Msg::Refs((next, next_marks))).is_ok()
+        self.full.send(Msg::Refs((next, next_marks, next_events))).is_ok()
     }
 }
 
@@ -48,8 +50,12 @@ pub struct BuiltinSource {
     expected_refs: u64,
     full: Receiver<Msg>,
     empty: Sender<Chunk>,
-    current: Vec<MemRef>,
+    /// The chunk being handed out: its references and events (its `instructions` unused).
+    current: Batch,
+    /// The first reference of `current` not yet handed out.
     pos: usize,
+    /// The first event of `current` not yet handed out.
+    event: usize,
     marks: Marks,
     /// The first mark of `marks` not yet handed out.
     mark: usize,
@@ -77,8 +83,9 @@ impl BuiltinSource {
             expected_refs,
             full,
             empty,
-            current: Vec::new(),
+            current: Batch::default(),
             pos: 0,
+            event: 0,
             marks: Vec::new(),
             mark: 0,
             finished: false,
@@ -97,11 +104,14 @@ impl BuiltinSource {
             Error::Simulation(format!("workload {}: its thread stopped without a result", self.spec.name()))
         })?;
         match msg {
-            Msg::Refs((refs, marks)) => {
-                let old = (std::mem::replace(&mut self.current, refs), std::mem::replace(&mut self.marks, marks));
+            Msg::Refs((refs, marks, events)) => {
+                let old = (
+                    std::mem::replace(&mut self.current.refs, refs),
+                    std::mem::replace(&mut self.marks, marks),
+                    std::mem::replace(&mut self.current.events, events),
+                );
                 let _ = self.empty.send(old);
-                self.pos = 0;
-                self.mark = 0;
+                (self.pos, self.event, self.mark) = (0, 0, 0);
                 Ok(true)
             }
             Msg::Done(outcome) => {
@@ -131,20 +141,23 @@ impl RefSource for BuiltinSource {
     fn fill(&mut self, batch: &mut Batch, max: usize) -> Result<usize> {
         let mut appended = 0;
         while appended < max {
-            if self.pos == self.current.len() && (self.finished || !self.next_chunk()?) {
+            let handed_out = self.pos == self.current.refs.len() && self.event == self.current.events.len();
+            if handed_out && (self.finished || !self.next_chunk()?) {
                 break;
             }
-            let rest = self.current.len() - self.pos;
+            let len = self.current.refs.len();
+            let rest = len - self.pos;
             if self.pos == 0 && batch.refs.is_empty() && rest <= max {
                 // Hand over the whole chunk; the batch's old buffer is recycled.
                 batch.instructions += self.instructions_until(rest);
-                std::mem::swap(&mut batch.refs, &mut self.current);
-                self.current.clear();
+                std::mem::swap(&mut batch.refs, &mut self.current.refs);
+                self.current.refs.clear();
+                batch.events.extend(self.current.events.drain(..));
                 appended = rest;
                 continue;
             }
             let n = rest.min(max - appended);
-            batch.refs.extend_from_slice(&self.current[self.pos..self.pos + n]);
+            batch.append_from(&self.current, self.pos..self.pos + n, &mut self.event, self.pos + n == len);
             self.pos += n;
             appended += n;
             batch.instructions += self.instructions_until(self.pos);

@@ -22,7 +22,7 @@
 //! Instructions: 1 per 32-byte `memset` store, 4 per word of a sequential sweep, 20 per word
 //! of a random one (the draw, its scaling and the access).
 
-use super::address_space::AddressSpace;
+use super::address_space::{AddressSpace, Allocator};
 use super::emit::{pieces, Emitter, SimVec};
 use super::{randomly_touched, Expected, ExpectedPhase, Region, Scale, Workload};
 use crate::memref::AccessKind;
@@ -102,8 +102,9 @@ impl SysbenchMemory {
         self.total_size / self.block_size
     }
 
-    fn buffer_addr(&self) -> u64 {
-        AddressSpace::new().memalign(PAGE, self.block_size)
+    /// Allocates the buffer from `alloc` (sysbench's page-aligned one per thread).
+    fn buffer_addr(&self, alloc: &mut impl Allocator) -> u64 {
+        alloc.memalign(PAGE, self.block_size)
     }
 
     /// References of the `run` phase.
@@ -241,6 +242,10 @@ impl Workload for SysbenchMemory {
         self.init
     }
 
+    fn maps_memory(&self) -> bool {
+        true
+    }
+
     fn validate(&self) -> Result<(), (&'static str, String)> {
         if self.block_size < 8 || !self.block_size.is_power_of_two() || self.block_size > MAX_BLOCK {
             return Err(("block_size", format!("{} bytes: need a power of two from 8 to 2^40", self.block_size)));
@@ -263,7 +268,7 @@ impl Workload for SysbenchMemory {
             randomly_touched(self.block_size, self.run_refs() as f64)
         };
         Expected {
-            regions: vec![Region { name: "buffer".into(), addr: self.buffer_addr(), bytes: self.block_size, touched }],
+            regions: vec![Region { name: "buffer".into(), addr: self.buffer_addr(&mut AddressSpace::new()), bytes: self.block_size, touched }],
             phases: vec![
                 ExpectedPhase { name: "init", emitted: self.init, refs: pieces(self.block_size), exact: true },
                 ExpectedPhase { name: "run", emitted: true, refs: self.run_refs(), exact: true },
@@ -273,7 +278,7 @@ impl Workload for SysbenchMemory {
     }
 
     fn run(&self, seed: u64, e: &mut Emitter) -> Result<Vec<String>, String> {
-        let mut buf = SimVec::filled(self.buffer_addr(), self.words() as usize, 0u64, "the sysbench buffer")?;
+        let mut buf = SimVec::filled(self.buffer_addr(e), self.words() as usize, 0u64, "the sysbench buffer")?;
         e.phase("init", self.init);
         self.clear(&mut buf, e);
         e.phase("run", true);
@@ -327,7 +332,7 @@ mod tests {
     fn a_sequential_write_stores_each_word_in_order_on_the_aligned_buffer() {
         let p = SysbenchMemory { init: false, ..params(Oper::Write, AccessMode::Seq) };
         let (_, refs) = run(&p, 1);
-        let base = p.buffer_addr();
+        let base = p.buffer_addr(&mut AddressSpace::new());
         assert_eq!(base % PAGE, 0);
         assert_eq!(refs.len(), 3 * 512);
         for (i, r) in refs.iter().enumerate() {

@@ -33,7 +33,7 @@
 //! material choice, result reduction), 6 per binary-search step, 45 per nuclide (loads, five
 //! interpolations and accumulations); setup 4 per element stored, 6 per index computed.
 
-use super::address_space::AddressSpace;
+use super::address_space::{AddressSpace, Allocator};
 use super::emit::{Emitter, SimVec};
 use super::{Expected, ExpectedPhase, Region, Scale, Workload};
 use rand::seq::index::sample;
@@ -150,8 +150,8 @@ impl Xsbench {
         }
     }
 
-    fn layout(&self) -> Layout {
-        let mut space = AddressSpace::new();
+    /// Allocates every structure from `space`, in the order XSBench's set-up does.
+    fn layout(&self, space: &mut impl Allocator) -> Layout {
         let nuclide_grid = space.malloc(self.n_points() as u64 * POINT_BYTES);
         let energy_grid = space.malloc(self.energy_entries() as u64 * 8);
         let index_grid = space.malloc(self.index_entries() as u64 * 4);
@@ -167,7 +167,7 @@ impl Xsbench {
 
     /// Fills every structure, emitting its stores (and the index construction's loads).
     fn build(&self, rng: &mut Xoshiro256PlusPlus, e: &mut Emitter) -> Result<Data, String> {
-        let layout = self.layout();
+        let layout = self.layout(e);
         let (g, n) = (self.gridpoints as usize, self.nuclides as usize);
         let mut points = Vec::new();
         points.try_reserve_exact(self.n_points()).map_err(|_| "cannot allocate host memory for the nuclide grids".to_string())?;
@@ -384,6 +384,10 @@ impl Workload for Xsbench {
         self.setup
     }
 
+    fn maps_memory(&self) -> bool {
+        true
+    }
+
     fn validate(&self) -> Result<(), (&'static str, String)> {
         if self.nuclides != 68 && self.nuclides != 355 {
             return Err(("nuclides", format!("{} nuclides: XSBench's materials are defined for 68 or 355", self.nuclides)));
@@ -401,7 +405,7 @@ impl Workload for Xsbench {
     }
 
     fn expected(&self) -> Expected {
-        let l = self.layout();
+        let l = self.layout(&mut AddressSpace::new());
         let grid_bytes = self.n_points() as u64 * POINT_BYTES;
         let nucs = self.mean_nuclides_per_lookup();
         let lookups = self.lookups as f64;

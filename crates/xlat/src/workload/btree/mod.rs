@@ -28,7 +28,7 @@
 //! The expected references and footprint come from a mean-field model of the build
 //! (`btree::fringe`), not from running the tree.
 
-use super::address_space::AddressSpace;
+use super::address_space::{AddressSpace, Allocator};
 use super::emit::{Emitter, SimVec};
 use super::{Expected, ExpectedPhase, Region, Scale, Workload};
 use rand::{Rng, SeedableRng};
@@ -437,8 +437,10 @@ impl Btree {
         worst_nodes.div_ceil(shape.nodes_per_slab())
     }
 
-    fn layout(&self) -> Layout {
-        let mut space = AddressSpace::new();
+    /// Allocates the keys, the tree and the node slabs from `space`. Every slab the tree
+    /// may need is allocated at the start (the program allocates them as the tree grows; the
+    /// addresses are the same, and a slab mapped early is only touched once used).
+    fn layout(&self, space: &mut impl Allocator) -> Layout {
         let keys = space.malloc(self.keys * 8);
         let tree = space.malloc(16);
         let slabs = (0..self.max_slabs()).map(|_| space.malloc(SLAB_BYTES)).collect();
@@ -463,6 +465,10 @@ impl Workload for Btree {
         self.build
     }
 
+    fn maps_memory(&self) -> bool {
+        true
+    }
+
     fn validate(&self) -> Result<(), (&'static str, String)> {
         if !(1..=1 << 32).contains(&self.keys) {
             return Err(("keys", format!("{} keys is outside 1..=2^32", self.keys)));
@@ -475,7 +481,7 @@ impl Workload for Btree {
 
     fn expected(&self) -> Expected {
         let shape = self.shape();
-        let layout = self.layout();
+        let layout = self.layout(&mut AddressSpace::new());
         let model = fringe::Model::new(shape, self.keys);
         // Without the build, only the lookups touch memory: a leaf is on some lookup's path
         // with probability q, a page of nodes (nearly all leaves) holds one such leaf with
@@ -507,7 +513,7 @@ impl Workload for Btree {
     }
 
     fn run(&self, seed: u64, e: &mut Emitter) -> Result<Vec<String>, String> {
-        let layout = self.layout();
+        let layout = self.layout(e);
         let n = self.keys as usize;
         let mut keys = SimVec::filled(layout.keys, n, 0u64, "the B+ tree keys")?;
         let mut tree = Tree {

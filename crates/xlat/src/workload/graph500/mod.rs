@@ -53,7 +53,7 @@ mod verify;
 #[cfg(test)]
 mod tests;
 
-use super::address_space::AddressSpace;
+use super::address_space::{AddressSpace, Allocator};
 use super::kronecker::{self, Initiator};
 use super::emit::{Emitter, SimVec};
 use super::{Expected, ExpectedPhase, Region, Scale, Workload};
@@ -213,19 +213,16 @@ impl Graph500 {
         Initiator { a: self.a, b: self.b, c: self.c }
     }
 
-    /// The allocations, for a list graph of `list_nodes` nodes.
+    /// The allocations, for a list graph of `list_nodes` nodes, in the order the run makes
+    /// them.
     fn layout(&self, list_nodes: u64) -> Layout {
         let mut space = AddressSpace::new();
         let nv = self.vertices();
         let edges = space.malloc(self.edges() * 16);
-        let (xoff, xadj) = match self.adjacency {
-            Adjacency::Csr => (space.malloc((2 * nv + 2) * 8), space.malloc(2 * self.edges() * 8)),
-            Adjacency::List => (space.malloc(nv * 8), space.malloc_run(16, list_nodes)),
-        };
+        let (xoff, xadj) = self.allocate_graph(&mut space, list_nodes);
         let searches = (0..self.roots)
             .map(|_| {
-                let pred = space.malloc(nv * 8);
-                let queue = space.malloc(nv * 8);
+                let (pred, queue) = (space.malloc(nv * 8), space.malloc(nv * 8));
                 space.free(queue);
                 let check = space.malloc(2 * nv * 8);
                 space.free(check);
@@ -234,6 +231,15 @@ impl Graph500 {
             })
             .collect();
         Layout { edges, xoff, xadj, searches }
+    }
+
+    /// Allocates the graph's arrays (`xoff`, `xadj`; for lists, the heads and the nodes).
+    fn allocate_graph(&self, space: &mut impl Allocator, list_nodes: u64) -> (u64, u64) {
+        let nv = self.vertices();
+        match self.adjacency {
+            Adjacency::Csr => (space.malloc((2 * nv + 2) * 8), space.malloc(2 * self.edges() * 8)),
+            Adjacency::List => (space.malloc(nv * 8), space.malloc_run(16, list_nodes)),
+        }
     }
 
     /// The specification's generator: endpoints drawn bit by bit, labels permuted, edges
@@ -427,6 +433,10 @@ impl Workload for Graph500 {
         self.setup
     }
 
+    fn maps_memory(&self) -> bool {
+        true
+    }
+
     fn validate(&self) -> Result<(), (&'static str, String)> {
         if !(1..=32).contains(&self.scale) {
             return Err(("scale", format!("{} is outside 1..=32", self.scale)));
@@ -511,9 +521,11 @@ impl Workload for Graph500 {
     fn run(&self, seed: u64, e: &mut Emitter) -> Result<Vec<String>, String> {
         let mut rng = Xoshiro256PlusPlus::seed_from_u64(seed);
         e.phase("setup", self.setup);
-        let ij = self.generate(&mut rng, self.layout(0).edges, e)?;
+        let edges = e.malloc(self.edges() * 16);
+        let ij = self.generate(&mut rng, edges, e)?;
         // The list nodes' count, hence where later allocations go, depends on the graph.
-        let layout = self.layout(2 * Self::non_loop_edges(ij.raw()));
+        let (xoff, xadj) = self.allocate_graph(e, 2 * Self::non_loop_edges(ij.raw()));
+        let layout = Layout { edges, xoff, xadj, searches: Vec::new() };
         self.find_nv(&ij, e)?;
         let graph = match self.adjacency {
             Adjacency::Csr => Graph::Csr(self.build_csr(&ij, &layout, e)?),
@@ -522,13 +534,19 @@ impl Workload for Graph500 {
         let roots = self.pick_roots(&graph, &mut rng)?;
         let nv = self.vertices() as usize;
         let mut reached_total = 0;
-        for (&root, arrays) in roots.iter().zip(&layout.searches) {
+        for &root in &roots {
+            // The allocations of `layout`'s searches, where the reference code makes them.
             e.phase("bfs", true);
-            let mut pred = SimVec::filled(arrays.pred, nv, NONE, "the predecessor array")?;
-            let mut queue = SimVec::filled(arrays.queue, nv, 0u64, "the BFS queue")?;
+            let (pred_at, queue_at) = (e.malloc(nv as u64 * 8), e.malloc(nv as u64 * 8));
+            let mut pred = SimVec::filled(pred_at, nv, NONE, "the predecessor array")?;
+            let mut queue = SimVec::filled(queue_at, nv, 0u64, "the BFS queue")?;
             reached_total += Self::bfs(&graph, root, &mut pred, &mut queue, e);
             e.phase("validation", self.validation);
-            verify::verify(&ij, root, &pred, arrays.check, e).map_err(|m| format!("search from root {root}: {m}"))?;
+            e.free(queue_at);
+            let check = e.malloc(2 * nv as u64 * 8);
+            verify::verify(&ij, root, &pred, check, e).map_err(|m| format!("search from root {root}: {m}"))?;
+            e.free(check);
+            e.free(pred_at);
             if e.stopped() {
                 return Ok(Vec::new());
             }
