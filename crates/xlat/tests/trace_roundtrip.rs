@@ -9,6 +9,9 @@ use xlat::source::{Limited, RefSource};
 use xlat::trace::{self, NativeReader, NativeWriter, TraceFormat, MAX_BLOCK_EVENTS};
 use xlat::{AccessKind, Batch, MemRef};
 
+#[path = "common/events.rs"]
+mod events;
+
 /// An address-space event with its place: the number of references before it.
 type Event = (usize, AddressSpaceEvent);
 
@@ -106,15 +109,7 @@ fn refs_with_events() -> impl Strategy<Value = (Vec<MemRef>, Vec<Event>)> {
     let place = (0u8..4, any::<prop::sample::Index>());
     let refs = prop::collection::vec(any_ref(), 0..300);
     (refs, prop::collection::vec((place, any_event()), 0..40)).prop_map(|(refs, raw)| {
-        let mut events: Vec<Event> = raw
-            .into_iter()
-            .map(|((end, at), e)| match end {
-                0 => (0, e),
-                1 => (refs.len(), e),
-                _ => (at.index(refs.len() + 1), e),
-            })
-            .collect();
-        events.sort_by_key(|&(at, _)| at);
+        let events = events::place(refs.len(), raw);
         (refs, events)
     })
 }

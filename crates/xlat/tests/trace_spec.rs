@@ -16,6 +16,9 @@ use xlat::source::RefSource;
 use xlat::trace::{NativeReader, NativeWriter};
 use xlat::{AccessKind, Batch, MemRef};
 
+#[path = "common/events.rs"]
+mod events;
+
 /// One reference with the number of instructions retired since the previous one.
 type Ref = (MemRef, u64);
 
@@ -755,16 +758,7 @@ fn event() -> impl Strategy<Value = AddressSpaceEvent> {
 fn stream_with_events(max: usize, events: usize) -> impl Strategy<Value = (Vec<Ref>, Vec<Event>)> {
     let place = (0u8..4, any::<prop::sample::Index>());
     (stream(max), prop::collection::vec((place, event()), 0..events)).prop_map(|(refs, raw)| {
-        let mut events: Vec<Event> = raw
-            .into_iter()
-            .map(|((end, at), e)| match end {
-                0 => (0, e),
-                1 => (refs.len(), e),
-                _ => (at.index(refs.len() + 1), e),
-            })
-            .collect();
-        // Stable: events at one place keep their order.
-        events.sort_by_key(|&(at, _)| at);
+        let events = events::place(refs.len(), raw);
         (refs, events)
     })
 }

@@ -152,7 +152,7 @@ impl RefSource for BuiltinSource {
                 batch.instructions += self.instructions_until(rest);
                 std::mem::swap(&mut batch.refs, &mut self.current.refs);
                 self.current.refs.clear();
-                batch.events.extend(self.current.events.drain(..));
+                batch.events.append(&mut self.current.events);
                 appended = rest;
                 continue;
             }
