@@ -2,13 +2,13 @@
 
 use crate::detached::unwinding;
 use crate::{csv_bytes, py_err, records};
-use pyo3::exceptions::PyRuntimeError;
+use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 use std::sync::{Mutex, MutexGuard};
 use std::time::Instant;
 use xlat::sim::{process_all, ExperimentResult, Machine, MachineSpec, WorkloadResult};
-use xlat::Batch;
+use xlat::{AddressSpaceEvent, Batch, RangeOp};
 
 /// Machines and what they were fed so far.
 struct Fed {
@@ -55,6 +55,21 @@ impl Simulation {
         fed.refs += batch.len() as u64;
         fed.seconds += started.elapsed().as_secs_f64();
         Ok(())
+    }
+
+    /// Applies an address-space event (`unmap` false: a map; true: an unmap) of `length` bytes
+    /// from `start` in address space `asid` to every machine, after the references fed so far.
+    fn event(&self, py: Python<'_>, unmap: bool, start: u64, length: u64, asid: u16) -> PyResult<()> {
+        let op = if unmap { RangeOp::Unmap } else { RangeOp::Map };
+        let event = AddressSpaceEvent { asid, op, start, len: length };
+        if let Some(why) = event.malformed() {
+            return Err(PyValueError::new_err(format!("address-space event at {start:#x} of {length} bytes: {why}")));
+        }
+        let mut batch = Batch::default();
+        batch.push_event(event);
+        let mut fed = self.lock()?;
+        let machines = &mut fed.machines;
+        py.detach(|| unwinding(|| process_all(machines, &batch, false)))?.map_err(py_err)
     }
 
     /// References fed so far.

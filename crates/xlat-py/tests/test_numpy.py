@@ -90,3 +90,22 @@ def test_bad_references_raise_value_error_naming_the_reference():
         xlat.Simulation([{"name": "m", "preset": "single-tlb", "os": {"bogus": 1}}])
     with pytest.raises(OSError):
         xlat.trace.read("/nonexistent/trace.xlat")
+
+
+def test_an_unmap_frees_the_pages_and_they_fault_again():
+    refs = np.zeros(64, dtype=xlat.REF_DTYPE)
+    refs["vaddr"] = 0x4000_0000 + np.arange(64, dtype=np.uint64) * 4096
+    refs["size"] = 8
+    sim = xlat.Simulation(MACHINES[0]).map(0x4000_0000, 64 * 4096).feed(refs)
+    sim.unmap(0x4000_0000, 16 * 4096).feed(refs[:16])
+    machine = sim.json[0]["machines"][0]
+    space = machine["os"]["address_space"]
+    assert (space["maps"], space["unmaps"], space["pages_freed"]) == (1, 1, 16)
+    assert space["faults_outside_mappings"] == 16  # touched again after the unmap
+    assert machine["os"]["page_faults"] == 64 + 16
+    assert machine["os"]["shootdowns"] >= 16
+
+
+def test_a_malformed_event_raises_value_error():
+    with pytest.raises(ValueError, match="empty"):
+        xlat.Simulation(MACHINES[0]).map(0x1000, 0)

@@ -230,6 +230,21 @@ class Simulation:
             self._native.feed(chunk.tobytes(), instructions if start == 0 else 0)
         return self
 
+    def map(self, start: int, length: int, *, asid: int = 0) -> "Simulation":
+        """Maps ``length`` bytes from ``start`` in address space ``asid`` (an ``mmap``), after
+        the references fed so far: whatever the range held is unmapped first, and once an
+        event names an address space, its mappings decide where transparent huge pages go.
+        Returns self. See docs/configuration.md, "Address-space events"."""
+        self._native.event(False, start, length, asid)
+        return self
+
+    def unmap(self, start: int, length: int, *, asid: int = 0) -> "Simulation":
+        """Unmaps ``length`` bytes from ``start`` in address space ``asid`` (a ``munmap``),
+        after the references fed so far: its pages' frames are freed and their translations
+        shot down from every TLB. Returns self."""
+        self._native.event(True, start, length, asid)
+        return self
+
     @property
     def refs(self) -> int:
         """References fed so far."""
