@@ -90,16 +90,16 @@ pub fn validate(raw: &RawOs, path: &str) -> Result<OsSpec> {
     let page_table = raw.page_table.unwrap_or_default();
     let kernel_work = raw.kernel_work.unwrap_or_default();
     kernel_work.check(&format!("{path}.kernel_work"))?;
-    let (thp, khugepaged) = thp(raw, path, page_size, &placement, eviction)?;
+    let (thp, khugepaged) = thp(raw, path, page_size, &placement)?;
     let spec = OsSpec { memory, page_size, thp, khugepaged, page_table, kernel_work, placement, eviction, recency, age_window: raw.age_window, swap_cache, page_cluster, swap_slots, swap_cache_cow };
     spec.page_table.check(&spec, &format!("{path}.page_table"))?;
     Ok(spec)
 }
 
 /// Transparent huge pages and khugepaged's parameters: THP maps 2 MiB pages beside 4 KiB
-/// ones, from runs of 512 free frames, and splits none (see [`crate::os::thp`]), so it needs
-/// 4 KiB pages, a fully associative placement and no eviction.
-fn thp(raw: &RawOs, path: &str, page_size: PageSize, placement: &PlacementSpec, eviction: EvictionSpec) -> Result<(Thp, KhugepagedSpec)> {
+/// ones, from runs of 512 free frames (see [`crate::os::thp`]), so it needs 4 KiB pages and
+/// a fully associative placement.
+fn thp(raw: &RawOs, path: &str, page_size: PageSize, placement: &PlacementSpec) -> Result<(Thp, KhugepagedSpec)> {
     let thp = raw.thp.unwrap_or_default();
     let khugepaged = raw.khugepaged.unwrap_or_default();
     if thp == Thp::Never {
@@ -114,9 +114,6 @@ fn thp(raw: &RawOs, path: &str, page_size: PageSize, placement: &PlacementSpec, 
     }
     if !placement.is_fully_associative() {
         return err(field, "a transparent huge page takes 512 contiguous frames, which set-associative and iceberg placement hash apart: use `placement = \"sequential\"` or `\"random\"`");
-    }
-    if eviction.evicts() {
-        return err(field, "evicting part of a transparent huge page would split it, which the OS model does not do yet: drop `eviction`, or set `thp = \"never\"`");
     }
     khugepaged.check(&format!("{path}.khugepaged"))?;
     Ok((thp, khugepaged))

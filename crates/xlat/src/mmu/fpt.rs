@@ -18,13 +18,18 @@
 //!
 //! A page size whose leaf would be the upper level of a merged pair cannot be mapped: 1 GiB
 //! pages under `l3l2`, 2 MiB pages under `l4l3-l2l1` (EMT's 4 KiB-only configuration).
+//!
+//! An unmap frees the nodes it leaves empty whose whole reach is unmapped, as radix tables
+//! are freed (Linux's `free_pgtables`; the root stays): each node counts its entries that
+//! hold a page, a swap entry or a node.
 
 use super::{DriverSpec, PageTableDriver, Placed, TableFull, TableNeed, WalkRead, WalkSink};
 use crate::os::kernel_work::Meter;
 use crate::os::OsSpec;
 use crate::types::{Asid, PageSize, Pfn, Translation, Vpn, BASE_PAGE_SHIFT};
-use rustc_hash::FxHashMap;
+use rustc_hash::{FxHashMap, FxHashSet};
 use serde::{Deserialize, Serialize};
+use std::ops::Range;
 
 /// Index bits of a radix level.
 const INDEX_BITS: u32 = 9;
@@ -100,6 +105,10 @@ struct Node {
     /// The highest radix level the node resolves.
     top: u32,
     flat: bool,
+    /// Entries that hold a page's leaf or point to a node.
+    entries: u32,
+    /// Freed by an unmap: the slot waits for a new node.
+    freed: bool,
 }
 
 impl Node {
@@ -143,7 +152,13 @@ pub struct Fpt {
     roots: FxHashMap<Asid, u32>,
     /// The node below entry `index` of node `node`.
     children: FxHashMap<(u32, u64), u32>,
+    /// The entries (node, index) that hold a page's leaf.
+    leaves: FxHashSet<(u32, u64)>,
     fallbacks: u64,
+    /// Slots of `nodes` that freed nodes left, for new ones.
+    free_slots: Vec<u32>,
+    /// Frames of freed nodes, for the OS to take.
+    released: Vec<Pfn>,
 }
 
 impl Fpt {
@@ -170,6 +185,56 @@ impl Fpt {
             }
         }
     }
+
+    /// Marks the entry of the page of `size` at `vpn` of `asid`, whose nodes exist, as
+    /// holding a leaf or not.
+    fn mark(&mut self, asid: Asid, vpn: Vpn, size: PageSize, leaf: bool) {
+        let path = self.path(asid, vpn, leaf_level(size));
+        let (Some(&node), None) = (path.nodes().last(), path.next) else { return };
+        let key = (node, self.nodes[node as usize].index(vpn));
+        let changed = if leaf { self.leaves.insert(key) } else { self.leaves.remove(&key) };
+        if changed {
+            let entries = &mut self.nodes[node as usize].entries;
+            *entries = if leaf { *entries + 1 } else { *entries - 1 };
+        }
+    }
+
+    /// Frees the nodes below `node` (whose first address is `base`) that map addresses of
+    /// `gap` only, some of `range`, and hold no entry, counting the work in `meter`.
+    fn free_below(&mut self, node: u32, base: u64, range: &Range<u64>, gap: &Range<u64>, meter: &mut Meter) {
+        let n = self.nodes[node as usize];
+        if n.bottom() == 0 {
+            return;
+        }
+        // Bytes an entry of this node maps.
+        let reach = 1u64 << (BASE_PAGE_SHIFT + INDEX_BITS * n.bottom());
+        let first = (range.start.max(base) - base) / reach;
+        let last = ((range.end - 1).min(base + (reach << (INDEX_BITS * n.span())) - 1) - base) / reach;
+        for i in first..=last {
+            let Some(&child) = self.children.get(&(node, i)) else { continue };
+            let start = base + i * reach;
+            self.free_below(child, start, range, gap, meter);
+            if self.nodes[child as usize].entries == 0 && gap.start <= start && start + reach <= gap.end {
+                self.free_node(node, i, child, meter);
+            }
+        }
+    }
+
+    /// Frees `child`, the node below entry `index` of `parent`: the entry read and cleared,
+    /// the node's pages freed.
+    fn free_node(&mut self, parent: u32, index: u64, child: u32, meter: &mut Meter) {
+        self.children.remove(&(parent, index));
+        self.nodes[parent as usize].entries -= 1;
+        let freed = &mut self.nodes[child as usize];
+        freed.freed = true;
+        let pages = if freed.flat { NODE_PAGES } else { 1 };
+        self.released.extend((0..pages).map(|i| Pfn(freed.frame.0 + i)));
+        self.free_slots.push(child);
+        let work = meter.add();
+        work.entries_read += 1;
+        work.entries_written += 1;
+        work.table_frees += 1;
+    }
 }
 
 /// The nodes a walk goes through, in place (a walk allocates nothing).
@@ -192,7 +257,16 @@ impl PageTableDriver for Fpt {
     type Stats = FptStats;
 
     fn new(spec: &FptSpec, _: &OsSpec) -> Fpt {
-        Fpt { mode: spec.mode, nodes: Vec::new(), roots: FxHashMap::default(), children: FxHashMap::default(), fallbacks: 0 }
+        Fpt {
+            mode: spec.mode,
+            nodes: Vec::new(),
+            roots: FxHashMap::default(),
+            children: FxHashMap::default(),
+            leaves: FxHashSet::default(),
+            fallbacks: 0,
+            free_slots: Vec::new(),
+            released: Vec::new(),
+        }
     }
 
     fn stateless(&self) -> bool {
@@ -215,14 +289,22 @@ impl PageTableDriver for Fpt {
         meter.table_allocated(pages << BASE_PAGE_SHIFT);
         meter.add().entries_written += 1;
         let node = match table {
-            Placed::Block(frame) => Node { frame, top, flat: true },
+            Placed::Block(frame) => Node { frame, top, flat: true, entries: 0, freed: false },
             Placed::Page(frame) => {
                 self.fallbacks += u64::from(self.mode.merged_uppers().contains(&top));
-                Node { frame, top, flat: false }
+                Node { frame, top, flat: false, entries: 0, freed: false }
             }
         };
-        self.nodes.push(node);
-        let id = (self.nodes.len() - 1) as u32;
+        let id = match self.free_slots.pop() {
+            Some(slot) => {
+                self.nodes[slot as usize] = node;
+                slot
+            }
+            None => {
+                self.nodes.push(node);
+                (self.nodes.len() - 1) as u32
+            }
+        };
         match path.nodes().last() {
             None => {
                 self.roots.insert(asid, id);
@@ -230,6 +312,7 @@ impl PageTableDriver for Fpt {
             Some(&parent) => {
                 let index = self.nodes[parent as usize].index(vpn);
                 self.children.insert((parent, index), id);
+                self.nodes[parent as usize].entries += 1;
             }
         }
     }
@@ -239,13 +322,34 @@ impl PageTableDriver for Fpt {
     fn mapped(&mut self, t: &Translation, meter: &mut Meter) -> Result<(), TableFull> {
         self.find_work(t.asid, t.vpn.addr().0, t.size, meter);
         meter.add().entries_written += 1;
+        self.mark(t.asid, t.vpn, t.size, true);
         Ok(())
     }
 
-    /// Nodes stay, as radix tables do: the kernel walks to the entry and clears it.
+    /// Nodes stay until an unmap frees them, as radix tables do: the kernel walks to the
+    /// entry and clears it.
     fn unmapped(&mut self, asid: Asid, vpn: Vpn, size: PageSize, meter: &mut Meter) {
         self.find_work(asid, vpn.addr().0, size, meter);
         meter.add().entries_written += 1;
+        self.mark(asid, vpn, size, false);
+    }
+
+    /// The kernel walks to the entry and writes a swap entry, which keeps its node.
+    fn swapped_out(&mut self, asid: Asid, vpn: Vpn, size: PageSize, meter: &mut Meter) {
+        self.find_work(asid, vpn.addr().0, size, meter);
+        meter.add().entries_written += 1;
+    }
+
+    fn take_released(&mut self, out: &mut Vec<Pfn>) {
+        out.append(&mut self.released);
+    }
+
+    /// Walks down the nodes overlapping `range` from the root, freeing each on the way back
+    /// up that is empty and maps addresses of `gap` only.
+    fn free_tables(&mut self, asid: Asid, range: Range<u64>, gap: Range<u64>, meter: &mut Meter) {
+        // Addresses are taken modulo the 48-bit reach, as walks take them.
+        let (Some(&root), false) = (self.roots.get(&asid), range.is_empty() || range.end > 1 << 48) else { return };
+        self.free_below(root, 0, &range, &gap, meter);
     }
 
     /// An entry read per node on the path, down to the first missing one.
@@ -264,8 +368,8 @@ impl PageTableDriver for Fpt {
     }
 
     fn stats(&self) -> FptStats {
-        let flattened = self.nodes.iter().filter(|n| n.flat).count() as u64;
-        let plain = self.nodes.len() as u64 - flattened;
+        let flattened = self.nodes.iter().filter(|n| n.flat && !n.freed).count() as u64;
+        let plain = self.nodes.iter().filter(|n| !n.flat && !n.freed).count() as u64;
         FptStats { flattened_nodes: flattened, plain_tables: plain, fallbacks: self.fallbacks, table_bytes: (flattened * NODE_PAGES + plain) << BASE_PAGE_SHIFT }
     }
 }

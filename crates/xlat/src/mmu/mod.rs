@@ -164,6 +164,13 @@ pub trait PageTableDriver {
     /// Moves the frames of the table pages the driver no longer uses into `out`, for the OS
     /// to free. The default: none.
     fn take_released(&mut self, _out: &mut Vec<Pfn>) {}
+    /// The OS unmapped `range` of `asid`, which lies in `gap`, the unmapped space around it
+    /// (from the end of the mapping below to the start of the one above: the floor and
+    /// ceiling of Linux's `free_pgtables`). The driver lets go of each table below the root
+    /// that maps addresses of `gap` only, some of `range`, and holds no entry (for
+    /// [`Self::take_released`]), counting the work in `meter`. The default: none (a format
+    /// whose tables are not per range, as ECPT's ways).
+    fn free_tables(&mut self, _asid: Asid, _range: Range<u64>, _gap: Range<u64>, _meter: &mut Meter) {}
     /// The walk that finds `t`, a mapping the OS holds: writes the reads it makes into `sink`.
     fn walk<S: WalkSink>(&mut self, t: &Translation, sink: &mut S);
     /// What the driver did and holds.
@@ -296,6 +303,13 @@ macro_rules! page_table_drivers {
             pub fn take_released(&mut self, out: &mut Vec<Pfn>) {
                 match self {
                     $(Driver::$variant(d) => d.take_released(out),)+
+                }
+            }
+
+            /// See [`PageTableDriver::free_tables`].
+            pub fn free_tables(&mut self, asid: Asid, range: Range<u64>, gap: Range<u64>, meter: &mut Meter) {
+                match self {
+                    $(Driver::$variant(d) => d.free_tables(asid, range, gap, meter),)+
                 }
             }
 

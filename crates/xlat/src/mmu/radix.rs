@@ -7,9 +7,10 @@
 //! page, so tables compete with data for memory as the kernel's do. A walk reads one entry
 //! per level from the root down to the level whose entry maps the page (the PT for 4 KiB
 //! pages, the PD for 2 MiB, the PDPT for 1 GiB): entry address = table frame × 4096 + index
-//! × 8, the index being the address's 9 bits for that level. Tables are never freed (the
-//! kernel frees them only when a range is unmapped, which the OS model does not do yet).
-//! Addresses are taken modulo the levels' reach (2^48 or 2^57): the upper canonical half
+//! × 8, the index being the address's 9 bits for that level. An unmap frees the tables it
+//! leaves empty whose whole reach is unmapped (Linux's `free_pgtables`; the root stays, as
+//! the PGD does until the process exits): each has a bit per entry that holds a page or a
+//! swap entry. Addresses are taken modulo the levels' reach (2^48 or 2^57): the upper canonical half
 //! shares the root with the lower, as on x86-64.
 //!
 //! Levels are numbered from the PT up, 0 to 3 (or 4): a walk of a 4 KiB page reads levels
@@ -69,12 +70,15 @@ pub struct RadixStats {
     pub tables: usize,
 }
 
-/// One table: its frame, and for a table above the PT, the tables its entries point to.
+/// One table: its frame, the entries that map a page (or hold a swap entry), and for a
+/// table above the PT, the tables its entries point to.
 #[derive(Clone, Debug)]
 struct Table {
     frame: Pfn,
     /// Index into `Radix::children`, or [`NONE`] for a PT.
     children: u32,
+    /// A bit per entry that holds a page's leaf.
+    leaves: [u64; 8],
 }
 
 /// The radix tables of every address space.
@@ -86,6 +90,11 @@ pub struct Radix {
     tables: Vec<Table>,
     /// The tables below each table above the PT, by entry.
     children: Vec<[u32; 1 << INDEX_BITS]>,
+    /// Slots of `tables` and of `children` that freed tables left, for new ones.
+    free_slots: Vec<u32>,
+    free_children: Vec<u32>,
+    /// Frames of freed tables, for the OS to take.
+    released: Vec<Pfn>,
 }
 
 /// The level (0 for the PT) whose entries map pages of `size`.
@@ -122,21 +131,88 @@ impl Radix {
         (path, missing)
     }
 
-    /// A new table of `level` in `frame`.
+    /// A new table of `level` in `frame`, in a slot a freed table left if any.
     fn add_table(&mut self, level: u32, frame: Pfn) -> u32 {
-        let children = if level > 0 {
+        let children = if level == 0 {
+            NONE
+        } else if let Some(slot) = self.free_children.pop() {
+            slot
+        } else {
             self.children.push([NONE; 1 << INDEX_BITS]);
             (self.children.len() - 1) as u32
-        } else {
-            NONE
         };
-        self.tables.push(Table { frame, children });
+        let table = Table { frame, children, leaves: [0; 8] };
+        if let Some(slot) = self.free_slots.pop() {
+            self.tables[slot as usize] = table;
+            return slot;
+        }
+        self.tables.push(table);
         (self.tables.len() - 1) as u32
     }
 
     /// Tables, of every level and address space.
     pub fn tables(&self) -> usize {
-        self.tables.len()
+        self.tables.len() - self.free_slots.len()
+    }
+
+    /// Marks entry `index` of `table` as holding a leaf, or not.
+    fn set_leaf(&mut self, table: u32, index: usize, leaf: bool) {
+        let word = &mut self.tables[table as usize].leaves[index / 64];
+        if leaf {
+            *word |= 1 << (index % 64);
+        } else {
+            *word &= !(1 << (index % 64));
+        }
+    }
+
+    /// Marks the entry of the page of `size` at `vpn` of `asid`, whose tables exist.
+    fn mark(&mut self, asid: Asid, vpn: Vpn, size: PageSize, leaf: bool) {
+        let level = leaf_level(size);
+        let (path, missing) = self.path(asid, vpn, level);
+        if missing == 0 {
+            self.set_leaf(*path.last().expect("the root at least"), index(vpn, level), leaf);
+        }
+    }
+
+    /// Frees the tables below `table` (of `level`, whose first address is `base`) that map
+    /// addresses of `gap` only, some of `range`, and hold no entry, counting the work in
+    /// `meter`. True when `table` is left holding no entry.
+    fn free_below(&mut self, table: u32, level: u32, base: u64, range: &Range<u64>, gap: &Range<u64>, meter: &mut Meter) -> bool {
+        if level > 0 {
+            // Bytes an entry of this table maps.
+            let reach = 1u64 << (BASE_PAGE_SHIFT + INDEX_BITS * level);
+            let first = (range.start.max(base) - base) / reach;
+            let last = ((range.end - 1).min(base + (reach << INDEX_BITS) - 1) - base) / reach;
+            for i in first as usize..=last as usize {
+                let Some(child) = self.child(table, i) else { continue };
+                let start = base + i as u64 * reach;
+                let empty = self.free_below(child, level - 1, start, range, gap, meter);
+                // A directory entry mapping a huge page keeps the table deposited below it.
+                let huge = self.tables[table as usize].leaves[i / 64] & (1 << (i % 64)) != 0;
+                if empty && !huge && gap.start <= start && start + reach <= gap.end {
+                    self.free_table(table, i, child, meter);
+                }
+            }
+        }
+        let t = &self.tables[table as usize];
+        t.leaves == [0; 8] && (t.children == NONE || self.children[t.children as usize].iter().all(|&c| c == NONE))
+    }
+
+    /// Frees `child`, the table below entry `index` of `parent`: the entry read and
+    /// cleared, the table's page freed.
+    fn free_table(&mut self, parent: u32, index: usize, child: u32, meter: &mut Meter) {
+        let children = self.tables[parent as usize].children as usize;
+        self.children[children][index] = NONE;
+        let freed = &self.tables[child as usize];
+        self.released.push(freed.frame);
+        if freed.children != NONE {
+            self.free_children.push(freed.children);
+        }
+        self.free_slots.push(child);
+        let work = meter.add();
+        work.entries_read += 1;
+        work.entries_written += 1;
+        work.table_frees += 1;
     }
 }
 
@@ -145,7 +221,7 @@ impl PageTableDriver for Radix {
     type Stats = RadixStats;
 
     fn new(spec: &RadixSpec, _: &OsSpec) -> Radix {
-        Radix { levels: u32::from(spec.levels), roots: FxHashMap::default(), tables: Vec::new(), children: Vec::new() }
+        Radix { levels: u32::from(spec.levels), roots: FxHashMap::default(), tables: Vec::new(), children: Vec::new(), free_slots: Vec::new(), free_children: Vec::new(), released: Vec::new() }
     }
 
     fn stateless(&self) -> bool {
@@ -182,14 +258,35 @@ impl PageTableDriver for Radix {
     fn mapped(&mut self, t: &Translation, meter: &mut Meter) -> Result<(), TableFull> {
         self.find_work(t.asid, t.vpn.addr().0, t.size, meter);
         meter.add().entries_written += 1;
+        self.mark(t.asid, t.vpn, t.size, true);
         Ok(())
     }
 
-    /// Tables stay: the kernel walks to the entry and clears it, which changes no address a
-    /// walk reads.
+    /// Tables stay until an unmap frees them ([`PageTableDriver::free_tables`]): the kernel
+    /// walks to the entry and clears it, which changes no address a walk reads.
     fn unmapped(&mut self, asid: Asid, vpn: Vpn, size: PageSize, meter: &mut Meter) {
         self.find_work(asid, vpn.addr().0, size, meter);
         meter.add().entries_written += 1;
+        self.mark(asid, vpn, size, false);
+    }
+
+    /// The kernel walks to the entry and writes a swap entry, which keeps its table.
+    fn swapped_out(&mut self, asid: Asid, vpn: Vpn, size: PageSize, meter: &mut Meter) {
+        self.find_work(asid, vpn.addr().0, size, meter);
+        meter.add().entries_written += 1;
+    }
+
+    fn take_released(&mut self, out: &mut Vec<Pfn>) {
+        out.append(&mut self.released);
+    }
+
+    /// Walks down the tables overlapping `range` from the root, freeing each on the way
+    /// back up that is empty and maps addresses of `gap` only.
+    fn free_tables(&mut self, asid: Asid, range: Range<u64>, gap: Range<u64>, meter: &mut Meter) {
+        // Addresses are taken modulo the levels' reach, as walks take them.
+        let reach = 1u64 << (BASE_PAGE_SHIFT + INDEX_BITS * self.levels);
+        let (Some(&root), false) = (self.roots.get(&asid), range.is_empty() || range.end > reach) else { return };
+        self.free_below(root, self.levels - 1, 0, &range, &gap, meter);
     }
 
     /// An entry read per table on the path, down to the first missing one.
@@ -213,13 +310,13 @@ impl PageTableDriver for Radix {
     }
 
     fn stats(&self) -> RadixStats {
-        RadixStats { tables: self.tables.len() }
+        RadixStats { tables: self.tables() }
     }
 
     /// Skips each part of the range under one table of the pages' level that does not
     /// exist (a directory entry with no table below): nothing there has an object, since a
-    /// page's tables are placed before it is mapped and never freed, unless the entry maps a
-    /// 2 MiB page, found once. Finds the pages of the others.
+    /// page's tables are placed before it is mapped and freed only when empty, unless the
+    /// entry maps a 2 MiB page, found once. Finds the pages of the others.
     fn iterate(&self, db: &mut dyn Find, asid: Asid, range: Range<u64>, visit: Visit) -> ControlFlow<()> {
         let size = db.page_size();
         let leaf = leaf_level(size);

@@ -14,8 +14,12 @@
 //! Once an event names an address space, its mappings decide where transparent huge pages
 //! may go (an aligned 2 MiB range wholly inside one mapping), and faults outside every
 //! mapping are counted (`os.address_space.faults_outside_mappings`; the page is mapped all
-//! the same, since a recording may miss mappings made before it started). Page-table pages
-//! emptied by an unmap stay allocated (the kernel's `free_pgtables` is not modelled).
+//! the same, since a recording may miss mappings made before it started).
+//!
+//! After an unmap that removed a mapping, the driver frees the page-table pages left empty
+//! whose whole reach lies in the unmapped space around the range (Linux's `free_pgtables`,
+//! whose floor and ceiling are the neighbouring mappings; [`crate::mmu::PageTableDriver::free_tables`]):
+//! radix and FPT tables; ECPT's ways are not per range and stay.
 
 use super::kernel_work::Operation;
 use super::placement::Placer;
@@ -62,10 +66,26 @@ impl Os {
                 Operation::Unmap
             }
         };
-        self.call(op, |os| os.zap(asid, range.clone())).map_err(|reason| OutOfMemory { asid, vaddr: range.start, reason })?;
-        match event.op {
-            RangeOp::Map => self.mappings.map(asid, range),
-            RangeOp::Unmap => self.mappings.unmap(asid, range),
+        self.call(op, |os| os.unmap_range(asid, range.clone())).map_err(|reason| OutOfMemory { asid, vaddr: range.start, reason })?;
+        if event.op == RangeOp::Map {
+            self.mappings.map(asid, range);
+        }
+        Ok(())
+    }
+
+    /// Unmaps `range` of `asid`, as `munmap` does (and `mmap` over a mapping first): its
+    /// pages go, then the mappings, then the page-table pages left empty in the unmapped
+    /// space around it (`free_pgtables`, only where a mapping was removed).
+    fn unmap_range(&mut self, asid: Asid, range: Range<u64>) -> std::result::Result<(), NoFrame> {
+        let removed = self.mappings.overlaps(asid, range.clone());
+        self.zap(asid, range.clone())?;
+        self.mappings.unmap(asid, range.clone());
+        if self.walks_read {
+            if removed {
+                let gap = self.mappings.gap(asid, range.start);
+                self.translations.free_tables(asid, range, gap);
+            }
+            self.release_tables();
         }
         Ok(())
     }
@@ -98,9 +118,6 @@ impl Os {
             }
         }
         self.stats.mapped_pages = self.translations.store().len() as u64;
-        if self.walks_read {
-            self.release_tables();
-        }
         Ok(())
     }
 
@@ -140,14 +157,13 @@ impl Os {
     /// memory: its frames freed, its TLB entries shot down.
     fn page_unmapped(&mut self, asid: Asid, vaddr: u64, size: PageSize, frame: Option<u64>) {
         let frame = frame.expect("a present page has a frame");
-        let frames = size.bytes() / self.spec.page_size.bytes();
-        for f in frame..frame + frames {
-            self.free_frame(f);
+        if size == PageSize::Size2M && self.spec.page_size != size {
+            self.free_huge(frame);
+            self.thp_stats.huge_pages -= 1;
+        } else {
+            self.free_frame(frame);
         }
         self.address_space.as_mut().expect("set by apply").pages_freed += size.base_pages();
-        if size == PageSize::Size2M && self.spec.page_size != size {
-            self.thp_stats.huge_pages -= 1;
-        }
         self.shoot_down(asid, size.first_vpn(vaddr), size);
     }
 
@@ -194,10 +210,11 @@ impl Os {
         self.call(Operation::Split, |os| {
             let vpn = PageSize::Size2M.first_vpn(vaddr);
             let first = os.translations.remove(asid, vpn).expect("a huge page is present");
-            os.place_tables(asid, vpn, PageSize::Size4K)?;
+            os.place_split_tables(asid, vpn);
             for i in 0..PageSize::Size2M.base_pages() {
                 os.map_translation(Translation { asid, vpn: Vpn(vpn.0 + i), pfn: Pfn(first + i), size: PageSize::Size4K }, 0)?;
             }
+            os.split_in_place(asid, vpn, first);
             os.thp_stats.huge_pages -= 1;
             os.thp_stats.splits += 1;
             os.shoot_down(asid, vpn, PageSize::Size2M);

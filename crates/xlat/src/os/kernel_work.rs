@@ -87,6 +87,8 @@ pub struct Primitives {
     pub entries_written: u64,
     /// Page-table pages (or FPT's 2 MiB blocks) allocated.
     pub table_allocations: u64,
+    /// Page-table pages freed (tables an unmap emptied, `free_pgtables`).
+    pub table_frees: u64,
     /// Bytes of page-table pages zeroed as they are allocated.
     pub table_bytes_zeroed: u64,
     /// Data frames allocated.
@@ -110,6 +112,7 @@ impl AddAssign for Primitives {
         self.entries_read += o.entries_read;
         self.entries_written += o.entries_written;
         self.table_allocations += o.table_allocations;
+        self.table_frees += o.table_frees;
         self.table_bytes_zeroed += o.table_bytes_zeroed;
         self.frame_allocations += o.frame_allocations;
         self.data_bytes_zeroed += o.data_bytes_zeroed;
@@ -134,6 +137,9 @@ pub struct KernelWorkSpec {
     pub entry_written: f64,
     /// Per page-table page allocated (the page allocator's fast path).
     pub table_allocation: f64,
+    /// Per page-table page freed (the page allocator's free path, taken as its fast
+    /// path's cost).
+    pub table_free: f64,
     /// Per byte of page-table page zeroed.
     pub table_byte_zeroed: f64,
     /// Per data frame allocated.
@@ -159,6 +165,7 @@ impl Default for KernelWorkSpec {
             entry_read: 4.0,
             entry_written: 6.0,
             table_allocation: 250.0,
+            table_free: 250.0,
             table_byte_zeroed: 0.125,
             frame_allocation: 250.0,
             data_byte_zeroed: 0.125,
@@ -180,6 +187,7 @@ impl KernelWorkSpec {
             ("entry_read", self.entry_read),
             ("entry_written", self.entry_written),
             ("table_allocation", self.table_allocation),
+            ("table_free", self.table_free),
             ("table_byte_zeroed", self.table_byte_zeroed),
             ("frame_allocation", self.frame_allocation),
             ("data_byte_zeroed", self.data_byte_zeroed),
@@ -202,6 +210,7 @@ impl KernelWorkSpec {
             + self.entry_read * n(p.entries_read)
             + self.entry_written * n(p.entries_written)
             + self.table_allocation * n(p.table_allocations)
+            + self.table_free * n(p.table_frees)
             + self.table_byte_zeroed * n(p.table_bytes_zeroed)
             + self.frame_allocation * n(p.frame_allocations)
             + self.data_byte_zeroed * n(p.data_bytes_zeroed)

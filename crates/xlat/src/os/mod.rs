@@ -240,7 +240,7 @@ impl Os {
             utilization: Utilization::default(),
             stats: OsStats::default(),
             table_pages_placed: 0,
-            thp: ThpState::new(spec.thp, spec.khugepaged),
+            thp: ThpState::new(spec.thp, spec.khugepaged, frames),
             thp_stats: ThpStats::default(),
             mappings: Mappings::default(),
             address_space: None,
@@ -345,6 +345,9 @@ impl Os {
         debug_assert!(self.tracks_use(), "uses reported to an OS that does not track them");
         self.clock += 1;
         let mut frame = self.frame_of(pfn);
+        if let Some(thp) = &self.thp {
+            frame = thp.unit(frame);
+        }
         let mut copied = false;
         if store && self.swap_copy.get(frame as usize).is_some_and(|&copy| copy) {
             // The copy in swap is stale now. The kernel frees it at a write fault, and
@@ -446,10 +449,13 @@ impl Os {
         let mut next = self.frames.next_occupied(0);
         while let Some(frame) = next {
             next = self.frames.next_occupied(frame + 1);
-            if self.frames.is_pinned(frame) {
+            // A huge page is seen through its first frame, as its one PMD entry.
+            if self.frames.is_pinned(frame) || self.thp.as_ref().is_some_and(|thp| thp.is_tail(frame)) {
                 continue;
             }
             let page = self.frames.owner(frame).expect("an occupied frame has an owner");
+            let huge = self.thp.as_ref().is_some_and(|thp| thp.is_huge(frame));
+            let size = if huge { PageSize::Size2M } else { self.spec.page_size };
             self.translations.read_entry(page.0, page.1.addr().0);
             let visit = scanner.visit(frame);
             if visit.used {
@@ -458,7 +464,7 @@ impl Os {
             if visit.cleared {
                 self.translations.meter().add().entries_written += 1;
                 self.stats.scan_shootdowns += 1;
-                self.shoot_down(page.0, page.1, self.spec.page_size);
+                self.shoot_down(page.0, page.1, size);
             }
         }
         self.scanner = Some(scanner);
@@ -809,6 +815,9 @@ impl Os {
 
     /// [`Os::evict`]'s work.
     fn evict_page(&mut self, frame: u64) -> std::result::Result<(), NoFrame> {
+        if self.thp.as_ref().is_some_and(|thp| thp.is_huge(frame)) {
+            return self.evict_huge(frame);
+        }
         // A page whose copy in swap is up to date goes without being written.
         let copy = self.swap_copy.get_mut(frame as usize).is_some_and(std::mem::take);
         if !copy && !self.swap.write() {

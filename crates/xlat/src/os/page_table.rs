@@ -198,7 +198,7 @@ impl PageTable {
     /// of the page size) if it was mapped.
     pub fn swap_out(&mut self, asid: Asid, vaddr: u64) -> Option<u64> {
         let page = vaddr >> self.size.shift();
-        debug_assert!(self.in_huge(asid, page).is_none(), "huge pages are not swapped (configurations refuse eviction with THP)");
+        debug_assert!(self.in_huge(asid, page).is_none(), "a huge page is split into swap entries, not swapped out as one");
         let leaf = self.leaf_of(asid, page)?;
         let frame = self.leaves[leaf][leaf_slot(page)];
         if frame >= SWAPPED {

@@ -25,7 +25,8 @@ pub struct OsStats {
     /// and not stored to since).
     pub swap_outs: u64,
     /// Pages evicted: each mapped one a TLB shootdown, pages read ahead and never mapped
-    /// and old copies left by stores none.
+    /// and old copies left by stores none (a transparent huge page counts its 512 base
+    /// pages, and one shootdown).
     pub evictions: u64,
     /// Stores that copied a page still in the swap cache to a new frame, leaving the old
     /// copy in memory until evicted (`swap_cache_cow`), each a TLB shootdown.

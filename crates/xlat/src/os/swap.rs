@@ -35,6 +35,17 @@ impl SwapArea {
         true
     }
 
+    /// Takes `n` slots for pages written together (a huge page's); false (taking none)
+    /// when fewer are free.
+    pub fn write_pages(&mut self, n: u64) -> bool {
+        if self.slots.is_some_and(|slots| slots - self.used < n) {
+            return false;
+        }
+        self.used += n;
+        self.peak = self.peak.max(self.used);
+        true
+    }
+
     /// Frees the slot of a page whose copy in swap is dropped.
     pub fn free(&mut self) {
         debug_assert!(self.used > 0, "a slot freed that no page held");

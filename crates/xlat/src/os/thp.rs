@@ -20,15 +20,26 @@
 //!   where its aligned range lies wholly inside one mapping, at a fault or by khugepaged
 //!   (`super::address_space`); an unmap that cuts a huge page splits it.
 //!
-//! What the model leaves out, and why (see `docs/configuration.md`): reclaim does not split
-//! or swap huge pages (eviction is refused with THP); the page-table page Linux deposits at a
-//! huge fault for a later split is allocated at the split instead; `madvise` mode has no
-//! `madvise` calls to follow. Placement must be fully associative (a huge page needs 512
-//! contiguous frames, which set-associative and iceberg placement hash apart).
+//! - **Reclaim**: the eviction policy and the eviction-age metric see a huge page as one
+//!   page, known by its first frame, as Linux's LRU lists hold a THP as one compound page
+//!   whose accessed bit is its PMD's: a use of any of its base pages is a use of it. Evicting
+//!   it swaps it out whole, as Linux does since 4.13 (`THP_SWAP`): its 512 base pages are
+//!   written to 512 swap slots, its frames freed, and its mapping split into 512 swap
+//!   entries (`split_huge_pmd` before `try_to_unmap`), so each base page comes back on its
+//!   own fault. A huge page split in place (a partial unmap) leaves 512 pages the policy
+//!   knows, each last used when the huge page was.
+//!
+//! What the model leaves out, and why (see `docs/configuration.md`): the page-table page
+//! Linux deposits at a huge fault for a later split is allocated at the split instead;
+//! `madvise` mode has no `madvise` calls to follow; faults under memory pressure fall back
+//! to base pages rather than reclaim or compact for a free run (Linux's default `defrag`
+//! for faults outside `madvise` ranges). Placement must be fully associative (a huge page
+//! needs 512 contiguous frames, which set-associative and iceberg placement hash apart).
 
 use super::kernel_work::Operation;
 use super::placement::Placer;
 use super::{NoFrame, Os, OutOfMemory, Walk};
+use crate::mmu::{Placed, TableNeed};
 use crate::types::{Asid, PageSize, Pfn, Translation, Vpn};
 use serde::{Deserialize, Serialize};
 
@@ -96,12 +107,48 @@ pub(crate) struct ThpState {
     /// Faults may map huge pages (as `enabled` switched at run time; tests turn it off to
     /// leave base pages for khugepaged).
     faults: bool,
+    /// A bit per aligned run of 512 frames: set while the run holds a huge page.
+    huge_runs: Vec<u64>,
 }
 
 impl ThpState {
-    /// THP as `thp` and `khugepaged` configure it, if on.
-    pub fn new(thp: Thp, khugepaged: KhugepagedSpec) -> Option<ThpState> {
-        (thp == Thp::Always).then_some(ThpState { khugepaged, next_pass: khugepaged.period, cursor: None, free_hint: 0, faults: true })
+    /// THP as `thp` and `khugepaged` configure it, if on, over `frames` frames.
+    pub fn new(thp: Thp, khugepaged: KhugepagedSpec, frames: u64) -> Option<ThpState> {
+        let huge_runs = vec![0; (frames / HUGE_PAGES).div_ceil(64) as usize];
+        (thp == Thp::Always).then_some(ThpState { khugepaged, next_pass: khugepaged.period, cursor: None, free_hint: 0, faults: true, huge_runs })
+    }
+
+    /// The frame the eviction policy knows the page in `frame` by: a huge page's first
+    /// frame, else `frame`.
+    #[inline(always)]
+    pub fn unit(&self, frame: u64) -> u64 {
+        let run = frame / HUGE_PAGES;
+        if self.huge_runs[(run / 64) as usize] & (1 << (run % 64)) != 0 {
+            run * HUGE_PAGES
+        } else {
+            frame
+        }
+    }
+
+    /// True when `frame` is the first frame of a huge page.
+    pub fn is_huge(&self, frame: u64) -> bool {
+        frame % HUGE_PAGES == 0 && self.unit(frame) == frame && self.unit(frame + 1) == frame
+    }
+
+    /// True when `frame` holds a base page of a huge page other than its first.
+    pub fn is_tail(&self, frame: u64) -> bool {
+        self.unit(frame) != frame
+    }
+
+    /// Records whether the run from frame `first` holds a huge page.
+    fn set_huge(&mut self, first: u64, huge: bool) {
+        let run = first / HUGE_PAGES;
+        let (word, bit) = ((run / 64) as usize, 1 << (run % 64));
+        if huge {
+            self.huge_runs[word] |= bit;
+        } else {
+            self.huge_runs[word] &= !bit;
+        }
     }
 }
 
@@ -118,8 +165,11 @@ pub struct ThpStats {
     pub ranges_scanned: u64,
     /// Ranges collapsed into a 2 MiB page.
     pub collapses: u64,
-    /// Huge pages split into base pages (a partial unmap).
+    /// Huge pages split into base pages (a partial unmap, or an eviction: see
+    /// `evictions`).
     pub splits: u64,
+    /// Huge pages evicted, each swapped out whole and its mapping split into swap entries.
+    pub evictions: u64,
     /// Huge pages mapped now.
     pub huge_pages: u64,
 }
@@ -135,9 +185,12 @@ impl Os {
             return None;
         }
         // The run is looked for before the tables are placed (none are for a fallback) and
-        // again after (a table may have taken a frame of it).
+        // again after (a table may have taken a frame of it). The tables include those its
+        // base pages would need, which the kernel allocates at the fault and deposits for a
+        // split (`pgtable_trans_huge_deposit`), so that a split never needs memory.
         let vpn = PageSize::Size2M.first_vpn(vaddr);
-        let first = self.free_run().and_then(|_| match self.place_tables(asid, vpn, PageSize::Size2M) {
+        let tables = |os: &mut Os| os.place_tables(asid, vpn, PageSize::Size2M).and_then(|()| os.place_tables(asid, vpn, PageSize::Size4K));
+        let first = self.free_run().and_then(|_| match tables(self) {
             Ok(()) => self.free_run().map(Ok),
             Err(reason) => Some(Err(reason)),
         });
@@ -170,18 +223,134 @@ impl Os {
     }
 
     /// Maps the 2 MiB page `vpn` of `asid` at the free run from frame `first`, which it
-    /// occupies.
+    /// occupies: the policy is told of its first frame only.
     fn map_huge(&mut self, asid: Asid, vpn: Vpn, first: u64) -> std::result::Result<Walk, NoFrame> {
         self.utilization.change(self.clock, self.frames.used());
         for i in 0..HUGE_PAGES {
             if let Placer::Fully(alloc) = &mut self.placer {
                 alloc.reserve(first + i);
             }
-            self.frames.occupy(first + i, asid, Vpn(vpn.0 + i), self.clock);
+            if i > 0 {
+                self.frames.occupy(first + i, asid, Vpn(vpn.0 + i), self.clock);
+            }
         }
+        self.install(asid, vpn, first, false, true);
+        self.thp.as_mut().expect("THP is on").set_huge(first, true);
         let walk = self.map_translation(Translation { asid, vpn, pfn: Pfn(first), size: PageSize::Size2M }, 0)?;
         self.thp_stats.huge_pages += 1;
         Ok(walk)
+    }
+
+    /// The huge page at frame `first` (page `vpn` of `asid`) was split in place: its other
+    /// 511 base pages become pages the policy knows, each last used when the huge page was.
+    pub(super) fn split_in_place(&mut self, asid: Asid, vpn: Vpn, first: u64) {
+        self.thp.as_mut().expect("THP is on").set_huge(first, false);
+        if !self.policy.evicts() {
+            // Only eviction keeps frames' owners and stamps.
+            return;
+        }
+        let stamp = self.frames.stamp(first);
+        for i in 1..HUGE_PAGES {
+            self.frames.touch(first + i, stamp);
+            self.policy.placed(&self.frames, first + i, asid, Vpn(vpn.0 + i), true);
+            if let Some(age) = &mut self.age {
+                age.insert(stamp);
+            }
+        }
+    }
+
+    /// Places what the driver needs before the base pages of the huge page `vpn` of
+    /// `asid` are mapped at a split, from free frames only: a split never reclaims. Radix
+    /// and FPT need nothing (their table was placed at the huge fault, or held the pages a
+    /// collapse gathered, as the kernel deposits it); ECPT may ask for a resize's table,
+    /// which otherwise waits for the next fault, the old table serving meanwhile.
+    pub(super) fn place_split_tables(&mut self, asid: Asid, vpn: Vpn) {
+        if !self.walks_read {
+            return;
+        }
+        while let Some(need) = self.translations.need(asid, vpn, PageSize::Size4K) {
+            let placed = match need {
+                TableNeed::Block(pages) => self.place_block(asid, pages).map(Placed::Block),
+                TableNeed::Page => self.free_table_frame(asid).map(Placed::Page),
+            };
+            let Some(placed) = placed else { return };
+            self.translations.given(asid, vpn, PageSize::Size4K, placed);
+        }
+    }
+
+    /// A free frame pinned for a page-table page of `asid`, without eviction; `None` when
+    /// none is free.
+    fn free_table_frame(&mut self, asid: Asid) -> Option<Pfn> {
+        let Placer::Fully(alloc) = &mut self.placer else { unreachable!("THP needs a fully associative placement") };
+        let frame = alloc.allocate()?;
+        let vpn = self.next_table_vpn();
+        self.pin_table(frame, asid, vpn);
+        Some(Pfn(frame))
+    }
+
+    /// Frees the 512 frames of the huge page at frame `first`, which left memory other
+    /// than by eviction: the policy forgets it once.
+    pub(super) fn free_huge(&mut self, first: u64) {
+        self.thp.as_mut().expect("THP is on").set_huge(first, false);
+        self.free_frame(first);
+        self.utilization.change(self.clock, self.frames.used());
+        for frame in first + 1..first + HUGE_PAGES {
+            self.frames.vacate(frame);
+            if let Placer::Fully(alloc) = &mut self.placer {
+                alloc.free(frame);
+            }
+        }
+    }
+
+    /// Evicts the huge page at frame `first`, as Linux's reclaim with `THP_SWAP` does: its
+    /// 512 base pages written to swap whole and its frames freed, then its mapping split
+    /// into 512 swap entries (a call of [`Operation::Split`] inside the swap-out) and shot
+    /// down. Fails, changing nothing, when swap has fewer than 512 free slots.
+    pub(super) fn evict_huge(&mut self, first: u64) -> std::result::Result<(), NoFrame> {
+        if !self.swap.write_pages(HUGE_PAGES) {
+            return Err(NoFrame::SwapFull);
+        }
+        let (asid, vpn) = self.frames.owner(first).expect("a huge page occupies its frames");
+        let stamp = self.frames.stamp(first);
+        if self.stats.evictions == 0 {
+            self.utilization.start(self.clock);
+        }
+        self.utilization.change(self.clock, self.frames.used());
+        for frame in first..first + HUGE_PAGES {
+            self.frames.vacate(frame);
+            if let Placer::Fully(alloc) = &mut self.placer {
+                alloc.free(frame);
+            }
+        }
+        self.thp.as_mut().expect("THP is on").set_huge(first, false);
+        self.frame_freed(first);
+        self.policy.evicted(first, asid, vpn, stamp);
+        if let Some(age) = &mut self.age {
+            age.evict(stamp);
+        }
+        self.stats.evictions += HUGE_PAGES;
+        self.stats.swap_outs += HUGE_PAGES;
+        self.thp_stats.evictions += 1;
+        self.call(Operation::Split, |os| os.split_into_swap_entries(asid, vpn, first))
+    }
+
+    /// The mapping of the evicted huge page `vpn` of `asid` (at frame `first`) becomes 512
+    /// swap entries: the huge entry removed, the base pages' table placed and their entries
+    /// written, the huge page shot down.
+    fn split_into_swap_entries(&mut self, asid: Asid, vpn: Vpn, first: u64) -> std::result::Result<(), NoFrame> {
+        self.translations.remove(asid, vpn);
+        self.place_split_tables(asid, vpn);
+        for i in 0..HUGE_PAGES {
+            self.translations.map_swapped(Translation { asid, vpn: Vpn(vpn.0 + i), pfn: Pfn(first + i), size: PageSize::Size4K })?;
+        }
+        if self.walks_read {
+            self.release_tables();
+        }
+        self.stats.mapped_pages = self.translations.store().len() as u64;
+        self.thp_stats.huge_pages -= 1;
+        self.thp_stats.splits += 1;
+        self.shoot_down(asid, vpn, PageSize::Size2M);
+        Ok(())
     }
 
     /// Lets faults map huge pages or not, as writing `enabled` at run time does (pages
@@ -240,21 +409,24 @@ impl Os {
     }
 
     /// khugepaged's scan of the 2 MiB range at `first` of `asid`: its entries read through
-    /// the driver's iterator; collapsed when it is made of base pages, at most
-    /// `max_ptes_none` of them unmapped, and a free run exists.
+    /// the driver's iterator; collapsed when it is made of base pages in memory, at most
+    /// `max_ptes_none` of them unmapped (none swapped out), and a free run exists.
     fn scan_range(&mut self, asid: Asid, first: u64) -> std::result::Result<(), NoFrame> {
         self.thp_stats.ranges_scanned += 1;
         let mut present = Vec::new();
-        let mut huge = false;
+        let (mut huge, mut swapped) = (false, false);
         let _ = self.translations.iterate(asid, first..first + HUGE_BYTES, &mut |vaddr, object| {
             huge |= object.size != PageSize::Size4K;
-            if let super::Presence::Present { frame, .. } = object.presence {
-                present.push((vaddr, frame));
+            match object.presence {
+                super::Presence::Present { frame, .. } => present.push((vaddr, frame)),
+                super::Presence::Swapped => swapped = true,
             }
             std::ops::ControlFlow::Continue(())
         });
         let max_none = self.thp.as_ref().expect("THP is on").khugepaged.max_ptes_none;
-        if huge || present.is_empty() || HUGE_PAGES - present.len() as u64 > max_none || self.free_run().is_none() {
+        // A range holding a swap entry is left (Linux's `max_ptes_swap` taken as 0: the
+        // kernel would swap up to 64 pages in first).
+        if huge || swapped || present.is_empty() || HUGE_PAGES - present.len() as u64 > max_none || self.free_run().is_none() {
             return Ok(());
         }
         let vpn = PageSize::Size2M.first_vpn(first);

@@ -166,6 +166,14 @@ impl Translations {
         Ok(leaf)
     }
 
+    /// Map swapped out: `t`'s page gets an entry holding a swap entry (a base page of a
+    /// huge page evicted whole, whose mapping is split), written as a mapping's is.
+    pub fn map_swapped(&mut self, t: Translation) -> Result<(), super::NoFrame> {
+        self.map(t, 0)?;
+        self.store.swap_out(t.asid, t.vpn.addr().0);
+        Ok(())
+    }
+
     /// Update to swapped out: the present page `vpn` of `asid` is unmapped, its entry holding
     /// a swap entry. Returns its frame (in units of the page size), or `None` (changing
     /// nothing) when it was not present.
@@ -241,6 +249,12 @@ impl Translations {
     /// The OS placed `table` as [`Translations::need`] asked.
     pub fn given(&mut self, asid: Asid, vpn: Vpn, size: PageSize, table: Placed) {
         self.driver.given(asid, vpn, size, table, &mut self.meter);
+    }
+
+    /// Lets the driver free the empty tables of `range` of `asid`, unmapped, inside `gap`
+    /// (see [`crate::mmu::PageTableDriver::free_tables`]).
+    pub fn free_tables(&mut self, asid: Asid, range: Range<u64>, gap: Range<u64>) {
+        self.driver.free_tables(asid, range, gap, &mut self.meter);
     }
 
     /// Moves the frames of the table pages the driver let go of into `out`.

@@ -59,6 +59,23 @@ impl Mappings {
         }
     }
 
+    /// True when some address of `range` of `asid` is mapped, or `asid` is unknown.
+    pub fn overlaps(&self, asid: Asid, range: Range<u64>) -> bool {
+        let Some(ranges) = self.spaces.get(&asid) else { return true };
+        ranges.range(..range.end).next_back().is_some_and(|(_, &e)| e > range.start)
+    }
+
+    /// The unmapped space around `vaddr` of `asid`, which must be unmapped: from the end of
+    /// the mapping below it (or 0) to the start of the one above (or the top of the address
+    /// space).
+    pub fn gap(&self, asid: Asid, vaddr: u64) -> Range<u64> {
+        let Some(ranges) = self.spaces.get(&asid) else { return vaddr..vaddr };
+        let floor = ranges.range(..=vaddr).next_back().map_or(0, |(_, &e)| e);
+        let ceiling = ranges.range(vaddr..).next().map_or(u64::MAX, |(&s, _)| s);
+        debug_assert!(floor <= vaddr, "{vaddr:#x} is mapped");
+        floor..ceiling
+    }
+
     /// True when an event has named `asid`.
     pub fn knows(&self, asid: Asid) -> bool {
         self.spaces.contains_key(&asid)
@@ -94,6 +111,11 @@ mod tests {
         assert!(m.inside_one(0, 0x3000..0x5000) && m.inside_one(0, 0x1000..0x2000));
         assert!(!m.contains(0, 0x2000) && m.contains(0, 0x1fff));
         assert!(m.inside_one(1, 0..8), "another address space stays unknown");
+        assert_eq!(m.gap(0, 0x2000), 0x2000..0x3000);
+        assert_eq!(m.gap(0, 0x5000), 0x5000..u64::MAX);
+        assert_eq!(m.gap(0, 0x800), 0..0x1000);
+        assert!(m.overlaps(0, 0x1800..0x2800) && !m.overlaps(0, 0x2000..0x3000) && m.overlaps(0, 0x2fff..0x3001));
+        assert!(m.overlaps(1, 0..1), "an unknown address space is all mapped");
     }
 
     /// What the model is checked against: the set of mapped pages (of 16 addresses each).

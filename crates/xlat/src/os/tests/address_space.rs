@@ -92,7 +92,8 @@ fn a_partial_unmap_splits_a_huge_page() {
     }
 }
 
-/// Unmapping a whole huge page frees its 512 frames with one shootdown.
+/// Unmapping a whole huge page frees its 512 frames with one shootdown, and the tables
+/// left empty: the PDPT, the PD and the PT deposited at the huge fault (the root stays).
 #[test]
 fn unmapping_a_whole_huge_page_frees_its_run() {
     let mut os = os_of("radix", 64 << 20, true);
@@ -101,7 +102,8 @@ fn unmapping_a_whole_huge_page_frees_its_run() {
     let used = os.frames().used();
     os.apply(&AddressSpaceEvent::unmap(BASE, HUGE)).unwrap();
     assert_eq!(shot(&mut os), vec![Page { asid: 0, vpn: Vpn(BASE >> 12), size: PageSize::Size2M }]);
-    assert_eq!(os.frames().used(), used - 512);
+    assert_eq!(os.frames().used(), used - 512 - 3);
+    assert_eq!(os.stats().page_table_frames, 1);
     assert_eq!((os.stats().thp.unwrap().huge_pages, os.stats().thp.unwrap().splits), (0, 0));
 }
 
@@ -270,5 +272,109 @@ proptest::proptest! {
         }
         proptest::prop_assert_eq!(os.frames().used(), resident);
         proptest::prop_assert_eq!(os.swap.used(), live.len() as u64 - resident);
+    }
+}
+
+/// An unmap frees the tables it leaves empty whose whole reach is unmapped (Linux's
+/// `free_pgtables`), on radix and FPT: a mapping alone in its GiB loses its PTs and its PD
+/// (FPT: its 2 MiB lower node); one whose PT a neighbouring mapping shares keeps it. Each
+/// freed table is an entry read and cleared and a table freed, in the unmap's work; a touch
+/// again places them anew. ECPT's ways stay.
+#[test]
+fn unmapping_frees_the_tables_it_empties() {
+    // (driver, tables freed, their frames)
+    for (driver, freed, frames) in [("radix", 3, 3), ("fpt", 1, 512), ("ecpt", 0, 0)] {
+        let mut os = os_of(driver, 64 << 20, false);
+        let (a, b, c) = (0x7000_0000, 0x9000_0000, 0x9010_0000);
+        for (start, len) in [(a, 4 << 20), (b, 4096), (c, 4096)] {
+            os.apply(&AddressSpaceEvent::map(start, len)).unwrap();
+        }
+        for vaddr in [a, a + 4096, a + HUGE, b, c] {
+            os.miss(0, vaddr).unwrap();
+        }
+        let (used, tables) = (os.frames().used(), os.stats().page_table_frames);
+        os.apply(&AddressSpaceEvent::unmap(a, 4 << 20)).unwrap();
+        assert_eq!(os.stats().page_table_frames, tables - frames, "{driver}");
+        assert_eq!(os.frames().used(), used - 3 - frames, "{driver}: the pages' frames and the tables'");
+        let work = op(&os, "unmap").primitives;
+        assert_eq!(work.table_frees, freed, "{driver}");
+        if driver == "radix" {
+            // Three pages' entries cleared, three tables' directory entries read and cleared.
+            assert_eq!(work.entries_written, 3 + 3, "{driver}");
+        }
+        // B's PT is shared with C, whose mapping stays: nothing is freed.
+        os.apply(&AddressSpaceEvent::unmap(b, 4096)).unwrap();
+        assert_eq!(op(&os, "unmap").primitives.table_frees, freed, "{driver}");
+        os.apply(&AddressSpaceEvent::map(a, 4 << 20)).unwrap();
+        os.miss(0, a).unwrap();
+        assert_eq!(os.stats().page_table_frames, tables - frames + if driver == "radix" { 2 } else { frames }, "{driver}: a touch places A's tables again");
+    }
+}
+
+proptest::proptest! {
+    /// Through touches, maps and unmaps over pages spread across PTs and PDs, radix holds
+    /// exactly the tables a brute-force model of Linux's rule keeps: a table is placed when
+    /// a page under it is first touched and freed by an unmap that removed a mapping when
+    /// its reach overlaps the range, lies wholly in the unmapped space around it, and holds
+    /// no page and no table.
+    #[test]
+    fn radix_tables_agree_with_a_brute_force_free_pgtables(
+        ops in proptest::collection::vec((0u8..4, 0usize..96, 0usize..96), 1..120),
+    ) {
+        // 96 pages: 3 GiBs, 4 PTs in each, 8 pages in each PT.
+        let page = |i: usize| 0x40_0000_0000 + (i as u64 / 32) * (1 << 30) + (i as u64 / 8 % 4) * HUGE + (i as u64 % 8) * 4096;
+        let mut os = os_of("radix", 64 << 20, false);
+        // The mapped ranges, unmerged.
+        let mut mapped: Vec<(u64, u64)> = Vec::new();
+        let mut named = false;
+        let mut live: BTreeSet<u64> = BTreeSet::new();
+        // Tables below the root, as (level, address >> the bits their reach covers).
+        let mut tables: BTreeSet<(u32, u64)> = BTreeSet::new();
+        let key = |level: u32, vaddr: u64| (level, vaddr >> (12 + 9 * (level + 1)));
+        for (kind, i, j) in ops {
+            let (lo, hi) = (page(i.min(j)), page(i.max(j)) + 4096);
+            match kind {
+                0 | 1 => {
+                    os.miss(0, page(i)).unwrap();
+                    live.insert(page(i));
+                    tables.extend((0..3).map(|level| key(level, page(i))));
+                }
+                _ => {
+                    let removed = !named || mapped.iter().any(|&(s, e)| s < hi && e > lo);
+                    named = true;
+                    let event = if kind == 2 { AddressSpaceEvent::unmap(lo, hi - lo) } else { AddressSpaceEvent::map(lo, hi - lo) };
+                    os.apply(&event).unwrap();
+                    live.retain(|p| !(lo..hi).contains(p));
+                    mapped = mapped.iter().flat_map(|&(s, e)| [(s, e.min(lo)), (s.max(hi), e)]).filter(|&(s, e)| s < e).collect();
+                    if removed {
+                        let floor = mapped.iter().map(|&(_, e)| e).filter(|&e| e <= lo).max().unwrap_or(0);
+                        let ceiling = mapped.iter().map(|&(s, _)| s).filter(|&s| s >= hi).min().unwrap_or(u64::MAX);
+                        for level in 0..3 {
+                            let reach = 1u64 << (12 + 9 * (level + 1));
+                            let frees: Vec<(u32, u64)> = tables
+                                .iter()
+                                .filter(|&&(l, k)| {
+                                    let start = k * reach;
+                                    l == level && start < hi && start + reach > lo && floor <= start && start + reach <= ceiling
+                                        && !live.iter().any(|&p| key(level, p) == (l, k))
+                                        && !tables.iter().any(|&(cl, ck)| cl + 1 == level && ck >> 9 == k)
+                                })
+                                .copied()
+                                .collect();
+                            for t in frees {
+                                tables.remove(&t);
+                            }
+                        }
+                    }
+                    if kind == 3 {
+                        mapped.push((lo, hi));
+                    }
+                }
+            }
+            os.take_shootdowns();
+        }
+        let root = u64::from(!tables.is_empty() || os.stats().page_table_frames > 0);
+        proptest::prop_assert_eq!(os.stats().page_table_frames, root + tables.len() as u64);
+        proptest::prop_assert_eq!(os.frames().used(), live.len() as u64 + os.stats().page_table_frames);
     }
 }

@@ -916,6 +916,48 @@ fn thp_collapses_leave_no_stale_tlb_entry() {
     }
 }
 
+/// Under transparent huge pages and exact LRU over a memory of three huge pages beside the
+/// tables, sweeps over six 2 MiB ranges in turn (with an unmap now and then) evict huge
+/// pages whole and bring their base pages back one at a time; after every batch no TLB
+/// level holds a translation the OS no longer has.
+#[test]
+fn thp_evictions_leave_no_stale_tlb_entry() {
+    use crate::memref::AddressSpaceEvent;
+    let os = OsSpec {
+        thp: crate::os::Thp::Always,
+        eviction: EvictionSpec::Lru(Default::default()),
+        page_table: crate::mmu::PageTableSpec::named("radix").unwrap(),
+        ..OsSpec::simple(8 << 20, PlacementSpec::Sequential)
+    };
+    let mut m = CpuMachine::new(&CpuSpec { name: "thp".into(), seed: 2, os, tlb: vec![level(16, 4), level_with_huge_array()], mosaic: vec![], pwc: None, timing: None });
+    let mut rng = Xoshiro256PlusPlus::seed_from_u64(5);
+    for b in 0..24u64 {
+        let range = 0x4000_0000 + (b % 6) * (2 << 20);
+        let mut batch = Batch::with_capacity(700);
+        for page in 0..512 {
+            batch.refs.push(MemRef::load(range + (page << 12), 8));
+        }
+        for _ in 0..188 {
+            batch.refs.push(MemRef::load(range + (rng.random_range(0..512u64) << 12), 8));
+        }
+        if b % 5 == 4 {
+            batch.push_event(AddressSpaceEvent::unmap(range + (rng.random_range(0..512u64) << 12), 16 << 12));
+        }
+        m.process_on_two_cores(&batch).unwrap();
+        for t in m.tlb.as_ref().unwrap().valid_translations().collect::<Vec<_>>() {
+            let os = m.os.mapping(t.asid, t.vpn.addr().0).unwrap_or_else(|| panic!("a TLB holds {t:?}, unmapped"));
+            let inside = os.vpn.0 <= t.vpn.0 && t.vpn.0 + t.size.base_pages() <= os.vpn.0 + os.size.base_pages();
+            assert!(inside && t.pfn.0 - os.pfn.0 == t.vpn.0 - os.vpn.0, "stale entry {t:?}, the OS maps {os:?}");
+        }
+    }
+    let stats = m.stats();
+    let thp = stats.os.thp.unwrap();
+    // The first three ranges take huge pages, evicted whole by the next sweeps (whose base
+    // pages then take the freed runs).
+    assert!(thp.evictions >= 3 && thp.huge_faults >= 3, "{thp:?}");
+    assert!(stats.os.swap_ins > 0, "{:?}", stats.os);
+}
+
 /// Address-space events: fed batches that end with an event, and carry more among their
 /// references, each machine shape (THP with a 2 MiB array, where partial unmaps split huge
 /// pages; the express path; Mosaic TLBs over an evicting iceberg memory; a timed machine of
