@@ -43,6 +43,18 @@ struct Read {
     batches: Vec<usize>,
 }
 
+impl Read {
+    /// Adds `batch`, filled with `n` references (none: the end), to what was read.
+    fn absorb(&mut self, batch: &Batch, n: usize) {
+        self.events.extend(batch.events.iter().map(|&(at, e)| (self.refs.len() + at, e)));
+        self.refs.extend_from_slice(&batch.refs);
+        self.instructions += batch.instructions;
+        if n > 0 {
+            self.batches.push(n);
+        }
+    }
+}
+
 /// Reads `src` to its end in batches of at most `max` references, checking each batch.
 fn read_events(src: &mut dyn RefSource, max: usize) -> Read {
     let (mut read, mut batch) = (Read::default(), Batch::default());
@@ -52,13 +64,10 @@ fn read_events(src: &mut dyn RefSource, max: usize) -> Read {
         assert!(n <= max && n == batch.refs.len(), "fill returned {n} for {} references, max {max}", batch.refs.len());
         assert!(batch.events.windows(2).all(|w| w[0].0 <= w[1].0), "events out of order");
         assert!(batch.events.last().is_none_or(|&(at, _)| at <= n), "an event past the batch");
-        read.events.extend(batch.events.iter().map(|&(at, e)| (read.refs.len() + at, e)));
-        read.refs.extend_from_slice(&batch.refs);
-        read.instructions += batch.instructions;
+        read.absorb(&batch, n);
         if n == 0 {
             return read;
         }
-        read.batches.push(n);
     }
 }
 
@@ -427,13 +436,10 @@ fn any_single_byte_flip_is_caught_or_harmless() {
                 batch.clear();
                 match r.fill(&mut batch, 1 << 16) {
                     Ok(n) => {
-                        got.events.extend(batch.events.iter().map(|&(at, e)| (got.refs.len() + at, e)));
-                        got.refs.extend_from_slice(&batch.refs);
-                        got.instructions += batch.instructions;
+                        got.absorb(&batch, n);
                         if n == 0 {
                             break true;
                         }
-                        got.batches.push(n);
                     }
                     Err(_) => break false,
                 }

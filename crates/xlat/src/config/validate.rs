@@ -196,7 +196,7 @@ pub(super) fn check_name(name: &str, path: &str) -> Result<()> {
 /// Validates one workload.
 pub fn workload(w: &RawWorkload, path: &str, seed: u64, base_dir: &Path) -> Result<WorkloadSpec> {
     let builtin_only = [("scale", w.scale.is_some()), ("params", w.params.is_some()), ("startup", w.startup.is_some()), ("address_space_events", w.address_space_events.is_some())];
-    if let Some((field, _)) = builtin_only.iter().find(|(_, set)| !w.kind.is_builtin() && *set) {
+    if let (false, Some((field, _))) = (w.kind.is_builtin(), builtin_only.iter().find(|(_, set)| *set)) {
         return err(format!("{path}.{field}"), "only built-in workloads (gups, btree, xsbench, graph500, gap, memcached, redis, sysbench-memory) take this field");
     }
     if w.kind == WorkloadType::Gpu {
