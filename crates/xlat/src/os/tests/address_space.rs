@@ -275,6 +275,66 @@ proptest::proptest! {
     }
 }
 
+proptest::proptest! {
+    /// Transparent huge pages under reclaim (exact LRU and Linux-like), through faults,
+    /// khugepaged's collapses, splits, unmaps and evictions, on map and radix: a page has a
+    /// translation exactly while the model says it is live (a huge fault or a collapse
+    /// makes its whole range live), the frames in use are the resident pages' and the
+    /// tables', and swap holds exactly the live pages not in memory.
+    #[test]
+    fn thp_under_reclaim_and_unmaps_agrees_with_a_brute_force_model(
+        driver in 0usize..2,
+        linux in proptest::bool::ANY,
+        ops in proptest::collection::vec((0u8..8, 0u64..3072, 1u64..600), 1..300),
+    ) {
+        let eviction = if linux {
+            EvictionSpec::Linux(crate::os::eviction::LinuxSpec { reserve: 0.0, inactive_ratio: InactiveRatio::Kernel, workingset: true, look_twice: true })
+        } else {
+            EvictionSpec::Lru(Default::default())
+        };
+        let base = os_of(["map", "radix"][driver], 4 << 20, true).spec;
+        let spec = OsSpec { eviction, khugepaged: KhugepagedSpec { period: 1, pages_to_scan: 1024, max_ptes_none: 500 }, ..base };
+        let mut os = Os::new(&spec, 5);
+        let mut live = BTreeSet::new();
+        let mut clock = 0;
+        for (kind, page, len) in ops {
+            let len = len.min(3072 - page);
+            match kind {
+                0..=4 => {
+                    let t = os.miss(0, BASE + page * 4096).unwrap();
+                    let _ = os.access(t.pfn_of(BASE + page * 4096), false).unwrap();
+                    if t.size == PageSize::Size2M {
+                        live.extend(page & !511..(page & !511) + 512);
+                    }
+                    live.insert(page);
+                }
+                5 => {
+                    clock += 1;
+                    os.advance(clock).unwrap();
+                    for range in 0..6u64 {
+                        if os.mapping(0, BASE + range * HUGE).is_some_and(|t| t.size == PageSize::Size2M) {
+                            live.extend(range * 512..range * 512 + 512);
+                        }
+                    }
+                }
+                _ => {
+                    os.apply(&AddressSpaceEvent::unmap(BASE + page * 4096, len * 4096)).unwrap();
+                    live.retain(|&p| !(page..page + len).contains(&p));
+                }
+            }
+            os.take_shootdowns();
+        }
+        let mut resident = 0;
+        for page in 0..3072u64 {
+            let object = os.translations.object(0, BASE + page * 4096);
+            proptest::prop_assert_eq!(object.is_some(), live.contains(&page), "page {}", page);
+            resident += u64::from(matches!(object, Some(o) if matches!(o.presence, Presence::Present { .. })));
+        }
+        proptest::prop_assert_eq!(os.frames().used(), resident + os.stats().page_table_frames);
+        proptest::prop_assert_eq!(os.swap.used(), live.len() as u64 - resident);
+    }
+}
+
 /// An unmap frees the tables it leaves empty whose whole reach is unmapped (Linux's
 /// `free_pgtables`), on radix and FPT: a mapping alone in its GiB loses its PTs and its PD
 /// (FPT: its 2 MiB lower node); one whose PT a neighbouring mapping shares keeps it. Each
