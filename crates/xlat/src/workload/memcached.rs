@@ -813,10 +813,6 @@ impl Workload for Memcached {
         }
     }
 
-    fn maps_memory(&self) -> bool {
-        true
-    }
-
     fn run(&self, seed: u64, e: &mut Emitter) -> Result<Vec<String>, String> {
         e.phase("load", self.load);
         let mut server = Server::new(self, e)?;

@@ -812,10 +812,6 @@ impl Workload for Redis {
         }
     }
 
-    fn maps_memory(&self) -> bool {
-        true
-    }
-
     fn run(&self, seed: u64, e: &mut Emitter) -> Result<Vec<String>, String> {
         let mut server = Server::new(self.shape(), self.records)?;
         e.phase("load", self.load);

@@ -245,10 +245,6 @@ impl Workload for Gap {
         self.setup
     }
 
-    fn maps_memory(&self) -> bool {
-        true
-    }
-
     fn validate(&self) -> Result<(), (&'static str, String)> {
         if !(1..=30).contains(&self.scale) {
             return Err(("scale", format!("{} is outside 1..=30 (vertex ids are 32-bit)", self.scale)));
