@@ -288,6 +288,35 @@ fn redis_embedded_values_zipf_keys_and_requests_alone() {
     check(&spec("redis", "load = false\nrecords = 20000"));
 }
 
+/// GAP's builder and kernels and the key-value stores hand on what their allocations map
+/// and unmap, beyond the process's first mappings: sssp's bins and the builder's arrays
+/// (grown and freed), memcached's slab pages (mappings of their own), redis's records and
+/// tables (its heap growing, and an old table's mapping freed after its rehash).
+#[test]
+fn gap_and_the_key_value_stores_map_and_unmap_where_they_allocate() {
+    for (name, params, unmaps) in [("gap", "kernel = \"sssp\"", true), ("gap", "kernel = \"tc\"", true), ("memcached", "", false), ("redis", "load = false\nrecords = 20000", true)] {
+        let (events, strays) = events_and_strays(&spec(name, params));
+        assert!(strays.is_empty(), "{name} {params}: {} references outside the mappings", strays.len());
+        let maps = events.iter().filter(|e| e.op == RangeOp::Map).count();
+        assert!(maps > 4, "{name} {params}: {maps} maps, no more than the process's first");
+        assert_eq!(events.iter().any(|e| e.op == RangeOp::Unmap), unmaps, "{name} {params}");
+    }
+}
+
+/// `address_space_events = false` turns a workload's events off and leaves its references
+/// as they are.
+#[test]
+fn a_workload_without_events_emits_the_same_references() {
+    for (name, params) in [("gap", "kernel = \"bc\""), ("memcached", "records = 14000\nvalue_bytes = 96\nhashpower = 12"), ("redis", "")] {
+        let with = spec(name, params);
+        let config = format!("[[workload]]\nname = \"w\"\ntype = \"{name}\"\nscale = \"tiny\"\nseed = 7\nasid = 1\naddress_space_events = false\nparams = {{ {} }}", params.replace('\n', ", "));
+        let xlat::source::SourceSpec::Builtin(without) = parse(&config).unwrap().workloads.remove(0).source else { panic!("{name} is built in") };
+        assert!(with.events && !without.events, "{name}");
+        check(&without);
+        assert!(stream(&with) == stream(&without), "{name}: the references differ with events off");
+    }
+}
+
 #[test]
 fn sysbench_memory_every_operation_and_access_mode() {
     for oper in ["read", "write", "none"] {

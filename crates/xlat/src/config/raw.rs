@@ -147,9 +147,8 @@ pub struct RawWorkload {
     /// run starts at the program's start (its first phase is emitted).
     pub startup: Option<bool>,
     /// Built-in: whether the stream carries the process's address-space events (its
-    /// mappings first, then what its `malloc`s and `free`s map and unmap). Default: on for
-    /// the workloads that allocate through the address-space model (gups, btree, xsbench,
-    /// graph500, sysbench-memory); the others cannot hand them on yet.
+    /// mappings first, then what its `malloc`s and `free`s map and unmap). Default: on (every
+    /// built-in workload allocates through the address-space model).
     pub address_space_events: Option<bool>,
     /// Built-in: explicit parameters overriding the preset's.
     #[schemars(with = "Option<serde_json::Map<String, serde_json::Value>>")]

@@ -323,13 +323,7 @@ fn builtin(w: &RawWorkload, path: &str, seed: u64) -> Result<BuiltinSpec> {
     let scale = crate::workload::scale(scale_name, &format!("{path}.scale"))?;
     let mut spec = BuiltinSpec::new(w.kind.name(), scale, w.params.as_ref(), w.seed.unwrap_or(seed), w.asid.unwrap_or(0), path)?;
     spec.startup = w.startup.unwrap_or(spec.startup);
-    match w.address_space_events {
-        Some(true) if !spec.events => {
-            return err(format!("{path}.address_space_events"), format!("{} does not hand on address-space events yet (gups, btree, xsbench, graph500 and sysbench-memory do)", w.kind.name()));
-        }
-        Some(on) => spec.events = on,
-        None => {}
-    }
+    spec.events = w.address_space_events.unwrap_or(spec.events);
     Ok(spec)
 }
 

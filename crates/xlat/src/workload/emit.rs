@@ -217,6 +217,13 @@ impl<'s> Emitter<'s> {
         self.events.extend(events.into_iter().map(|event| (at, AddressSpaceEvent { asid, ..event })));
     }
 
+    /// The end of the used part of the process's brk heap (for tests comparing a plan's
+    /// layout with a run's).
+    #[cfg(test)]
+    pub fn heap_top(&self) -> u64 {
+        self.space.heap_top()
+    }
+
     /// True once the sink has gone: the workload should return as soon as it can.
     #[inline]
     pub fn stopped(&self) -> bool {

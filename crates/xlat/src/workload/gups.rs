@@ -89,10 +89,6 @@ impl Workload for Gups {
         self.init
     }
 
-    fn maps_memory(&self) -> bool {
-        true
-    }
-
     fn validate(&self) -> Result<(), (&'static str, String)> {
         if !(4..=36).contains(&self.table_log2) {
             return Err(("table_log2", format!("{} is outside 4..=36 (128 B to 512 GiB tables)", self.table_log2)));

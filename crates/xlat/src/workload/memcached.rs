@@ -15,6 +15,10 @@
 //!   into it, `bulk_move` buckets after each operation (memcached's thread runs alongside the
 //!   workers; a lookup meanwhile reads the old table for buckets not yet moved); the old
 //!   table is freed when its last bucket has moved.
+//! * **Allocations** (the tables and the slab pages) are made from the process's allocator
+//!   where the program makes them, so the stream carries what they map and unmap
+//!   (`docs/workloads.md`, "Address-space events"); the expectation replays them apart
+//!   (`Memcached::plan`) and gets the same addresses.
 //!
 //! Phase `load` (emitted when `load` is true) stores `records` items of keys `0..records` in
 //! order as sets do (`do_store_item`: a lookup that finds nothing, then `do_item_alloc`,
@@ -32,7 +36,7 @@
 //! the kernel's network path is not counted), 8 per chain item compared, 2 per 32-byte piece
 //! copied, 12 per chunk threaded onto a free list, 4 per bucket and 20 per item migrated.
 
-use super::address_space::AddressSpace;
+use super::address_space::{AddressSpace, Allocator};
 use super::emit::{pieces, Discard, Emitter};
 use super::keyspace::{self, KeyDistribution, KeyPicker};
 use super::{randomly_touched, Expected, ExpectedPhase, Region, Scale, Workload};
@@ -241,9 +245,10 @@ impl Memcached {
 }
 
 /// The items in host memory, indexed by allocation order, with their chunks' addresses.
-struct Items<'p> {
+struct Items {
     geo: Geometry,
-    pages: &'p [u64],
+    /// The slab pages taken so far, in order.
+    pages: Vec<u64>,
     keys: Vec<u8>,
     values: Vec<u64>,
     h_next: Vec<u32>,
@@ -251,15 +256,15 @@ struct Items<'p> {
     len: usize,
 }
 
-impl<'p> Items<'p> {
-    fn new(geo: Geometry, pages: &'p [u64], records: u64) -> Result<Items<'p>, String> {
+impl Items {
+    fn new(geo: Geometry, records: u64) -> Result<Items, String> {
         let n = records as usize;
         let alloc = |bytes: u64| crate::host::cannot_allocate(bytes, "the memcached items");
         let mut keys = Vec::new();
         keys.try_reserve_exact(n * geo.key_bytes as usize).map_err(|_| alloc(records * geo.key_bytes))?;
         let mut values = Vec::new();
         values.try_reserve_exact(n * geo.value_words).map_err(|_| alloc(records * 8 * geo.value_words as u64))?;
-        Ok(Items { geo, pages, keys, values, h_next: Vec::with_capacity(n), lru_flags: Vec::with_capacity(n), len: 0 })
+        Ok(Items { geo, pages: Vec::new(), keys, values, h_next: Vec::with_capacity(n), lru_flags: Vec::with_capacity(n), len: 0 })
     }
 
     /// The address of item `h`'s chunk: pages in order, each handed out from its end.
@@ -283,10 +288,11 @@ impl<'p> Items<'p> {
         &mut self.values[h as usize * w..(h as usize + 1) * w]
     }
 
-    /// `do_slabs_newslab` for page `page`: clear it, then thread its chunks onto the free
-    /// list in address order (each becoming the head).
-    fn new_page(&self, page: usize, e: &mut Emitter) -> Result<(), String> {
-        let base = *self.pages.get(page).ok_or("the items outgrew the planned slab pages")?;
+    /// `do_slabs_newslab`: a page from `malloc`, cleared, then its chunks threaded onto the
+    /// free list in address order (each becoming the head).
+    fn new_page(&mut self, e: &mut Emitter) {
+        let base = e.malloc(SLAB_PAGE);
+        self.pages.push(base);
         let stores = e.block(base, SLAB_PAGE, AccessKind::Store);
         e.instructions(PIECE_INSTRUCTIONS * stores);
         for c in 0..self.geo.perslab {
@@ -300,15 +306,14 @@ impl<'p> Items<'p> {
             }
         }
         e.instructions(SPLIT_INSTRUCTIONS * self.geo.perslab);
-        Ok(())
     }
 
     /// `do_slabs_alloc`: pops the free list's head (taking a new page when it is empty).
-    fn alloc(&mut self, e: &mut Emitter) -> Result<u32, String> {
+    fn alloc(&mut self, e: &mut Emitter) -> u32 {
         let h = self.len as u32;
         let slot = u64::from(h) % self.geo.perslab;
         if slot == 0 {
-            self.new_page((u64::from(h) / self.geo.perslab) as usize, e)?;
+            self.new_page(e);
         }
         let at = self.addr(h);
         e.load(at + NEXT_AT, 8);
@@ -320,7 +325,7 @@ impl<'p> Items<'p> {
         self.len += 1;
         self.h_next.push(NONE);
         self.lru_flags.push(0);
-        Ok(h)
+        h
     }
 
     /// `do_item_alloc`'s header, key and NUL, then the value as the connection reads it in.
@@ -489,12 +494,12 @@ impl Assoc {
     }
 
     /// The maintenance thread: moves up to `n` old buckets into the primary table, each
-    /// item rehashed from its key. Returns true when the last bucket has moved (the caller
-    /// frees the old table).
-    fn migrate(&mut self, items: &mut Items, n: u32, e: &mut Emitter) -> bool {
+    /// item rehashed from its key. Returns the old table's address when its last bucket has
+    /// moved (the caller frees it).
+    fn migrate(&mut self, items: &mut Items, n: u32, e: &mut Emitter) -> Option<u64> {
         for _ in 0..n {
             if !self.expanding {
-                return false;
+                return None;
             }
             let b = self.expand_bucket;
             e.load(self.old_addr + 8 * b as u64, 8);
@@ -509,10 +514,10 @@ impl Assoc {
             if self.expand_bucket == self.old.len() {
                 self.expanding = false;
                 self.old = Vec::new();
-                return true;
+                return Some(self.old_addr);
             }
         }
-        false
+        None
     }
 
     /// Moves item `it` to the head of its chain in the primary table; returns the next item
@@ -546,15 +551,22 @@ fn compare_key(stored: &[u8], wanted: &[u8], at: u64, e: &mut Emitter) -> bool {
     true
 }
 
-/// The run's state besides the items.
-struct Server<'p> {
-    items: Items<'p>,
+/// The run's state: the items and the hash table.
+struct Server {
+    items: Items,
     assoc: Assoc,
-    plan: &'p Plan,
     bulk_move: u32,
 }
 
-impl Server<'_> {
+impl Server {
+    /// A server whose first table (`2^hashpower` buckets) is `calloc`ed from `e`: a fresh
+    /// mapping needs no clearing (a heap chunk's clearing is not emitted).
+    fn new(p: &Memcached, e: &mut Emitter) -> Result<Server, String> {
+        let items = Items::new(p.geometry(), p.records)?;
+        let assoc = Assoc::new(p.hashpower, e.malloc(8 << p.hashpower))?;
+        Ok(Server { items, assoc, bulk_move: p.bulk_move })
+    }
+
     /// `do_store_item` of a new key: a lookup that must find nothing, then a new item
     /// linked into its chain, the table grown when it is too full.
     fn insert(&mut self, id: u64, key: &[u8], e: &mut Emitter) -> Result<(), String> {
@@ -562,11 +574,12 @@ impl Server<'_> {
         if self.assoc.find(&self.items, hv, key, e).is_some() {
             return Err(format!("key {id} was found before it was stored"));
         }
-        let h = self.items.alloc(e)?;
+        let h = self.items.alloc(e);
         self.items.init(h, key, id, e);
         if self.assoc.insert(&mut self.items, h, hv, e) {
-            let table = self.plan.tables.get(self.assoc.tables).ok_or("the table grew more often than planned")?;
-            self.assoc.expand(table.addr)?;
+            // calloc, as the first table.
+            let addr = e.malloc(16 << self.assoc.hashpower);
+            self.assoc.expand(addr)?;
         }
         self.items.link(h, e);
         e.instructions(REQUEST_INSTRUCTIONS);
@@ -579,9 +592,12 @@ impl Server<'_> {
         self.assoc.find(&self.items, hv, key, e).ok_or_else(|| format!("a request for key {id} found nothing"))
     }
 
-    /// After each operation, the maintenance thread's share of a migration.
+    /// After each operation, the maintenance thread's share of a migration, and the old
+    /// table's `free` when it is done.
     fn maintain(&mut self, e: &mut Emitter) {
-        self.assoc.migrate(&mut self.items, self.bulk_move, e);
+        if let Some(old) = self.assoc.migrate(&mut self.items, self.bulk_move, e) {
+            e.free(old);
+        }
     }
 }
 
@@ -798,11 +814,8 @@ impl Workload for Memcached {
     }
 
     fn run(&self, seed: u64, e: &mut Emitter) -> Result<Vec<String>, String> {
-        let plan = self.plan();
-        let items = Items::new(self.geometry(), &plan.pages, self.records)?;
-        let assoc = Assoc::new(self.hashpower, plan.tables[0].addr)?;
-        let mut server = Server { items, assoc, plan: &plan, bulk_move: self.bulk_move };
         e.phase("load", self.load);
+        let mut server = Server::new(self, e)?;
         self.load_items(&mut server, e)?;
         e.phase("request", true);
         let mut versions = vec![0u32; self.records as usize];
@@ -876,13 +889,23 @@ mod tests {
     }
 
     #[test]
-    fn a_wrong_value_fails_the_check() {
-        let p = Memcached { requests: 0, ..Memcached::preset(Scale::Tiny) };
+    fn the_plan_places_the_pages_and_tables_where_the_run_allocates_them() {
+        let p = growing();
         let plan = p.plan();
         let mut discard = Discard;
+        let mut e = Emitter::new(0, &mut discard);
+        let mut server = Server::new(&p, &mut e).unwrap();
+        p.load_items(&mut server, &mut e).unwrap();
+        assert_eq!(server.items.pages, plan.pages);
+        assert_eq!(server.assoc.primary_addr, plan.tables.last().unwrap().addr);
+    }
+
+    #[test]
+    fn a_wrong_value_fails_the_check() {
+        let p = Memcached { requests: 0, bulk_move: 1, ..Memcached::preset(Scale::Tiny) };
+        let mut discard = Discard;
         let mut quiet = Emitter::new(0, &mut discard);
-        let items = Items::new(p.geometry(), &plan.pages, p.records).unwrap();
-        let mut server = Server { items, assoc: Assoc::new(p.hashpower, plan.tables[0].addr).unwrap(), plan: &plan, bulk_move: 1 };
+        let mut server = Server::new(&p, &mut quiet).unwrap();
         p.load_items(&mut server, &mut quiet).unwrap();
         let versions = vec![0u32; p.records as usize];
         assert!(p.check(&server, &versions).is_ok());

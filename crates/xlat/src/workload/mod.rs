@@ -195,14 +195,10 @@ pub trait Workload: Clone + fmt::Debug + Serialize + DeserializeOwned + Send + '
     /// Allocations, footprint and references per phase, computed without running.
     fn expected(&self) -> Expected;
     /// Runs the computation, emitting its references to `e`, and verifies the result. Returns
-    /// the checks passed, or what failed.
+    /// the checks passed, or what failed. It takes all its memory from `e` (its
+    /// [`address_space::Allocator`]) where the program allocates and frees, so that the
+    /// stream can carry the process's address-space events there.
     fn run(&self, seed: u64, e: &mut Emitter) -> std::result::Result<Vec<String>, String>;
-    /// True when [`Workload::run`] takes all its memory from the emitter (its
-    /// [`address_space::Allocator`]), so that its stream can carry the process's
-    /// address-space events where it allocates and frees.
-    fn maps_memory(&self) -> bool {
-        false
-    }
 }
 
 /// The parameters of one built-in workload.
@@ -273,7 +269,7 @@ pub struct BuiltinSpec {
     /// program's start.
     pub startup: bool,
     /// Whether the stream carries the process's address-space events: its mappings first,
-    /// then what its allocations map and unmap ([`Workload::maps_memory`]).
+    /// then what its allocations map and unmap (on unless the configuration turns them off).
     pub events: bool,
 }
 
@@ -330,8 +326,7 @@ impl BuiltinSpec {
             _ => return Err(Error::config(format!("{path}.type"), format!("unknown workload `{name}` (built-in: {})", names()))),
         };
         let startup = dispatch!(&params, p => p.emits_set_up());
-        let events = dispatch!(&params, p => p.maps_memory());
-        Ok(BuiltinSpec { scale, params, seed, asid, startup, events })
+        Ok(BuiltinSpec { scale, params, seed, asid, startup, events: true })
     }
 
     /// The workload's name.

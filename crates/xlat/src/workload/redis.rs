@@ -24,6 +24,11 @@
 //! finds the entry twice (`lookupKeyWrite`, then `dbOverwrite`), swaps the value pointer and
 //! frees the old object — whose chunks the next `SET` gets back from `malloc`.
 //!
+//! Every `malloc` and `free` (tables, entries, keys, values) is made from the process's
+//! allocator where the command makes it, so the stream carries what they map and unmap
+//! (`docs/workloads.md`, "Address-space events"); the expectation replays them apart
+//! (`Redis::plan`), the rehash's end estimated.
+//!
 //! Not modelled: the command's other argument objects (its name and the key's request copy,
 //! allocated and freed by every command: the same few hot chunks), the client's query and
 //! reply buffers, the `dict` struct itself, the `expires` dict (empty) and `serverCron`'s
@@ -37,7 +42,7 @@
 //! network path), 8 per entry compared, 2 per 32-byte piece copied, 6 per head visited and
 //! 20 per entry moved by rehashing.
 
-use super::address_space::{chunk_size, AddressSpace};
+use super::address_space::{chunk_size, AddressSpace, Allocator};
 use super::emit::{pieces, Discard, Emitter};
 use super::keyspace::{self, KeyDistribution, KeyPicker};
 use super::{randomly_touched, Expected, ExpectedPhase, Region, Scale, Workload};
@@ -216,9 +221,8 @@ impl Table {
     }
 }
 
-/// The keyspace, the process's memory and the records.
+/// The keyspace and the records (allocated from the emitter, the process's allocator).
 struct Server {
-    space: AddressSpace,
     recs: Records,
     ht: [Table; 2],
     /// The next `ht[0]` head to move while rehashing.
@@ -230,7 +234,7 @@ struct Server {
 impl Server {
     fn new(shape: Shape, records: u64) -> Result<Server, String> {
         let recs = Records::new(shape, records as usize)?;
-        Ok(Server { space: AddressSpace::new(), recs, ht: [Table::default(), Table::default()], rehashidx: None, tables: Vec::new() })
+        Ok(Server { recs, ht: [Table::default(), Table::default()], rehashidx: None, tables: Vec::new() })
     }
 
     /// `dictCompareKeys` of the entry `r` with `key`: the stored key's pointer and length,
@@ -304,7 +308,7 @@ impl Server {
         e.store(self.ht[0].slot(idx), 8);
         self.rehashidx = Some(idx + 1);
         if self.ht[0].used == 0 {
-            self.finish_rehash();
+            self.finish_rehash(e);
         }
     }
 
@@ -328,14 +332,14 @@ impl Server {
         next
     }
 
-    fn finish_rehash(&mut self) {
-        self.space.free(self.ht[0].addr);
+    fn finish_rehash(&mut self, e: &mut Emitter) {
+        e.free(self.ht[0].addr);
         self.ht[0] = std::mem::take(&mut self.ht[1]);
         self.rehashidx = None;
     }
 
     /// `_dictExpandIfNeeded`: the first table, or one twice as large when `ht[0]` is full.
-    fn expand_if_needed(&mut self) -> Result<(), String> {
+    fn expand_if_needed(&mut self, e: &mut Emitter) -> Result<(), String> {
         if self.rehashidx.is_some() {
             return Ok(());
         }
@@ -348,7 +352,7 @@ impl Server {
         heads.try_reserve_exact(grown as usize).map_err(|_| crate::host::cannot_allocate(4 * grown, "the redis dict"))?;
         heads.resize(grown as usize, NONE);
         // calloc: a fresh mapping needs no clearing (a heap chunk's clearing is not emitted).
-        let addr = self.space.malloc(8 * grown);
+        let addr = e.malloc(8 * grown);
         self.tables.push((addr, 8 * grown));
         let table = Table { heads, addr, used: 0 };
         if size == 0 {
@@ -365,14 +369,14 @@ impl Server {
     /// chain's head.
     fn add(&mut self, r: u32, key: &[u8], e: &mut Emitter) -> Result<(), String> {
         self.rehash_step(e);
-        self.expand_if_needed()?;
+        self.expand_if_needed(e)?;
         let h = keyspace::hash(key);
         let tables = if self.rehashidx.is_some() { 2 } else { 1 };
         if (0..tables).any(|t| self.search(t, h, key, e).is_some()) {
             return Err(format!("key {} was already in the keyspace", String::from_utf8_lossy(key)));
         }
         let t = tables - 1;
-        let entry = self.space.malloc(ENTRY);
+        let entry = e.malloc(ENTRY);
         self.recs.entry.push(entry);
         let b = (h & self.ht[t].mask()) as usize;
         e.load(self.ht[t].slot(b), 8);
@@ -388,7 +392,7 @@ impl Server {
     fn new_value(&mut self, id: u64, version: u64, words: &mut [u64], e: &mut Emitter) -> Value {
         let shape = self.recs.shape;
         keyspace::fill_value(id, version, words);
-        let allocs: Vec<u64> = shape.value_allocs().into_iter().map(|bytes| self.space.malloc(bytes)).collect();
+        let allocs: Vec<u64> = shape.value_allocs().into_iter().map(|bytes| e.malloc(bytes)).collect();
         let value = match allocs[..] {
             [both] => Value { robj: both, sds: both + ROBJ + Shape::sds_header(shape.value_bytes) },
             [string, robj] => Value { robj, sds: string + Shape::sds_header(shape.value_bytes) },
@@ -406,13 +410,13 @@ impl Server {
         e.load_store(v.robj + REFCOUNT_AT, 4);
         e.load(v.robj + LRU_AT, 4);
         if self.recs.shape.embedded() {
-            self.space.free(v.robj);
+            e.free(v.robj);
             return;
         }
         e.load(v.robj + PTR_AT, 8);
         e.load(v.sds - 1, 1);
-        self.space.free(v.sds - Shape::sds_header(self.recs.shape.value_bytes));
-        self.space.free(v.robj);
+        e.free(v.sds - Shape::sds_header(self.recs.shape.value_bytes));
+        e.free(v.robj);
     }
 }
 
@@ -435,7 +439,7 @@ impl Server {
         if self.find(key, e).is_some() {
             return Err(format!("key {id} was found before it was set"));
         }
-        let s = self.space.malloc(self.recs.shape.key_alloc()) + Shape::sds_header(self.recs.shape.key_bytes);
+        let s = e.malloc(self.recs.shape.key_alloc()) + Shape::sds_header(self.recs.shape.key_bytes);
         sds_stores(s, self.recs.shape.key_bytes, e);
         self.recs.keys.extend_from_slice(key);
         self.recs.key.push(s);
@@ -873,7 +877,7 @@ mod tests {
             let plan = p.plan();
             let planned: Vec<(u64, u64)> = plan.tables.iter().map(|t| (t.addr, 8 * t.heads)).collect();
             assert_eq!(planned, server.tables);
-            let top = server.space.heap_top();
+            let top = e.heap_top();
             assert!(plan.heap_to >= top && plan.heap_to - top < 4096, "planned heap end {:#x}, run {top:#x}", plan.heap_to);
         }
     }

@@ -242,10 +242,6 @@ impl Workload for SysbenchMemory {
         self.init
     }
 
-    fn maps_memory(&self) -> bool {
-        true
-    }
-
     fn validate(&self) -> Result<(), (&'static str, String)> {
         if self.block_size < 8 || !self.block_size.is_power_of_two() || self.block_size > MAX_BLOCK {
             return Err(("block_size", format!("{} bytes: need a power of two from 8 to 2^40", self.block_size)));

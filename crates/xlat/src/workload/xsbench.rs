@@ -384,10 +384,6 @@ impl Workload for Xsbench {
         self.setup
     }
 
-    fn maps_memory(&self) -> bool {
-        true
-    }
-
     fn validate(&self) -> Result<(), (&'static str, String)> {
         if self.nuclides != 68 && self.nuclides != 355 {
             return Err(("nuclides", format!("{} nuclides: XSBench's materials are defined for 68 or 355", self.nuclides)));

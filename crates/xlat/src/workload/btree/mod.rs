@@ -465,10 +465,6 @@ impl Workload for Btree {
         self.build
     }
 
-    fn maps_memory(&self) -> bool {
-        true
-    }
-
     fn validate(&self) -> Result<(), (&'static str, String)> {
         if !(1..=1 << 32).contains(&self.keys) {
             return Err(("keys", format!("{} keys is outside 1..=2^32", self.keys)));

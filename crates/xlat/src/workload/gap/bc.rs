@@ -17,26 +17,35 @@
 use super::bitmap::Bitmap;
 use super::graph::Csr;
 use super::{Trial, SCAN_INSTRUCTIONS, UPDATE_INSTRUCTIONS, VERTEX_PASS_INSTRUCTIONS, VISIT_INSTRUCTIONS};
-use crate::workload::address_space::AddressSpace;
+use crate::workload::address_space::Allocator;
 use crate::workload::emit::{Emitter, SimVec};
 
 /// Allowed difference from the serial scores (GAP's: a float's epsilon).
 const TOLERANCE: f32 = f32::EPSILON;
 
-/// Per-trial allocations (scores, path counts, successor bitmap, queue), then per source the
-/// `depths` array freed before the `deltas` array is allocated.
-pub fn plan(space: &mut AddressSpace, n: u64, entries: u64, sources: u32) -> Trial {
-    let mut t = Trial::plan(space, &[
+/// Per-trial allocations made before the first source: scores, path counts, successor
+/// bitmap, queue.
+pub fn plan(space: &mut impl Allocator, n: u64, entries: u64) -> Trial {
+    Trial::plan(space, &[
         ("scores", n * 4),
         ("path counts", n * 8),
         ("successor bitmap", Bitmap::bytes(entries)),
         ("queue", n * 4),
-    ]);
-    for s in 0..sources {
-        t.transient(space, &format!("source {s}: depths"), n * 4);
-        t.transient(space, &format!("source {s}: deltas"), n * 4);
+    ])
+}
+
+/// The name of source `s`'s `depths` or `deltas` array.
+fn per_source(s: usize, array: &str) -> String {
+    format!("source {s}: {array}")
+}
+
+/// The allocations of `sources` sources after [`plan`]'s (as the run makes them): per source
+/// the `depths` array, freed before the `deltas` array is allocated, then that freed.
+pub fn plan_sources(t: &mut Trial, space: &mut impl Allocator, n: u64, sources: u32) {
+    for s in 0..sources as usize {
+        t.transient(space, &per_source(s, "depths"), n * 4);
+        t.transient(space, &per_source(s, "deltas"), n * 4);
     }
-    t
 }
 
 /// Search state shared by the two passes of one source.
@@ -107,8 +116,9 @@ impl Pass<'_> {
     }
 }
 
-/// `Brandes` from `sources`; returns the normalized scores.
-pub fn run(g: &Csr<u32>, sources: &[usize], t: &Trial, e: &mut Emitter) -> Result<Vec<f32>, String> {
+/// `Brandes` from `sources`, with [`plan`]'s arrays in `t` (each source's are allocated and
+/// freed from `e` on the way); returns the normalized scores.
+pub fn run(g: &Csr<u32>, sources: &[usize], t: &mut Trial, e: &mut Emitter) -> Result<Vec<f32>, String> {
     let n = g.vertices();
     let mut scores = SimVec::filled(t.addr(0), n, 0f32, "the scores")?;
     for v in 0..n {
@@ -125,18 +135,20 @@ pub fn run(g: &Csr<u32>, sources: &[usize], t: &Trial, e: &mut Emitter) -> Resul
             pass.path_counts.st(v, 0.0, e);
         }
         pass.succ.reset(e);
-        let mut depths = SimVec::filled(t.addr(4 + 2 * j), n, -1i32, "the depths")?;
+        let mut depths = SimVec::filled(t.alloc(e, &per_source(j, "depths"), n as u64 * 4), n, -1i32, "the depths")?;
         for v in 0..n {
             depths.st(v, -1, e);
         }
         e.instructions(2 * VERTEX_PASS_INSTRUCTIONS * n as u64);
         let levels = pass.search(source, &mut depths, e);
         drop(depths);
-        let mut deltas = SimVec::filled(t.addr(5 + 2 * j), n, 0f32, "the deltas")?;
+        t.free_last(e);
+        let mut deltas = SimVec::filled(t.alloc(e, &per_source(j, "deltas"), n as u64 * 4), n, 0f32, "the deltas")?;
         for v in 0..n {
             deltas.st(v, 0.0, e);
         }
         pass.accumulate(&levels, &mut deltas, &mut scores, e);
+        t.free_last(e);
         if e.stopped() {
             break;
         }

@@ -21,7 +21,7 @@
 use super::bitmap::Bitmap;
 use super::graph::Csr;
 use super::{Trial, SCAN_INSTRUCTIONS, UPDATE_INSTRUCTIONS, VERTEX_PASS_INSTRUCTIONS, VISIT_INSTRUCTIONS};
-use crate::workload::address_space::AddressSpace;
+use crate::workload::address_space::Allocator;
 use crate::workload::emit::{Emitter, SimVec};
 
 /// Direction-switch parameters (GAP's defaults).
@@ -29,7 +29,7 @@ const ALPHA: u64 = 15;
 const BETA: u64 = 18;
 
 /// Per-trial allocations: parent, queue, `curr` and `front` bitmaps.
-pub fn plan(space: &mut AddressSpace, n: u64) -> Trial {
+pub fn plan(space: &mut impl Allocator, n: u64) -> Trial {
     Trial::plan(space, &[
         ("parent", n * 4),
         ("queue", n * 4),

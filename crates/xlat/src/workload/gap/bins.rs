@@ -1,11 +1,12 @@
 //! Delta-stepping's `local_bins`: a `std::vector<std::vector<NodeID>>` whose vectors live in
-//! the simulated heap and grow as libstdc++'s do — by doubling, through `malloc`, copying the
-//! elements and `free`ing the old buffer — so their addresses and copies are a real run's.
+//! the simulated heap and grow as libstdc++'s do — by doubling, through `malloc` (the
+//! emitter's, so the stream carries what it maps), copying the elements and `free`ing the old
+//! buffer — so their addresses and copies are a real run's.
 //!
 //! A vector header is 24 bytes (begin, end, capacity pointers). A `push_back` reads the end and
 //! capacity, stores the element and the new end; growing also copies and stores the header.
 
-use crate::workload::address_space::AddressSpace;
+use crate::workload::address_space::Allocator;
 use crate::workload::emit::Emitter;
 
 const HEADER: u64 = 24;
@@ -62,13 +63,13 @@ impl Bins {
 
     /// `resize(len)` of the outer vector (only ever grown): reallocates at
     /// `max(2 × size, len)` when full, moving the headers; new bins are empty.
-    pub fn grow_to(&mut self, len: usize, space: &mut AddressSpace, e: &mut Emitter) {
+    pub fn grow_to(&mut self, len: usize, e: &mut Emitter) {
         if len <= self.bins.len() {
             return;
         }
         if len as u64 > self.outer_cap {
             let cap = (2 * self.bins.len() as u64).max(len as u64);
-            let outer = space.malloc(cap * HEADER);
+            let outer = e.malloc(cap * HEADER);
             for i in 0..self.bins.len() {
                 for word in 0..3 {
                     e.load(self.header(i) + 8 * word, 8);
@@ -76,7 +77,7 @@ impl Bins {
                 }
             }
             if self.outer_cap > 0 {
-                space.free(self.outer);
+                e.free(self.outer);
             }
             (self.outer, self.outer_cap) = (outer, cap);
         }
@@ -89,7 +90,7 @@ impl Bins {
     }
 
     /// `bins[i].push_back(v)`, growing the bin's buffer by doubling when full.
-    pub fn push(&mut self, i: usize, v: u32, space: &mut AddressSpace, e: &mut Emitter) {
+    pub fn push(&mut self, i: usize, v: u32, e: &mut Emitter) {
         let h = self.header(i);
         e.load(h + 8, 8);
         e.load(h + 16, 8);
@@ -97,13 +98,13 @@ impl Bins {
         let len = bin.items.len() as u64;
         if len == bin.cap {
             let cap = (2 * bin.cap).max(1);
-            let buf = space.malloc(cap * ELEM);
+            let buf = e.malloc(cap * ELEM);
             for k in 0..len {
                 e.load(bin.buf + k * ELEM, ELEM as u16);
                 e.store(buf + k * ELEM, ELEM as u16);
             }
             if bin.cap > 0 {
-                space.free(bin.buf);
+                e.free(bin.buf);
             }
             (bin.buf, bin.cap) = (buf, cap);
             e.store(h, 8);
@@ -123,10 +124,10 @@ impl Bins {
     /// `std::vector<NodeID> copy = bins[i]`: a fresh buffer of the bin's size with its
     /// elements copied; returns the elements and the copy's address (to be freed by the
     /// caller after reading it).
-    pub fn copy(&self, i: usize, space: &mut AddressSpace, e: &mut Emitter) -> (Vec<u32>, u64) {
+    pub fn copy(&self, i: usize, e: &mut Emitter) -> (Vec<u32>, u64) {
         let len = self.size(i, e) as u64;
         let bin = &self.bins[i];
-        let buf = space.malloc(len * ELEM);
+        let buf = e.malloc(len * ELEM);
         for k in 0..len {
             e.load(bin.buf + k * ELEM, ELEM as u16);
             e.store(buf + k * ELEM, ELEM as u16);
@@ -135,12 +136,12 @@ impl Bins {
     }
 
     /// Destroys every bin and the outer vector (`free`s, in order).
-    pub fn free(self, space: &mut AddressSpace) {
+    pub fn free(self, e: &mut Emitter) {
         for bin in self.bins.iter().filter(|b| b.cap > 0) {
-            space.free(bin.buf);
+            e.free(bin.buf);
         }
         if self.outer_cap > 0 {
-            space.free(self.outer);
+            e.free(self.outer);
         }
     }
 }

@@ -13,7 +13,7 @@
 
 use super::graph::Csr;
 use super::{Trial, SCAN_INSTRUCTIONS, UPDATE_INSTRUCTIONS, VERTEX_PASS_INSTRUCTIONS, VISIT_INSTRUCTIONS};
-use crate::workload::address_space::AddressSpace;
+use crate::workload::address_space::Allocator;
 use crate::workload::emit::{Emitter, SimVec};
 use rand::Rng;
 use rand_xoshiro::Xoshiro256PlusPlus;
@@ -25,7 +25,7 @@ const NEIGHBOR_ROUNDS: usize = 2;
 const SAMPLES: usize = 1024;
 
 /// Per-trial allocation: the component array.
-pub fn plan(space: &mut AddressSpace, n: u64) -> Trial {
+pub fn plan(space: &mut impl Allocator, n: u64) -> Trial {
     Trial::plan(space, &[("comp", n * 4)])
 }
 

@@ -9,7 +9,7 @@
 //! beforehand: each is a per-trial model fitted to runs at 2^10 and 2^14 vertices (in
 //! `docs/workloads.md`), with the kernel's tolerance.
 
-use super::graph::{self, BuildLayout, BuildSizes, GraphKind};
+use super::graph::{BuildLayout, BuildSizes, GraphKind};
 use super::{bc, bfs, cc, pr, sssp, tc, Gap, Kernel, Trial};
 use crate::workload::address_space::AddressSpace;
 use crate::workload::{kronecker, Expected, ExpectedPhase, Region};
@@ -62,19 +62,19 @@ fn tc_relabels(gap: &Gap, entries: f64) -> bool {
     gap.graph == GraphKind::Kron && (entries / 2.0 / gap.vertices() as f64).floor() >= 10.0
 }
 
-/// The builder's allocations as regions; with `setup` off only the final graph is touched.
-fn build_regions(l: &BuildLayout, s: BuildSizes, setup: bool) -> Vec<Region> {
-    let (n, es, ds) = (s.n, graph::edge_bytes(s.weighted), graph::dest_bytes(s.weighted));
+/// The builder's allocations as regions, for `entries` neighbour entries; with `setup` off
+/// only the final graph is touched.
+fn build_regions(l: &BuildLayout, s: BuildSizes, entries: u64, setup: bool) -> Vec<Region> {
     let arrays = [
-        ("edge list", l.el, s.m * es, true),
-        ("degrees", l.degrees, n * 4, true),
-        ("offsets", l.offsets, (n + 1) * 8, true),
-        ("unsquished neighbours", l.neigh, 2 * s.m * ds, true),
-        ("unsquished index", l.index, (n + 1) * 8, true),
-        ("squish: kept counts", l.diffs, n * 4, true),
-        ("squish: offsets", l.sq_offsets, (n + 1) * 8, true),
-        ("neighbours", l.sq_neigh, s.entries * ds, false),
-        ("index", l.sq_index, (n + 1) * 8, false),
+        ("edge list", l.el, s.edge_list(), true),
+        ("degrees", l.degrees, s.counts(), true),
+        ("offsets", l.offsets, s.offsets(), true),
+        ("unsquished neighbours", l.neigh, s.neighbours(2 * s.m), true),
+        ("unsquished index", l.index, s.index(), true),
+        ("squish: kept counts", l.diffs, s.counts(), true),
+        ("squish: offsets", l.sq_offsets, s.offsets(), true),
+        ("neighbours", l.sq_neigh, s.neighbours(entries), false),
+        ("index", l.sq_index, s.index(), false),
     ];
     arrays
         .into_iter()
@@ -95,9 +95,14 @@ fn trial_plan(gap: &Gap, space: &mut AddressSpace, entries: u64) -> Trial {
             t.set_touched(1, (n * 4).min(entries * 4));
             t
         }
-        Kernel::Bc => bc::plan(space, n, entries, gap.sources),
+        Kernel::Bc => {
+            let mut t = bc::plan(space, n, entries);
+            bc::plan_sources(&mut t, space, n, gap.sources);
+            t
+        }
         Kernel::Tc => {
             let mut t = tc::plan_samples(space, n);
+            t.release(space);
             if tc_relabels(gap, entries as f64) {
                 tc::plan_relabel(&mut t, space, n, entries);
             }
@@ -110,17 +115,17 @@ fn trial_plan(gap: &Gap, space: &mut AddressSpace, entries: u64) -> Trial {
 pub fn expected(gap: &Gap) -> Expected {
     let (entries, _connected) = graph_stats(gap);
     let (n, m) = (gap.vertices(), gap.edges());
-    let sizes = BuildSizes { n, m, entries: entries.round() as u64, weighted: gap.weighted() };
+    let (sizes, squished) = (gap.build_sizes(), entries.round() as u64);
     let mut space = AddressSpace::new();
-    let layout = BuildLayout::plan(&mut space, sizes);
-    let mut regions = build_regions(&layout, sizes, gap.setup);
+    let layout = BuildLayout::plan(&mut space, sizes, squished);
+    let mut regions = build_regions(&layout, sizes, squished, gap.setup);
     for _ in 0..gap.trials {
-        let mut t = trial_plan(gap, &mut space, sizes.entries);
+        let mut t = trial_plan(gap, &mut space, squished);
         t.release(&mut space);
         regions.extend(t.into_regions());
     }
     let weighted_edges = if gap.weighted() { m } else { 0 };
-    let setup = 18 * m + weighted_edges + 15 * n + 2 * sizes.entries + 6;
+    let setup = 18 * m + weighted_edges + 15 * n + 2 * squished + 6;
     let (per_trial, tolerance) = trial_refs(gap, n as f64, entries);
     Expected {
         regions,

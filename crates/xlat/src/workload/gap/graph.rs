@@ -15,12 +15,13 @@
 //! edge; `offsets` and `degrees` freed, then the edge list. `SquishCSR` then sorts each
 //! neighbourhood, drops duplicates and self-loops (modelled as one load and one store per
 //! entry), stores the kept count in `diffs`, prefix-sums it, and copies the kept entries into a
-//! fresh, exactly sized CSR; the old one is freed. A weighted graph's duplicate edges keep the
+//! fresh, exactly sized CSR; the old one is freed. Each array is `malloc`ed and `free`d from
+//! the process's allocator (the emitter) where the builder does it. A weighted graph's duplicate edges keep the
 //! lightest weight (GAP's `unique` keeps a duplicate with a different weight; the brief here is
 //! a simple graph).
 
 use super::{EDGE_PASS_INSTRUCTIONS, GEN_BIT_INSTRUCTIONS, SORT_INSTRUCTIONS, VERTEX_PASS_INSTRUCTIONS};
-use crate::workload::address_space::AddressSpace;
+use crate::workload::address_space::Allocator;
 use crate::workload::emit::{Emitter, SimVec};
 use crate::workload::kronecker::{self, Initiator};
 use rand::Rng;
@@ -106,10 +107,35 @@ pub struct BuildSizes {
     pub n: u64,
     /// Generated (directed) edges.
     pub m: u64,
-    /// Neighbour entries after squishing (twice the distinct undirected non-loop edges).
-    pub entries: u64,
     /// Whether the graph carries weights.
     pub weighted: bool,
+}
+
+impl BuildSizes {
+    /// Bytes of the edge list.
+    pub fn edge_list(&self) -> u64 {
+        self.m * edge_bytes(self.weighted)
+    }
+
+    /// Bytes of a per-vertex count array (`NodeID`s: degrees, kept counts).
+    pub fn counts(&self) -> u64 {
+        self.n * NODE_BYTES
+    }
+
+    /// Bytes of a prefix-sum array (`n + 1` offsets).
+    pub fn offsets(&self) -> u64 {
+        (self.n + 1) * OFFSET_BYTES
+    }
+
+    /// Bytes of an index (`n + 1` pointers).
+    pub fn index(&self) -> u64 {
+        (self.n + 1) * INDEX_BYTES
+    }
+
+    /// Bytes of a neighbour array of `entries` entries.
+    pub fn neighbours(&self, entries: u64) -> u64 {
+        entries * dest_bytes(self.weighted)
+    }
 }
 
 /// Simulated addresses of the builder's allocations.
@@ -136,21 +162,21 @@ pub struct BuildLayout {
 }
 
 impl BuildLayout {
-    /// Makes the builder's `malloc`s and `free`s in program order.
-    pub fn plan(space: &mut AddressSpace, s: BuildSizes) -> BuildLayout {
-        let (n, ds) = (s.n, dest_bytes(s.weighted));
-        let el = space.malloc(s.m * edge_bytes(s.weighted));
-        let degrees = space.malloc(n * NODE_BYTES);
-        let offsets = space.malloc((n + 1) * OFFSET_BYTES);
-        let neigh = space.malloc(2 * s.m * ds);
-        let index = space.malloc((n + 1) * INDEX_BYTES);
+    /// Makes the builder's `malloc`s and `free`s in program order (as [`build`] makes them
+    /// among its references), for a graph of `entries` neighbour entries after squishing.
+    pub fn plan(space: &mut impl Allocator, s: BuildSizes, entries: u64) -> BuildLayout {
+        let el = space.malloc(s.edge_list());
+        let degrees = space.malloc(s.counts());
+        let offsets = space.malloc(s.offsets());
+        let neigh = space.malloc(s.neighbours(2 * s.m));
+        let index = space.malloc(s.index());
         space.free(offsets);
         space.free(degrees);
         space.free(el);
-        let diffs = space.malloc(n * NODE_BYTES);
-        let sq_offsets = space.malloc((n + 1) * OFFSET_BYTES);
-        let sq_neigh = space.malloc(s.entries * ds);
-        let sq_index = space.malloc((n + 1) * INDEX_BYTES);
+        let diffs = space.malloc(s.counts());
+        let sq_offsets = space.malloc(s.offsets());
+        let sq_neigh = space.malloc(s.neighbours(entries));
+        let sq_index = space.malloc(s.index());
         space.free(sq_offsets);
         space.free(diffs);
         space.free(index);
@@ -240,17 +266,6 @@ pub fn generate(kind: GraphKind, scale: u32, m: u64, init: Initiator, rng: &mut 
     Ok(pairs.into_iter().map(|(u, v)| (u as u32, v as u32)).collect())
 }
 
-/// Neighbour entries the squished graph will have: both directions of every distinct
-/// non-loop edge (computed on the host, so that the allocations can be placed beforehand).
-pub fn squished_entries(pairs: &[(u32, u32)]) -> Result<u64, String> {
-    let mut keys: Vec<u64> = Vec::new();
-    keys.try_reserve_exact(pairs.len()).map_err(|_| "cannot allocate host memory for counting distinct edges".to_string())?;
-    keys.extend(pairs.iter().filter(|(u, v)| u != v).map(|&(u, v)| (u64::from(u.min(v)) << 32) | u64::from(u.max(v))));
-    keys.sort_unstable();
-    keys.dedup();
-    Ok(2 * keys.len() as u64)
-}
-
 /// Per-generated-edge instructions of a generator.
 fn generation_instructions(kind: GraphKind, scale: u32) -> u64 {
     match kind {
@@ -259,12 +274,14 @@ fn generation_instructions(kind: GraphKind, scale: u32) -> u64 {
     }
 }
 
-/// Builds the graph as GAP's builder does, emitting the generator's stores (each edge once;
-/// the Kronecker relabelling pass is not emitted) and every access of the construction.
-pub fn build<D: Dest>(kind: GraphKind, scale: u32, pairs: Vec<(u32, u32)>, l: &BuildLayout, rng: &mut Xoshiro256PlusPlus, e: &mut Emitter) -> Result<Csr<D>, String> {
+/// Builds the graph as GAP's builder does, its arrays allocated from `e`, emitting the
+/// generator's stores (each edge once; the Kronecker relabelling pass is not emitted) and
+/// every access of the construction.
+pub fn build<D: Dest>(kind: GraphKind, scale: u32, pairs: Vec<(u32, u32)>, rng: &mut Xoshiro256PlusPlus, e: &mut Emitter) -> Result<Csr<D>, String> {
     let n = 1usize << scale;
     let stride = edge_bytes(D::WEIGHTED);
-    let mut el = EdgeList { pairs, weights: Vec::new(), base: l.el, stride };
+    let s = BuildSizes { n: n as u64, m: pairs.len() as u64, weighted: D::WEIGHTED };
+    let mut el = EdgeList { pairs, weights: Vec::new(), base: e.malloc(s.edge_list()), stride };
     for k in 0..el.pairs.len() {
         e.store(el.base + k as u64 * stride, 8);
     }
@@ -286,15 +303,17 @@ pub fn build<D: Dest>(kind: GraphKind, scale: u32, pairs: Vec<(u32, u32)>, l: &B
         }
         e.instructions(EDGE_PASS_INSTRUCTIONS * m as u64);
     }
-    let (index, neigh) = make_csr::<D>(&el, n, l, e)?;
+    let (index, neigh) = make_csr::<D>(&el, n, s, e)?;
+    e.free(el.base);
     drop(el);
-    squish(&index, neigh, l, e)
+    squish(&index, neigh, s, e)
 }
 
-/// `CountDegrees`, `ParallelPrefixSum`, `GenIndex` and the scatter of `MakeCSR`.
-fn make_csr<D: Dest>(el: &EdgeList, n: usize, l: &BuildLayout, e: &mut Emitter) -> Result<(SimVec<u64>, SimVec<D>), String> {
+/// `CountDegrees`, `ParallelPrefixSum`, `GenIndex` and the scatter of `MakeCSR`; the
+/// offsets and degrees are freed at its end.
+fn make_csr<D: Dest>(el: &EdgeList, n: usize, s: BuildSizes, e: &mut Emitter) -> Result<(SimVec<u64>, SimVec<D>), String> {
     let m = el.pairs.len();
-    let mut degrees = SimVec::filled(l.degrees, n, 0u32, "the degree counts")?;
+    let mut degrees = SimVec::filled(e.malloc(s.counts()), n, 0u32, "the degree counts")?;
     for v in 0..n {
         degrees.st(v, 0, e);
     }
@@ -306,9 +325,9 @@ fn make_csr<D: Dest>(el: &EdgeList, n: usize, l: &BuildLayout, e: &mut Emitter) 
         }
     }
     e.instructions(VERTEX_PASS_INSTRUCTIONS * n as u64 + EDGE_PASS_INSTRUCTIONS * m as u64);
-    let mut offsets = prefix_sum(&degrees, l.offsets, e)?;
-    let mut neigh = SimVec::filled(l.neigh, 2 * m, D::default(), "the unsquished neighbours")?;
-    let index = gen_index(&offsets, l.index, e)?;
+    let mut offsets = prefix_sum(&degrees, e.malloc(s.offsets()), e)?;
+    let mut neigh = SimVec::filled(e.malloc(s.neighbours(2 * m as u64)), 2 * m, D::default(), "the unsquished neighbours")?;
+    let index = gen_index(&offsets, e.malloc(s.index()), e)?;
     for k in 0..m {
         let (u, v, w) = el.whole(k, e);
         for (a, b) in [(u as usize, v), (v as usize, u)] {
@@ -318,6 +337,8 @@ fn make_csr<D: Dest>(el: &EdgeList, n: usize, l: &BuildLayout, e: &mut Emitter) 
         }
     }
     e.instructions(EDGE_PASS_INSTRUCTIONS * m as u64);
+    e.free(offsets.addr(0));
+    e.free(degrees.addr(0));
     Ok((index, neigh))
 }
 
@@ -363,10 +384,10 @@ pub fn sort_dedup<D: Dest>(list: &mut [D], own: u32) -> usize {
 }
 
 /// `SquishCSR`: per vertex sort, deduplicate and drop self-loops, then copy into an exactly
-/// sized CSR.
-fn squish<D: Dest>(index: &SimVec<u64>, mut neigh: SimVec<D>, l: &BuildLayout, e: &mut Emitter) -> Result<Csr<D>, String> {
+/// sized CSR; the old one is freed.
+fn squish<D: Dest>(index: &SimVec<u64>, mut neigh: SimVec<D>, s: BuildSizes, e: &mut Emitter) -> Result<Csr<D>, String> {
     let n = index.len() - 1;
-    let mut diffs = SimVec::filled(l.diffs, n, 0u32, "the squished degrees")?;
+    let mut diffs = SimVec::filled(e.malloc(s.counts()), n, 0u32, "the squished degrees")?;
     for u in 0..n {
         let (s, t) = (index.ld(u, e) as usize, index.ld(u + 1, e) as usize);
         let kept = sort_dedup(&mut neigh.raw_mut()[s..t], u as u32);
@@ -377,10 +398,10 @@ fn squish<D: Dest>(index: &SimVec<u64>, mut neigh: SimVec<D>, l: &BuildLayout, e
         diffs.st(u, kept as u32, e);
         e.instructions(VERTEX_PASS_INSTRUCTIONS + SORT_INSTRUCTIONS * (t - s) as u64);
     }
-    let sq_offsets = prefix_sum(&diffs, l.sq_offsets, e)?;
+    let sq_offsets = prefix_sum(&diffs, e.malloc(s.offsets()), e)?;
     let total = sq_offsets.raw()[n] as usize;
-    let mut sq_neigh = SimVec::filled(l.sq_neigh, total, D::default(), "the neighbours")?;
-    let sq_index = gen_index(&sq_offsets, l.sq_index, e)?;
+    let mut sq_neigh = SimVec::filled(e.malloc(s.neighbours(total as u64)), total, D::default(), "the neighbours")?;
+    let sq_index = gen_index(&sq_offsets, e.malloc(s.index()), e)?;
     for u in 0..n {
         let s = index.ld(u, e) as usize;
         let dst = sq_index.ld(u, e) as usize;
@@ -390,6 +411,9 @@ fn squish<D: Dest>(index: &SimVec<u64>, mut neigh: SimVec<D>, l: &BuildLayout, e
             sq_neigh.st(dst + k, x, e);
         }
         e.instructions(VERTEX_PASS_INSTRUCTIONS + EDGE_PASS_INSTRUCTIONS * kept as u64);
+    }
+    for array in [sq_offsets.addr(0), diffs.addr(0), index.addr(0), neigh.addr(0)] {
+        e.free(array);
     }
     Ok(Csr { index: sq_index, neigh: sq_neigh })
 }

@@ -4,7 +4,10 @@
 //! as GAP's builder does ([`graph`]), then each trial runs the kernel over arrays at the
 //! addresses glibc's `malloc` gives them, emitting every load and store of the graph and of the
 //! kernel's per-vertex arrays, queues and bitmaps, and is verified as GAP's verifiers do
-//! (outside the emitted stream). See `docs/workloads.md`.
+//! (outside the emitted stream). Every array is `malloc`ed and `free`d from the emitter, the
+//! process's allocator, where the program does it, so the stream carries what they map and
+//! unmap; the expectation ([`expect`]) makes the same calls on an address space of its own.
+//! See `docs/workloads.md`.
 
 pub mod bc;
 pub mod bfs;
@@ -18,11 +21,10 @@ pub mod sssp;
 pub mod tc;
 pub mod trial;
 
-use super::address_space::AddressSpace;
 use super::emit::Emitter;
 use super::kronecker::Initiator;
 use super::{Expected, Scale, Workload};
-use graph::{BuildLayout, BuildSizes, Csr, GraphKind, WNode};
+use graph::{BuildSizes, Csr, GraphKind, WNode};
 use rand::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
 use serde::{Deserialize, Serialize};
@@ -128,8 +130,8 @@ impl Gap {
         self.kernel == Kernel::Sssp
     }
 
-    fn build_sizes(&self, entries: u64) -> BuildSizes {
-        BuildSizes { n: self.vertices(), m: self.edges(), entries, weighted: self.weighted() }
+    fn build_sizes(&self) -> BuildSizes {
+        BuildSizes { n: self.vertices(), m: self.edges(), weighted: self.weighted() }
     }
 
     /// GAP's `SourcePicker`: random vertices with at least one neighbour.
@@ -148,8 +150,9 @@ impl Gap {
             .collect())
     }
 
-    /// Runs the trials of an unweighted kernel and verifies each.
-    fn run_unweighted(&self, g: &Csr<u32>, space: &mut AddressSpace, rng: &mut Xoshiro256PlusPlus, e: &mut Emitter) -> Result<String, String> {
+    /// Runs the trials of an unweighted kernel and verifies each; each trial's arrays are
+    /// allocated from `e` and freed at its end.
+    fn run_unweighted(&self, g: &Csr<u32>, rng: &mut Xoshiro256PlusPlus, e: &mut Emitter) -> Result<String, String> {
         let (n, entries) = (self.vertices(), g.entries() as u64);
         let per_trial = if self.kernel == Kernel::Bc { self.sources as usize } else { 1 };
         let sources = if self.kernel.has_source() { self.pick_sources(g, per_trial * self.trials as usize, rng)? } else { Vec::new() };
@@ -158,11 +161,11 @@ impl Gap {
         for trial in 0..self.trials as usize {
             let fail = |m: String| format!("trial {trial}: {m}");
             let mut t = match self.kernel {
-                Kernel::Bfs => bfs::plan(space, n),
-                Kernel::Pr => pr::plan(space, n),
-                Kernel::Cc => cc::plan(space, n),
-                Kernel::Bc => bc::plan(space, n, entries, self.sources),
-                Kernel::Tc => tc::plan_samples(space, n),
+                Kernel::Bfs => bfs::plan(e, n),
+                Kernel::Pr => pr::plan(e, n),
+                Kernel::Cc => cc::plan(e, n),
+                Kernel::Bc => bc::plan(e, n, entries),
+                Kernel::Tc => tc::plan_samples(e, n),
                 Kernel::Sssp => unreachable!("sssp runs on the weighted graph"),
             };
             summary = match self.kernel {
@@ -185,22 +188,20 @@ impl Gap {
                 }
                 Kernel::Bc => {
                     let from = &sources[trial * per_trial..(trial + 1) * per_trial];
-                    let scores = bc::run(g, from, &t, e)?;
+                    let scores = bc::run(g, from, &mut t, e)?;
                     bc::verify(g, from, &scores).map_err(fail)?;
                     format!("betweenness scores from {} sources equal serial Brandes' within a float's epsilon in every trial", self.sources)
                 }
                 Kernel::Tc => {
                     let relabel = tc::worth_relabelling(g, &t, rng, e)?;
-                    if relabel {
-                        tc::plan_relabel(&mut t, space, n, entries);
-                    }
-                    let count = tc::run(g, relabel, &t, e)?;
+                    t.release(e);
+                    let count = tc::run(g, relabel, &mut t, e)?;
                     tc::verify(g, count).map_err(fail)?;
                     format!("{count} triangles (relabelled by degree: {relabel}), equal to a reference count, in every trial")
                 }
                 Kernel::Sssp => unreachable!("sssp runs on the weighted graph"),
             };
-            t.release(space);
+            t.release(e);
             if e.stopped() {
                 break;
             }
@@ -208,14 +209,15 @@ impl Gap {
         Ok(summary)
     }
 
-    /// Runs the sssp trials on the weighted graph and verifies each.
-    fn run_sssp(&self, g: &Csr<WNode>, space: &mut AddressSpace, rng: &mut Xoshiro256PlusPlus, e: &mut Emitter) -> Result<String, String> {
+    /// Runs the sssp trials on the weighted graph and verifies each; each trial's arrays are
+    /// allocated from `e` and freed at its end.
+    fn run_sssp(&self, g: &Csr<WNode>, rng: &mut Xoshiro256PlusPlus, e: &mut Emitter) -> Result<String, String> {
         let sources = self.pick_sources(g, self.trials as usize, rng)?;
         e.phase(self.kernel.name(), true);
         for (trial, &source) in sources.iter().enumerate() {
-            let mut t = sssp::plan(space, self.vertices(), g.entries() as u64);
-            let dist = sssp::run(g, source, self.delta, &t, space, e)?;
-            t.release(space);
+            let mut t = sssp::plan(e, self.vertices(), g.entries() as u64);
+            let dist = sssp::run(g, source, self.delta, &t, e)?;
+            t.release(e);
             if e.stopped() {
                 break;
             }
@@ -272,15 +274,12 @@ impl Workload for Gap {
         let mut rng = Xoshiro256PlusPlus::seed_from_u64(seed);
         e.phase("setup", self.setup);
         let pairs = graph::generate(self.graph, self.scale, self.edges(), self.initiator(), &mut rng)?;
-        let entries = graph::squished_entries(&pairs)?;
-        let mut space = AddressSpace::new();
-        let layout = BuildLayout::plan(&mut space, self.build_sizes(entries));
-        let summary = if self.weighted() {
-            let g = graph::build::<WNode>(self.graph, self.scale, pairs, &layout, &mut rng, e)?;
-            self.run_sssp(&g, &mut space, &mut rng, e)?
+        let (summary, entries) = if self.weighted() {
+            let g = graph::build::<WNode>(self.graph, self.scale, pairs, &mut rng, e)?;
+            (self.run_sssp(&g, &mut rng, e)?, g.entries())
         } else {
-            let g = graph::build::<u32>(self.graph, self.scale, pairs, &layout, &mut rng, e)?;
-            self.run_unweighted(&g, &mut space, &mut rng, e)?
+            let g = graph::build::<u32>(self.graph, self.scale, pairs, &mut rng, e)?;
+            (self.run_unweighted(&g, &mut rng, e)?, g.entries())
         };
         let graph = format!("{} graph: 2^{} vertices, {} neighbour entries", self.graph_name(), self.scale, entries);
         Ok(vec![graph, summary])

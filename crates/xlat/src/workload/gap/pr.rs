@@ -11,7 +11,7 @@
 
 use super::graph::Csr;
 use super::{Trial, SCAN_INSTRUCTIONS, VERTEX_PASS_INSTRUCTIONS, VISIT_INSTRUCTIONS};
-use crate::workload::address_space::AddressSpace;
+use crate::workload::address_space::Allocator;
 use crate::workload::emit::{Emitter, SimVec};
 
 /// Damping factor.
@@ -22,7 +22,7 @@ pub const TOLERANCE: f64 = 1e-4;
 pub const MAX_ITERS: u32 = 20;
 
 /// Per-trial allocations: scores and outgoing contributions.
-pub fn plan(space: &mut AddressSpace, n: u64) -> Trial {
+pub fn plan(space: &mut impl Allocator, n: u64) -> Trial {
     Trial::plan(space, &[("scores", n * 4), ("outgoing contributions", n * 4)])
 }
 

@@ -15,7 +15,7 @@
 use super::bins::Bins;
 use super::graph::{Csr, Dest, WNode};
 use super::{Trial, SCAN_INSTRUCTIONS, UPDATE_INSTRUCTIONS, VISIT_INSTRUCTIONS};
-use crate::workload::address_space::AddressSpace;
+use crate::workload::address_space::Allocator;
 use crate::workload::emit::{Emitter, SimVec};
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -26,7 +26,7 @@ pub const INF: i32 = i32::MAX / 2;
 const BIN_SIZE_THRESHOLD: usize = 1000;
 
 /// Per-trial allocations: distances and the frontier.
-pub fn plan(space: &mut AddressSpace, n: u64, entries: u64) -> Trial {
+pub fn plan(space: &mut impl Allocator, n: u64, entries: u64) -> Trial {
     Trial::plan(space, &[("dist", n * 4), ("frontier", entries * 4)])
 }
 
@@ -40,7 +40,7 @@ struct Run<'a> {
 
 impl Run<'_> {
     /// `RelaxEdges(u)`.
-    fn relax(&mut self, u: usize, space: &mut AddressSpace, e: &mut Emitter) {
+    fn relax(&mut self, u: usize, e: &mut Emitter) {
         let (s, t) = self.g.bounds(u, e);
         e.instructions(VISIT_INSTRUCTIONS + SCAN_INSTRUCTIONS * (t - s) as u64);
         for k in s..t {
@@ -51,8 +51,8 @@ impl Run<'_> {
             if new < old {
                 self.dist.st(v, new, e);
                 let bin = (new as u32 / self.delta) as usize;
-                self.bins.grow_to(bin + 1, space, e);
-                self.bins.push(bin, v as u32, space, e);
+                self.bins.grow_to(bin + 1, e);
+                self.bins.push(bin, v as u32, e);
                 e.instructions(UPDATE_INSTRUCTIONS);
             }
         }
@@ -60,7 +60,7 @@ impl Run<'_> {
 }
 
 /// `DeltaStep` from `source`; returns the distances.
-pub fn run(g: &Csr<WNode>, source: usize, delta: u32, t: &Trial, space: &mut AddressSpace, e: &mut Emitter) -> Result<Vec<i32>, String> {
+pub fn run(g: &Csr<WNode>, source: usize, delta: u32, t: &Trial, e: &mut Emitter) -> Result<Vec<i32>, String> {
     let n = g.vertices();
     let mut dist = SimVec::filled(t.addr(0), n, INF, "the distances")?;
     for v in 0..n {
@@ -78,17 +78,17 @@ pub fn run(g: &Csr<WNode>, source: usize, delta: u32, t: &Trial, space: &mut Add
         for i in 0..tails[cur] {
             let u = frontier.ld(i, e) as usize;
             if r.dist.ld(u, e) as u64 >= u64::from(delta) * bin as u64 {
-                r.relax(u, space, e);
+                r.relax(u, e);
             }
         }
         while bin < r.bins.len() && (1..BIN_SIZE_THRESHOLD).contains(&r.bins.size(bin, e)) {
-            let (copy, buf) = r.bins.copy(bin, space, e);
+            let (copy, buf) = r.bins.copy(bin, e);
             r.bins.clear(bin, e);
             for (k, &u) in copy.iter().enumerate() {
                 e.load(buf + 4 * k as u64, 4);
-                r.relax(u as usize, space, e);
+                r.relax(u as usize, e);
             }
-            space.free(buf);
+            e.free(buf);
         }
         if let Some(i) = (bin..r.bins.len()).find(|&i| r.bins.size(i, e) > 0) {
             shared[next] = shared[next].min(i);
@@ -108,7 +108,7 @@ pub fn run(g: &Csr<WNode>, source: usize, delta: u32, t: &Trial, space: &mut Add
         }
         iter += 1;
     }
-    r.bins.free(space);
+    r.bins.free(e);
     Ok(r.dist.raw().to_vec())
 }
 

@@ -18,7 +18,7 @@
 
 use super::graph::{self, Csr, INDEX_BYTES, NODE_BYTES, OFFSET_BYTES};
 use super::{Trial, SCAN_INSTRUCTIONS, SORT_INSTRUCTIONS, UPDATE_INSTRUCTIONS, VERTEX_PASS_INSTRUCTIONS, VISIT_INSTRUCTIONS};
-use crate::workload::address_space::AddressSpace;
+use crate::workload::address_space::Allocator;
 use crate::workload::emit::{Emitter, SimVec};
 use rand::Rng;
 use rand_xoshiro::Xoshiro256PlusPlus;
@@ -28,25 +28,33 @@ const SAMPLES: usize = 1000;
 /// Bytes of a `std::pair<int64_t, NodeID>`.
 const PAIR_BYTES: u64 = 16;
 
-/// The degree samples' array (freed when the heuristic has decided).
-pub fn plan_samples(space: &mut AddressSpace, n: u64) -> Trial {
-    let mut t = Trial::plan(space, &[("degree samples", SAMPLES.min(n as usize) as u64 * 8)]);
-    t.release(space);
-    t
+/// The degree samples' array, the trial's first (freed by [`Trial::release`] when the
+/// heuristic has decided).
+pub fn plan_samples(space: &mut impl Allocator, n: u64) -> Trial {
+    Trial::plan(space, &[("degree samples", SAMPLES.min(n as usize) as u64 * 8)])
 }
 
-/// The relabelling's arrays and the relabelled graph, whose arrays live on until the count is
-/// done.
-pub fn plan_relabel(t: &mut Trial, space: &mut AddressSpace, n: u64, entries: u64) {
-    t.extend(space, &[
+/// The relabelling's arrays in allocation order (after the samples): its temporaries, then the
+/// relabelled graph's, which live on until the count is done.
+fn relabel_arrays(n: u64, entries: u64) -> [(&'static str, u64); 6] {
+    [
         ("relabel: (degree, id) pairs", n * PAIR_BYTES),
         ("relabel: degrees", n * NODE_BYTES),
         ("relabel: new ids", n * NODE_BYTES),
         ("relabel: offsets", (n + 1) * OFFSET_BYTES),
         ("relabelled neighbours", entries * NODE_BYTES),
         ("relabelled index", (n + 1) * INDEX_BYTES),
-    ]);
-    t.free_only(space, &[4, 3, 2, 1]);
+    ]
+}
+
+/// The relabelling's temporaries (offsets, new ids, degrees, pairs: their indices in the
+/// trial), in the order they are freed when it ends.
+const RELABEL_TEMPORARIES: [usize; 4] = [4, 3, 2, 1];
+
+/// The relabelling's allocations and frees, as [`run`] makes them.
+pub fn plan_relabel(t: &mut Trial, space: &mut impl Allocator, n: u64, entries: u64) {
+    t.extend(space, &relabel_arrays(n, entries));
+    t.free_only(space, &RELABEL_TEMPORARIES);
 }
 
 /// GAP's `WorthRelabelling`, reading sampled degrees (the samples' index loads and stores are
@@ -75,10 +83,12 @@ pub fn worth_relabelling(g: &Csr<u32>, t: &Trial, rng: &mut Xoshiro256PlusPlus, 
     Ok(average / 1.3 > sorted[count / 2] as f64)
 }
 
-/// `RelabelByDegree`: a new CSR with vertices numbered by decreasing degree.
-fn relabel(g: &Csr<u32>, t: &Trial, e: &mut Emitter) -> Result<Csr<u32>, String> {
+/// `RelabelByDegree`: a new CSR with vertices numbered by decreasing degree, its arrays
+/// allocated from `e` into `t` (the temporaries freed at its end).
+fn relabel(g: &Csr<u32>, t: &mut Trial, e: &mut Emitter) -> Result<Csr<u32>, String> {
     let n = g.vertices();
-    let mut pairs = SimVec::filled(t.addr(1), n, (0u64, 0u64), "the (degree, id) pairs")?;
+    let [pairs_at, degrees_at, new_ids_at, offsets_at, neigh_at, index_at] = relabel_arrays(n as u64, g.entries() as u64);
+    let mut pairs = SimVec::filled(t.alloc(e, pairs_at.0, pairs_at.1), n, (0u64, 0u64), "the (degree, id) pairs")?;
     for v in 0..n {
         let (s, end) = g.bounds(v, e);
         pairs.st(v, ((end - s) as u64, v as u64), e);
@@ -89,17 +99,17 @@ fn relabel(g: &Csr<u32>, t: &Trial, e: &mut Emitter) -> Result<Csr<u32>, String>
         e.store(pairs.addr(v), PAIR_BYTES as u16);
     }
     e.instructions((VERTEX_PASS_INSTRUCTIONS + SORT_INSTRUCTIONS) * n as u64);
-    let mut degrees = SimVec::filled(t.addr(2), n, 0u32, "the degrees")?;
-    let mut new_ids = SimVec::filled(t.addr(3), n, 0u32, "the new ids")?;
+    let mut degrees = SimVec::filled(t.alloc(e, degrees_at.0, degrees_at.1), n, 0u32, "the degrees")?;
+    let mut new_ids = SimVec::filled(t.alloc(e, new_ids_at.0, new_ids_at.1), n, 0u32, "the new ids")?;
     for v in 0..n {
         let (d, id) = pairs.ld(v, e);
         degrees.st(v, d as u32, e);
         new_ids.st(id as usize, v as u32, e);
     }
     e.instructions(VERTEX_PASS_INSTRUCTIONS * n as u64);
-    let mut offsets = graph::prefix_sum(&degrees, t.addr(4), e)?;
-    let mut neigh = SimVec::filled(t.addr(5), g.entries(), 0u32, "the relabelled neighbours")?;
-    let index = graph::gen_index(&offsets, t.addr(6), e)?;
+    let mut offsets = graph::prefix_sum(&degrees, t.alloc(e, offsets_at.0, offsets_at.1), e)?;
+    let mut neigh = SimVec::filled(t.alloc(e, neigh_at.0, neigh_at.1), g.entries(), 0u32, "the relabelled neighbours")?;
+    let index = graph::gen_index(&offsets, t.alloc(e, index_at.0, index_at.1), e)?;
     for u in 0..n {
         let nu = new_ids.ld(u, e) as usize;
         let (s, end) = g.bounds(u, e);
@@ -118,6 +128,7 @@ fn relabel(g: &Csr<u32>, t: &Trial, e: &mut Emitter) -> Result<Csr<u32>, String>
         }
         e.instructions(VISIT_INSTRUCTIONS + (EDGE_INSTRUCTIONS + SORT_INSTRUCTIONS) * (end - s) as u64);
     }
+    t.free_only(e, &RELABEL_TEMPORARIES);
     Ok(Csr { index, neigh })
 }
 
@@ -156,9 +167,9 @@ fn ordered_count(g: &Csr<u32>, e: &mut Emitter) -> u64 {
     total
 }
 
-/// `Hybrid`: relabels when worthwhile, then counts; returns the count and whether it
-/// relabelled.
-pub fn run(g: &Csr<u32>, relabelled: bool, t: &Trial, e: &mut Emitter) -> Result<u64, String> {
+/// `Hybrid`: relabels when worthwhile (its arrays allocated from `e` into `t`, after the
+/// samples), then counts; returns the count.
+pub fn run(g: &Csr<u32>, relabelled: bool, t: &mut Trial, e: &mut Emitter) -> Result<u64, String> {
     if relabelled {
         let r = relabel(g, t, e)?;
         Ok(ordered_count(&r, e))

@@ -1,24 +1,35 @@
 //! Every verifier rejects a corrupted result, so that a passing check means something.
 
-use super::graph::{self, BuildLayout, Csr, Dest, GraphKind, WNode};
+use super::graph::{self, Csr, Dest, GraphKind, WNode};
 use super::*;
+use crate::workload::address_space::AddressSpace;
 use crate::workload::emit::Discard;
 
-/// A tiny graph of `kind`, built on a throw-away emitter.
+/// Neighbour entries the squished graph will have: both directions of every distinct
+/// non-loop edge (counted on the host).
+fn squished_entries(pairs: &[(u32, u32)]) -> Result<u64, String> {
+    let mut keys: Vec<u64> = Vec::new();
+    keys.try_reserve_exact(pairs.len()).map_err(|_| "cannot allocate host memory for counting distinct edges".to_string())?;
+    keys.extend(pairs.iter().filter(|(u, v)| u != v).map(|&(u, v)| (u64::from(u.min(v)) << 32) | u64::from(u.max(v))));
+    keys.sort_unstable();
+    keys.dedup();
+    Ok(2 * keys.len() as u64)
+}
+
+/// A tiny graph of `kind`, built on a throw-away emitter where the builder's plan places it,
+/// and a fresh address space for the kernels' arrays.
 fn tiny<D: Dest>(kind: GraphKind) -> (Csr<D>, AddressSpace, Xoshiro256PlusPlus) {
     let mut gap = Gap::preset(Scale::Tiny);
     gap.graph = kind;
     gap.kernel = if D::WEIGHTED { Kernel::Sssp } else { Kernel::Bfs };
     let mut rng = Xoshiro256PlusPlus::seed_from_u64(3);
     let pairs = graph::generate(kind, gap.scale, gap.edges(), gap.initiator(), &mut rng).unwrap();
-    let entries = graph::squished_entries(&pairs).unwrap();
-    let mut space = AddressSpace::new();
-    let layout = BuildLayout::plan(&mut space, gap.build_sizes(entries));
-    let mut sink = Discard;
-    let mut e = Emitter::new(0, &mut sink);
-    let g = graph::build::<D>(kind, gap.scale, pairs, &layout, &mut rng, &mut e).unwrap();
+    let entries = squished_entries(&pairs).unwrap();
+    let layout = graph::BuildLayout::plan(&mut AddressSpace::new(), gap.build_sizes(), entries);
+    let g = with_emitter(|e| graph::build::<D>(kind, gap.scale, pairs, &mut rng, e)).unwrap();
     assert_eq!(g.entries() as u64, entries);
-    (g, space, rng)
+    assert_eq!((g.neigh.addr(0), g.index.addr(0)), (layout.sq_neigh, layout.sq_index));
+    (g, AddressSpace::new(), rng)
 }
 
 fn with_emitter<T>(f: impl FnOnce(&mut Emitter) -> T) -> T {
@@ -81,7 +92,7 @@ fn a_wrong_distance_is_caught() {
     let (g, mut space, _) = tiny::<WNode>(GraphKind::Kron);
     let s = source(&g);
     let t = sssp::plan(&mut space, g.vertices() as u64, g.entries() as u64);
-    let mut dist = with_emitter(|e| sssp::run(&g, s, 1, &t, &mut space, e)).unwrap();
+    let mut dist = with_emitter(|e| sssp::run(&g, s, 1, &t, e)).unwrap();
     sssp::verify(&g, s, &dist).unwrap();
     let v = g.adj(s)[0].v() as usize;
     dist[v] += 1;
@@ -92,8 +103,8 @@ fn a_wrong_distance_is_caught() {
 fn a_wrong_centrality_is_caught() {
     let (g, mut space, _) = tiny::<u32>(GraphKind::Urand);
     let sources = [source(&g), source(&g) + 1];
-    let t = bc::plan(&mut space, g.vertices() as u64, g.entries() as u64, 2);
-    let mut scores = with_emitter(|e| bc::run(&g, &sources, &t, e)).unwrap();
+    let mut t = bc::plan(&mut space, g.vertices() as u64, g.entries() as u64);
+    let mut scores = with_emitter(|e| bc::run(&g, &sources, &mut t, e)).unwrap();
     bc::verify(&g, &sources, &scores).unwrap();
     scores[7] += 1e-4;
     assert!(bc::verify(&g, &sources, &scores).is_err());
@@ -103,16 +114,21 @@ fn a_wrong_centrality_is_caught() {
 fn a_wrong_triangle_count_is_caught() {
     for kind in [GraphKind::Kron, GraphKind::Urand] {
         let (g, mut space, mut rng) = tiny::<u32>(kind);
-        let mut t = tc::plan_samples(&mut space, g.vertices() as u64);
-        let count = with_emitter(|e| {
+        let (n, entries) = (g.vertices() as u64, g.entries() as u64);
+        let mut planned = tc::plan_samples(&mut space, n);
+        planned.release(&mut space);
+        let (count, run) = with_emitter(|e| {
+            let mut t = tc::plan_samples(e, n);
             let relabel = tc::worth_relabelling(&g, &t, &mut rng, e).unwrap();
             assert_eq!(relabel, kind == GraphKind::Kron, "GAP's heuristic relabels the skewed graph only");
             if relabel {
-                tc::plan_relabel(&mut t, &mut space, g.vertices() as u64, g.entries() as u64);
+                tc::plan_relabel(&mut planned, &mut space, n, entries);
             }
-            tc::run(&g, relabel, &t, e)
-        })
-        .unwrap();
+            t.release(e);
+            (tc::run(&g, relabel, &mut t, e), t)
+        });
+        assert_eq!(run.into_regions(), planned.into_regions(), "the plan allocates as the run does");
+        let count = count.unwrap();
         tc::verify(&g, count).unwrap();
         assert!(tc::verify(&g, count + 1).is_err());
     }

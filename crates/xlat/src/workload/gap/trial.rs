@@ -1,8 +1,9 @@
-//! The arrays one trial of a kernel allocates, placed by the address-space model in program
-//! order. The same plan serves the run (addresses of the arrays) and the expectation (the
-//! regions and their footprint).
+//! The arrays one trial of a kernel allocates, in program order. The run makes them from the
+//! process's allocator (the emitter) where the kernel does; the expectation makes the same
+//! calls on an address space of its own, which places them alike, for the regions and their
+//! footprint.
 
-use crate::workload::address_space::AddressSpace;
+use crate::workload::address_space::Allocator;
 use crate::workload::Region;
 
 /// A trial's allocations: every region ever allocated, and which are still live.
@@ -14,26 +15,38 @@ pub struct Trial {
 
 impl Trial {
     /// `malloc`s `arrays` (name, bytes) in order.
-    pub fn plan(space: &mut AddressSpace, arrays: &[(&str, u64)]) -> Trial {
+    pub fn plan(space: &mut impl Allocator, arrays: &[(&str, u64)]) -> Trial {
         let mut t = Trial::default();
         t.extend(space, arrays);
         t
     }
 
     /// `malloc`s more arrays, in order.
-    pub fn extend(&mut self, space: &mut AddressSpace, arrays: &[(&str, u64)]) {
+    pub fn extend(&mut self, space: &mut impl Allocator, arrays: &[(&str, u64)]) {
         for &(name, bytes) in arrays {
-            let addr = space.malloc(bytes);
-            self.live.push(self.regions.len());
-            self.regions.push(Region { name: name.to_string(), addr, bytes, touched: bytes });
+            self.alloc(space, name, bytes);
+        }
+    }
+
+    /// `malloc`s one array; returns its address.
+    pub fn alloc(&mut self, space: &mut impl Allocator, name: &str, bytes: u64) -> u64 {
+        let addr = space.malloc(bytes);
+        self.live.push(self.regions.len());
+        self.regions.push(Region { name: name.to_string(), addr, bytes, touched: bytes });
+        addr
+    }
+
+    /// `free`s the live array allocated last.
+    pub fn free_last(&mut self, space: &mut impl Allocator) {
+        if let Some(i) = self.live.pop() {
+            space.free(self.regions[i].addr);
         }
     }
 
     /// An array `malloc`ed and `free`d before the next allocation.
-    pub fn transient(&mut self, space: &mut AddressSpace, name: &str, bytes: u64) {
-        let addr = space.malloc(bytes);
-        space.free(addr);
-        self.regions.push(Region { name: name.to_string(), addr, bytes, touched: bytes });
+    pub fn transient(&mut self, space: &mut impl Allocator, name: &str, bytes: u64) {
+        self.alloc(space, name, bytes);
+        self.free_last(space);
     }
 
     /// The address of the `i`-th array allocated.
@@ -42,7 +55,7 @@ impl Trial {
     }
 
     /// `free`s the live arrays `which` (indices in allocation order), in that order.
-    pub fn free_only(&mut self, space: &mut AddressSpace, which: &[usize]) {
+    pub fn free_only(&mut self, space: &mut impl Allocator, which: &[usize]) {
         for &i in which {
             if let Some(pos) = self.live.iter().position(|&l| l == i) {
                 space.free(self.regions[i].addr);
@@ -52,9 +65,9 @@ impl Trial {
     }
 
     /// `free`s every live array, the last allocated first.
-    pub fn release(&mut self, space: &mut AddressSpace) {
-        while let Some(i) = self.live.pop() {
-            space.free(self.regions[i].addr);
+    pub fn release(&mut self, space: &mut impl Allocator) {
+        while self.live.last().is_some() {
+            self.free_last(space);
         }
     }
 

@@ -433,10 +433,6 @@ impl Workload for Graph500 {
         self.setup
     }
 
-    fn maps_memory(&self) -> bool {
-        true
-    }
-
     fn validate(&self) -> Result<(), (&'static str, String)> {
         if !(1..=32).contains(&self.scale) {
             return Err(("scale", format!("{} is outside 1..=32", self.scale)));
