@@ -161,6 +161,12 @@ pub trait PageTableDriver {
     /// entry of the page of `size` holding `vaddr` in `asid`, in software: the work of
     /// [`Find::find`] in this format.
     fn find_work(&self, asid: Asid, vaddr: u64, size: PageSize, meter: &mut Meter);
+    /// Counts in `meter` the kernel's walk to the entry of the page of `size` holding
+    /// `vaddr` in `asid` and its write: how a tree format maps, unmaps or swaps out a page.
+    fn write_entry_work(&self, asid: Asid, vaddr: u64, size: PageSize, meter: &mut Meter) {
+        self.find_work(asid, vaddr, size, meter);
+        meter.add().entries_written += 1;
+    }
     /// Moves the frames of the table pages the driver no longer uses into `out`, for the OS
     /// to free. The default: none.
     fn take_released(&mut self, _out: &mut Vec<Pfn>) {}

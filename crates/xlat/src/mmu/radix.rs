@@ -256,8 +256,7 @@ impl PageTableDriver for Radix {
     /// The tables are in place ([`PageTableDriver::need`]): the kernel walks to the entry
     /// and writes it, which changes no address a walk reads.
     fn mapped(&mut self, t: &Translation, meter: &mut Meter) -> Result<(), TableFull> {
-        self.find_work(t.asid, t.vpn.addr().0, t.size, meter);
-        meter.add().entries_written += 1;
+        self.write_entry_work(t.asid, t.vpn.addr().0, t.size, meter);
         self.mark(t.asid, t.vpn, t.size, true);
         Ok(())
     }
@@ -265,15 +264,13 @@ impl PageTableDriver for Radix {
     /// Tables stay until an unmap frees them ([`PageTableDriver::free_tables`]): the kernel
     /// walks to the entry and clears it, which changes no address a walk reads.
     fn unmapped(&mut self, asid: Asid, vpn: Vpn, size: PageSize, meter: &mut Meter) {
-        self.find_work(asid, vpn.addr().0, size, meter);
-        meter.add().entries_written += 1;
+        self.write_entry_work(asid, vpn.addr().0, size, meter);
         self.mark(asid, vpn, size, false);
     }
 
     /// The kernel walks to the entry and writes a swap entry, which keeps its table.
     fn swapped_out(&mut self, asid: Asid, vpn: Vpn, size: PageSize, meter: &mut Meter) {
-        self.find_work(asid, vpn.addr().0, size, meter);
-        meter.add().entries_written += 1;
+        self.write_entry_work(asid, vpn.addr().0, size, meter);
     }
 
     fn take_released(&mut self, out: &mut Vec<Pfn>) {
