@@ -114,7 +114,8 @@ pub(crate) struct ThpState {
 impl ThpState {
     /// THP as `thp` and `khugepaged` configure it, if on, over `frames` frames.
     pub fn new(thp: Thp, khugepaged: KhugepagedSpec, frames: u64) -> Option<ThpState> {
-        let huge_runs = vec![0; (frames / HUGE_PAGES).div_ceil(64) as usize];
+        // A bit for every run, the last one partial too: uses of its frames ask.
+        let huge_runs = vec![0; frames.div_ceil(HUGE_PAGES).div_ceil(64) as usize];
         (thp == Thp::Always).then_some(ThpState { khugepaged, next_pass: khugepaged.period, cursor: None, free_hint: 0, faults: true, huge_runs })
     }
 

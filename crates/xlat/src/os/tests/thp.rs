@@ -89,6 +89,21 @@ fn huge_faults_count_what_each_driver_does() {
     assert!(extra % 511 == 0 && (1..=3).contains(&(extra / 511)), "{find:?} against {cluster:?}");
 }
 
+/// A memory whose last run of 512 frames is partial, after 64 whole runs (a word of the
+/// huge-run bitmap), serves uses of that run's frames under eviction.
+#[test]
+fn a_partial_last_run_is_served() {
+    let spec = OsSpec { eviction: EvictionSpec::Lru(Default::default()), ..thp_os("radix", (64 * 512 + 100) << 12).spec };
+    let mut os = Os::new(&spec, 1);
+    for page in 0..66 * 512 {
+        let vaddr = 0x4000_0000 + page * 4096;
+        let t = os.miss(0, vaddr).unwrap();
+        os.access(t.pfn_of(vaddr), false).unwrap();
+    }
+    assert!(os.stats().evictions > 0);
+    assert!((64 * 512..64 * 512 + 100).all(|f| !os.frames().is_free(f)), "the last run's frames are used");
+}
+
 /// A range holding a base page is not eligible: its other pages are base pages too.
 #[test]
 fn a_range_with_a_base_page_takes_base_pages() {
