@@ -436,7 +436,18 @@ impl Os {
             return Ok(());
         }
         let Some(run) = self.free_run() else { return Ok(()) };
+        if !self.still_present(asid, &present) {
+            return Ok(());
+        }
         self.collapse(asid, vpn, run, &present)
+    }
+
+    /// True when each page of `present` (address and frame) of `asid` is still in its
+    /// frame: placing the collapse's table may have evicted some, and the kernel, finding
+    /// the range changed, gives up (`__collapse_huge_page_isolate`).
+    fn still_present(&mut self, asid: Asid, present: &[(u64, Pfn)]) -> bool {
+        let store = self.translations.store_mut();
+        present.iter().all(|&(vaddr, frame)| matches!(store.object(asid, vaddr), Some(o) if matches!(o.presence, super::Presence::Present { frame: f, .. } if f == frame)))
     }
 
     /// Collapses the range of `vpn` (its mapped base pages `present`, address and frame)

@@ -277,13 +277,13 @@ proptest::proptest! {
 
 proptest::proptest! {
     /// Transparent huge pages under reclaim (exact LRU and Linux-like), through faults,
-    /// khugepaged's collapses, splits, unmaps and evictions, on map and radix: a page has a
+    /// khugepaged's collapses, splits, unmaps and evictions, on every driver: a page has a
     /// translation exactly while the model says it is live (a huge fault or a collapse
     /// makes its whole range live), the frames in use are the resident pages' and the
     /// tables', and swap holds exactly the live pages not in memory.
     #[test]
     fn thp_under_reclaim_and_unmaps_agrees_with_a_brute_force_model(
-        driver in 0usize..2,
+        driver in 0usize..3,
         linux in proptest::bool::ANY,
         ops in proptest::collection::vec((0u8..8, 0u64..3072, 1u64..600), 1..300),
     ) {
@@ -292,7 +292,9 @@ proptest::proptest! {
         } else {
             EvictionSpec::Lru(Default::default())
         };
-        let base = os_of(["map", "radix"][driver], 4 << 20, true).spec;
+        let driver = ["map", "radix", "ecpt"][driver];
+        // ECPT's ways take 6 MiB, placed at its first fault of each size.
+        let base = os_of(driver, if driver == "ecpt" { 10 << 20 } else { 4 << 20 }, true).spec;
         let spec = OsSpec { eviction, khugepaged: KhugepagedSpec { period: 1, pages_to_scan: 1024, max_ptes_none: 500 }, ..base };
         let mut os = Os::new(&spec, 5);
         let mut live = BTreeSet::new();
