@@ -7,11 +7,12 @@ Run with a release build of both (`cargo build --release -p xlat-cli`, `pip inst
    (medians of interleaved rounds; target: Python adds under 5%);
 2. feeding: `Simulation.feed` of a 30 M-reference NumPy array into one 1024-entry 4-way TLB,
    conversion to records included (target: at least 50 M references/s);
-3. sweep: 8 cells on a LocalCluster of 2 workers against the same cells run one after another
-   (target: about half the time on 2 cores).
+3. sweep: 8 cells on a LocalCluster of 2 workers against the same cells run one after another,
+   on every core and on one (target: about half the time on 2 cores).
 """
 
 import argparse
+import os
 import statistics
 import subprocess
 import tempfile
@@ -70,10 +71,19 @@ def sweep() -> None:
     base = {"seed": 1, "workload": [{"name": "u", "type": "uniform", "footprint": "256MiB", "refs": 60_000_000}], "machine": [TLB]}
     grid = {"workload.seed": [1, 2, 3, 4, 5, 6, 7, 8]}
     serial = _timed(lambda: [xlat.run(c.config) for c in xlat.cells(base, grid)])
+    # The same runs confined to one core, as each of the sweep's two workers is.
+    cores = os.sched_getaffinity(0)
+    os.sched_setaffinity(0, {min(cores)})
+    try:
+        one_core = _timed(lambda: [xlat.run(c.config) for c in xlat.cells(base, grid)])
+    finally:
+        os.sched_setaffinity(0, cores)
     with tempfile.TemporaryDirectory() as tmp:
         parallel = _timed(lambda: xlat.sweep(base, grid, out=tmp, workers=2))
-    print(f"sweep: 8 cells serially {serial:.2f} s, on 2 workers {parallel:.2f} s ({parallel / serial:.2f} of serial, cluster start included)")
-
+    print(
+        f"sweep: 8 cells serially {serial:.2f} s ({one_core:.2f} s on one core), on 2 workers {parallel:.2f} s "
+        f"({parallel / serial:.2f} of serial, {parallel / one_core:.2f} of serial on one core; cluster start included)"
+    )
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)

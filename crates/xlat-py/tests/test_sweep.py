@@ -182,3 +182,24 @@ def test_a_sweep_connects_to_a_scheduler_by_address(dask_client):
     grid = {"machine.ways": [2, 4]}
     by_address = xlat.sweep(BASE, grid, client=dask_client.scheduler.address)
     pd.testing.assert_frame_equal(by_address, xlat.sweep(BASE, grid, client=dask_client))
+
+
+def test_cores_are_split_among_workers_in_consecutive_groups():
+    from xlat.pinning import core_groups
+
+    assert core_groups([0, 1], 2) == [[0], [1]]
+    assert core_groups([0, 1, 2, 4, 5], 2) == [[0, 1, 2], [4, 5]]
+    assert core_groups(range(8), 3) == [[0, 1, 2], [3, 4, 5], [6, 7]]
+    assert core_groups([0, 1], 3) == [], "more workers than cores: none pinned"
+
+
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="needs two cores")
+def test_the_workers_of_a_sweeps_own_cluster_run_on_cores_of_their_own():
+    from xlat.sweep import _client
+
+    with _client(None, 2) as client:
+        cores = client.run(lambda: sorted(os.sched_getaffinity(0)))
+    assert len(cores) == 2
+    first, second = cores.values()
+    assert first and second and not set(first) & set(second)
+    assert set(first) | set(second) <= os.sched_getaffinity(0)

@@ -222,9 +222,12 @@ def _assemble(todo: list[Cell], rows: dict, errors: dict) -> tuple[pd.DataFrame,
 def _client(client, workers: int | None):
     """``client``; a Client of the scheduler at ``client`` when it is an address
     (``tcp://host:8786``); or a Client of a new LocalCluster of ``workers`` processes (one
-    thread each: a simulation uses a second core for reading its workload). Clients made here
-    are closed afterwards."""
+    thread each: a simulation uses a second core for reading its workload), each confined to
+    its share of this process's cores when there are as many. Clients made here are closed
+    afterwards."""
     from dask.distributed import Client, LocalCluster
+
+    from .pinning import PinCores, core_groups
 
     if isinstance(client, str):
         with Client(client) as connected:
@@ -234,10 +237,14 @@ def _client(client, workers: int | None):
         yield client
         return
 
-    n = workers or os.cpu_count() or 1
+    n = workers or len(os.sched_getaffinity(0)) or 1
     with LocalCluster(n_workers=n, threads_per_worker=1, processes=True, dashboard_address=":0", silence_logs=logging.ERROR) as cluster:
         with Client(cluster) as new:
+            groups = core_groups(sorted(os.sched_getaffinity(0)), n)
+            if groups:
+                new.register_plugin(PinCores(groups))
             yield new
+
 
 
 def sweep(

@@ -105,10 +105,13 @@ impl SplitTlb {
     }
 
     /// Caches `t` in the array of its size (nothing when the TLB has no array of that size).
+    /// `t` must be absent, as it is when a lookup of an address it covers has just missed
+    /// and nothing was filled since: the array's search for it is skipped (debug builds
+    /// check).
     pub fn fill(&mut self, t: &Translation) {
         let array = if t.size == PageSize::Size2M { &mut self.large } else { &mut self.base };
         if let Some(array) = array {
-            array.fill(t);
+            array.insert_absent_quiet(t);
         }
     }
 
