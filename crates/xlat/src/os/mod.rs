@@ -536,10 +536,10 @@ impl Os {
         }
         while let Some(need) = self.translations.need(asid, vpn, size) {
             let placed = match need {
-                TableNeed::Page => Placed::Page(self.place_table(asid)?),
+                TableNeed::Page => Placed::Page(self.place_table(asid, true)?),
                 TableNeed::Block(pages) => match self.place_block(asid, pages) {
                     Some(first) => Placed::Block(first),
-                    None => Placed::Page(self.place_table(asid)?),
+                    None => Placed::Page(self.place_table(asid, true)?),
                 },
             };
             self.translations.given(asid, vpn, size, placed);
@@ -548,13 +548,17 @@ impl Os {
     }
 
     /// Places one page-table page of `asid` in a frame its placement allows, evicting as for
-    /// a fault, and pins it there. Table pages are kernel memory: placed as pages of `asid`
+    /// a fault when `evict` (else only in a free frame, which fully associative placement
+    /// needs), and pins it there. Table pages are kernel memory: placed as pages of `asid`
     /// from [`TABLE_VPN_BASE`] on (one VPN each, in the kernel's half of the address space,
     /// where no user page is), never used, never evicted. While the OS maps one page size, a
     /// table page takes a frame of that size.
-    fn place_table(&mut self, asid: Asid) -> std::result::Result<Pfn, NoFrame> {
+    fn place_table(&mut self, asid: Asid, evict: bool) -> std::result::Result<Pfn, NoFrame> {
         let vpn = self.next_table_vpn();
-        let (frame, _) = self.choose_frame(asid, vpn)?;
+        let frame = match &mut self.placer {
+            Placer::Fully(alloc) if !evict => alloc.allocate().ok_or(NoFrame::Full)?,
+            _ => self.choose_frame(asid, vpn)?.0,
+        };
         self.pin_table(frame, asid, vpn);
         Ok(Pfn(frame * self.spec.page_size.base_pages()))
     }

@@ -272,21 +272,11 @@ impl Os {
         while let Some(need) = self.translations.need(asid, vpn, PageSize::Size4K) {
             let placed = match need {
                 TableNeed::Block(pages) => self.place_block(asid, pages).map(Placed::Block),
-                TableNeed::Page => self.free_table_frame(asid).map(Placed::Page),
+                TableNeed::Page => self.place_table(asid, false).ok().map(Placed::Page),
             };
             let Some(placed) = placed else { return };
             self.translations.given(asid, vpn, PageSize::Size4K, placed);
         }
-    }
-
-    /// A free frame pinned for a page-table page of `asid`, without eviction; `None` when
-    /// none is free.
-    fn free_table_frame(&mut self, asid: Asid) -> Option<Pfn> {
-        let Placer::Fully(alloc) = &mut self.placer else { unreachable!("THP needs a fully associative placement") };
-        let frame = alloc.allocate()?;
-        let vpn = self.next_table_vpn();
-        self.pin_table(frame, asid, vpn);
-        Some(Pfn(frame))
     }
 
     /// Frees the 512 frames of the huge page at frame `first`, which left memory other
@@ -295,7 +285,13 @@ impl Os {
         self.thp.as_mut().expect("THP is on").set_huge(first, false);
         self.free_frame(first);
         self.utilization.change(self.clock, self.frames.used());
-        for frame in first + 1..first + HUGE_PAGES {
+        self.vacate_run(first + 1..first + HUGE_PAGES);
+    }
+
+    /// Vacates `frames` of a huge page and gives them back to the allocator: what its tails
+    /// need when it is freed, all of it when it is evicted.
+    fn vacate_run(&mut self, frames: std::ops::Range<u64>) {
+        for frame in frames {
             self.frames.vacate(frame);
             if let Placer::Fully(alloc) = &mut self.placer {
                 alloc.free(frame);
@@ -317,12 +313,7 @@ impl Os {
             self.utilization.start(self.clock);
         }
         self.utilization.change(self.clock, self.frames.used());
-        for frame in first..first + HUGE_PAGES {
-            self.frames.vacate(frame);
-            if let Placer::Fully(alloc) = &mut self.placer {
-                alloc.free(frame);
-            }
-        }
+        self.vacate_run(first..first + HUGE_PAGES);
         self.thp.as_mut().expect("THP is on").set_huge(first, false);
         self.frame_freed(first);
         self.policy.evicted(first, asid, vpn, stamp);
