@@ -84,10 +84,11 @@ impl SplitTlb {
     }
 
     /// Looks `vaddr` of `app` up in both arrays (as hardware probes them in parallel) and
-    /// counts the outcome; a hit updates the array's LRU order.
+    /// counts the outcome; a hit updates the array's LRU order. An empty large array (every
+    /// one under a manager that maps no large page) is not searched.
     #[inline]
     pub fn lookup(&mut self, app: AppId, vaddr: u64) -> Option<Translation> {
-        if let Some(t) = self.large.as_mut().and_then(|a| a.lookup(app, vaddr)) {
+        if let Some(t) = self.large.as_mut().filter(|a| !a.is_empty()).and_then(|a| a.lookup(app, vaddr)) {
             self.counts.large_hits += 1;
             return Some(t);
         }
