@@ -110,10 +110,9 @@ pub struct RawGpuManager {
     pub frame_occupancy: Option<f64>,
 }
 
-/// One application of a `gpu` workload.
-// Untagged: a string is a name, a table with `app` a built-in one, a table with `trace` a
-// trace; both tables deny unknown fields, so neither takes the other's.
-#[derive(Clone, Debug, Deserialize, Serialize, schemars::JsonSchema)]
+/// One application of a `gpu` workload: a string is a name, a table with `trace` a trace,
+/// any other table a built-in application.
+#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
 #[serde(untagged)]
 pub enum RawGpuApp {
     /// Its name, at its default footprint.
@@ -122,6 +121,35 @@ pub enum RawGpuApp {
     Table(RawGpuAppTable),
     /// A real program's Accel-Sim trace.
     Trace(RawGpuTrace),
+}
+
+/// Read by hand rather than as an untagged enum, whose only error is "data did not match any
+/// variant": a string is read as an application's name and a table as the kind its keys
+/// say, so that a bad one gets its own message (an unknown application, an unknown field).
+impl<'de> Deserialize<'de> for RawGpuApp {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<RawGpuApp, D::Error> {
+        use serde::de::{value::MapAccessDeserializer, value::StrDeserializer, Error as _};
+        struct V;
+        impl<'de> serde::de::Visitor<'de> for V {
+            type Value = RawGpuApp;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("an application's name, a table with `app`, or a table with `trace`")
+            }
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> std::result::Result<RawGpuApp, E> {
+                KernelKind::deserialize(StrDeserializer::new(v)).map(RawGpuApp::Name)
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(self, map: A) -> std::result::Result<RawGpuApp, A::Error> {
+                let table = toml::Table::deserialize(MapAccessDeserializer::new(map))?;
+                let app = if table.contains_key("trace") {
+                    RawGpuTrace::deserialize(table).map(RawGpuApp::Trace)
+                } else {
+                    RawGpuAppTable::deserialize(table).map(RawGpuApp::Table)
+                };
+                app.map_err(|e| A::Error::custom(e.message()))
+            }
+        }
+        d.deserialize_any(V)
+    }
 }
 
 /// A traced application: a real program's Accel-Sim trace.
@@ -379,8 +407,23 @@ mod tests {
         assert!(error(&big).contains("more than machine `g`'s 16777216 bytes of GPU memory"), "{}", error(&big));
         let odd = format!("[[workload]]\nname = \"w\"\ntype = \"gpu\"\napps = [\"bfs\"]\n{GPU}gpu = {{ l2_tlb = {{ base_ways = 7 }} }}\n");
         assert!(error(&odd).contains("machine[0].gpu.l2_tlb.base_ways"), "{}", error(&odd));
-        let unknown = format!("[[workload]]\nname = \"w\"\ntype = \"gpu\"\napps = [\"lulesh\"]\n{GPU}");
-        assert!(error(&unknown).contains("apps"), "{}", error(&unknown));
+    }
+
+    #[test]
+    fn a_bad_application_gets_its_own_message() {
+        let apps = |list: &str| error(&format!("[[workload]]\nname = \"w\"\ntype = \"gpu\"\napps = [{list}]\n{GPU}"));
+        let cases = [
+            ("\"lulesh\"", "unknown variant `lulesh`, expected one of `stream`"),
+            ("{ app = \"bfs\", sed = 3 }", "unknown field `sed`, expected one of `app`, `footprint`, `seed`"),
+            ("{ footprint = \"1MiB\" }", "missing field `app`"),
+            ("{ app = \"bfs\", footprint = \"lots\" }", "lots"),
+            ("{ trace = \"t\", nme = \"x\" }", "unknown field `nme`, expected `trace` or `name`"),
+            ("3", "expected an application's name, a table with `app`, or a table with `trace`"),
+        ];
+        for (list, message) in cases {
+            let e = apps(list);
+            assert!(e.contains(message) && !e.contains("untagged"), "{list}: {e}");
+        }
     }
 
     #[test]
