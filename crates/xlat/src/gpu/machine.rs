@@ -173,16 +173,23 @@ impl<'p> Gpu<'p> {
     /// Issues until every SM is parked for good; returns true when interrupted first.
     fn simulate(&mut self, interrupt: &AtomicBool) -> Result<bool> {
         let mut steps = 0u64;
-        while let Some(Reverse((time, s))) = self.heap.pop() {
+        let mut next = self.heap.pop();
+        while let Some(Reverse((time, s))) = next {
             steps += 1;
             if steps % INTERRUPT_EVERY == 0 && interrupt.load(Ordering::Relaxed) {
                 return Ok(true);
             }
             self.sms[s].time = time.max(self.stall_until);
-            match self.step(s)? {
-                After::Continue => self.heap.push(Reverse((self.sms[s].time, s))),
-                After::Park => self.parked[s] = true,
-            }
+            next = match self.step(s)? {
+                // The SM that stepped is often still the earliest (its warps issue in a
+                // row while the others wait): it goes on without a trip through the heap,
+                // as the heap would give it back (ties go to the lower SM either way).
+                After::Continue => Some(push_pop(&mut self.heap, Reverse((self.sms[s].time, s)))),
+                After::Park => {
+                    self.parked[s] = true;
+                    self.heap.pop()
+                }
+            };
         }
         Ok(false)
     }
@@ -456,6 +463,16 @@ fn app_stats(run: &AppRun, sms: &[Sm]) -> AppStats {
         requests: run.requests,
         cycles,
         ipc: if cycles == 0 { 0.0 } else { run.instructions as f64 / cycles as f64 },
+    }
+}
+
+/// Pushes `item` into `heap` and pops the earliest: `item` itself, without touching the heap,
+/// when it comes before every SM there; else the heap's first, `item` taking its place (one
+/// sift, where a push and a pop make two).
+fn push_pop(heap: &mut BinaryHeap<Reverse<(u64, usize)>>, item: Reverse<(u64, usize)>) -> Reverse<(u64, usize)> {
+    match heap.peek_mut() {
+        Some(mut first) if *first > item => std::mem::replace(&mut *first, item),
+        _ => item,
     }
 }
 

@@ -59,6 +59,9 @@ pub struct Walker {
     /// The nodes of the top three levels by (application, page number >> 18): what every
     /// walk within a page directory's gigabyte shares, found with one lookup, not three.
     upper: FxHashMap<(AppId, u64), [u64; 3]>,
+    /// Whether a walk of a large page was ever tracked: until one is, requests need not
+    /// look for one (under a manager that maps no large page, never).
+    large_tracked: bool,
     counts: WalkCounts,
 }
 
@@ -82,8 +85,11 @@ fn entry_address(node: u64, vpn: u64, level: u32) -> u64 {
 
 /// The key of `vpn`'s walk: its base page, or its chunk (tagged) when mapped large.
 fn key(vpn: u64, large: bool) -> u64 {
-    if large { (vpn / PAGES_PER_LARGE) | (1 << 63) } else { vpn }
+    if large { (vpn / PAGES_PER_LARGE) | LARGE_KEY } else { vpn }
 }
+
+/// The bit that marks a large page's key.
+const LARGE_KEY: u64 = 1 << 63;
 
 impl Walker {
     /// An idle walker of `max_walks` slots.
@@ -95,6 +101,7 @@ impl Walker {
             recent: vec![0; BUCKETS],
             nodes: FxHashMap::default(),
             upper: FxHashMap::default(),
+            large_tracked: false,
             counts: WalkCounts::default(),
         }
     }
@@ -103,15 +110,18 @@ impl Walker {
     /// flight at `now` (the request then merges with it, and is counted).
     #[inline]
     pub fn in_flight(&mut self, app: AppId, vpn: u64, now: u64) -> Option<u64> {
-        let done = [false, true]
-            .into_iter()
-            .map(|large| key(vpn, large))
-            .filter(|&k| self.recent[bucket(app, k)] > now)
-            .filter_map(|k| self.pending.get(&(app, k)))
-            .copied()
-            .find(|&done| done > now)?;
+        let done = self.pending_after(app, key(vpn, false), now).or_else(|| self.large_tracked.then(|| self.pending_after(app, key(vpn, true), now)).flatten())?;
         self.counts.merged += 1;
         Some(done)
+    }
+
+    /// The completion of the walk tracked for `key` of `app`, when it is after `now`.
+    #[inline]
+    fn pending_after(&self, app: AppId, key: u64, now: u64) -> Option<u64> {
+        if self.recent[bucket(app, key)] <= now {
+            return None;
+        }
+        self.pending.get(&(app, key)).copied().filter(|&done| done > now)
     }
 
     /// Walks the table of `app` for base page `vpn`, which the memory manager maps `large`
@@ -151,6 +161,7 @@ impl Walker {
                 self.pending.remove(&(a, k));
             }
         }
+        self.large_tracked |= key & LARGE_KEY != 0;
         self.pending.insert((app, key), done);
         self.expiries.push(Reverse((done, app, key)));
         let b = bucket(app, key);
