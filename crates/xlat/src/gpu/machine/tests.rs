@@ -228,3 +228,16 @@ fn applications_get_their_share_of_the_sms_and_their_own_address_spaces() {
     assert!(err.is_err_and(|e| e.to_string().contains("2 applications cannot share 1 SMs")));
 }
 
+
+proptest::proptest! {
+    /// `push_pop` gives what a push then a pop would, and leaves the heap as they would.
+    #[test]
+    fn push_pop_is_a_push_then_a_pop(heap in proptest::collection::vec((0u64..50, 0usize..30), 0..40), item in (0u64..50, 30usize..60)) {
+        let mut fast: BinaryHeap<_> = heap.iter().map(|&e| Reverse(e)).collect();
+        let mut naive = fast.clone();
+        let got = push_pop(&mut fast, Reverse(item));
+        naive.push(Reverse(item));
+        proptest::prop_assert_eq!(Some(got), naive.pop());
+        proptest::prop_assert_eq!(fast.into_sorted_vec(), naive.into_sorted_vec());
+    }
+}
