@@ -70,12 +70,15 @@ def feeding(rounds: int) -> None:
 def sweep() -> None:
     base = {"seed": 1, "workload": [{"name": "u", "type": "uniform", "footprint": "256MiB", "refs": 60_000_000}], "machine": [TLB]}
     grid = {"workload.seed": [1, 2, 3, 4, 5, 6, 7, 8]}
-    serial = _timed(lambda: [xlat.run(c.config) for c in xlat.cells(base, grid)])
+    def one_after_another():
+        return [xlat.run(c.config) for c in xlat.cells(base, grid)]
+
+    serial = _timed(one_after_another)
     # The same runs confined to one core, as each of the sweep's two workers is.
     cores = os.sched_getaffinity(0)
     os.sched_setaffinity(0, {min(cores)})
     try:
-        one_core = _timed(lambda: [xlat.run(c.config) for c in xlat.cells(base, grid)])
+        one_core = _timed(one_after_another)
     finally:
         os.sched_setaffinity(0, cores)
     with tempfile.TemporaryDirectory() as tmp:
@@ -84,6 +87,7 @@ def sweep() -> None:
         f"sweep: 8 cells serially {serial:.2f} s ({one_core:.2f} s on one core), on 2 workers {parallel:.2f} s "
         f"({parallel / serial:.2f} of serial, {parallel / one_core:.2f} of serial on one core; cluster start included)"
     )
+
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)

@@ -237,14 +237,14 @@ def _client(client, workers: int | None):
         yield client
         return
 
-    n = workers or len(os.sched_getaffinity(0)) or 1
+    cores = sorted(os.sched_getaffinity(0))
+    n = workers or len(cores)
     with LocalCluster(n_workers=n, threads_per_worker=1, processes=True, dashboard_address=":0", silence_logs=logging.ERROR) as cluster:
         with Client(cluster) as new:
-            groups = core_groups(sorted(os.sched_getaffinity(0)), n)
+            groups = core_groups(cores, n)
             if groups:
                 new.register_plugin(PinCores(groups))
             yield new
-
 
 
 def sweep(

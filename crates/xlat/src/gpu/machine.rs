@@ -278,8 +278,8 @@ impl<'p> Gpu<'p> {
             return Ok((after_l1, t.pfn_of(vaddr).0));
         }
         let after_l2 = self.l2_port(after_l1) + u64::from(self.params.l2_tlb_latency);
-        // Both levels have just missed `vaddr`, and the manager only removes entries: what
-        // is filled below is absent.
+        // The L1 has just missed `vaddr` (and below, the L2 too), and the manager only removes
+        // entries: what is filled is absent, as `SplitTlb::fill` requires.
         if let Some(t) = self.l2.lookup(app, vaddr) {
             self.l1[s].fill(&t);
             return Ok((after_l2, t.pfn_of(vaddr).0));

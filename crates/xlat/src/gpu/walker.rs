@@ -110,7 +110,11 @@ impl Walker {
     /// flight at `now` (the request then merges with it, and is counted).
     #[inline]
     pub fn in_flight(&mut self, app: AppId, vpn: u64, now: u64) -> Option<u64> {
-        let done = self.pending_after(app, key(vpn, false), now).or_else(|| self.large_tracked.then(|| self.pending_after(app, key(vpn, true), now)).flatten())?;
+        let done = match self.pending_after(app, key(vpn, false), now) {
+            Some(done) => done,
+            None if self.large_tracked => self.pending_after(app, key(vpn, true), now)?,
+            None => return None,
+        };
         self.counts.merged += 1;
         Some(done)
     }

@@ -548,16 +548,19 @@ impl Os {
     }
 
     /// Places one page-table page of `asid` in a frame its placement allows, evicting as for
-    /// a fault when `evict` (else only in a free frame, which fully associative placement
-    /// needs), and pins it there. Table pages are kernel memory: placed as pages of `asid`
+    /// a fault when `evict` (else only in a free frame, which only fully associative
+    /// placement, THP's, is asked for), and pins it there. Table pages are kernel memory: placed as pages of `asid`
     /// from [`TABLE_VPN_BASE`] on (one VPN each, in the kernel's half of the address space,
     /// where no user page is), never used, never evicted. While the OS maps one page size, a
     /// table page takes a frame of that size.
     fn place_table(&mut self, asid: Asid, evict: bool) -> std::result::Result<Pfn, NoFrame> {
-        let vpn = self.next_table_vpn();
-        let frame = match &mut self.placer {
-            Placer::Fully(alloc) if !evict => alloc.allocate().ok_or(NoFrame::Full)?,
-            _ => self.choose_frame(asid, vpn)?.0,
+        let (frame, vpn) = if evict {
+            let vpn = self.next_table_vpn();
+            (self.choose_frame(asid, vpn)?.0, vpn)
+        } else {
+            let Placer::Fully(alloc) = &mut self.placer else { unreachable!("placing without eviction is THP's, which needs a fully associative placement") };
+            let frame = alloc.allocate().ok_or(NoFrame::Full)?;
+            (frame, self.next_table_vpn())
         };
         self.pin_table(frame, asid, vpn);
         Ok(Pfn(frame * self.spec.page_size.base_pages()))

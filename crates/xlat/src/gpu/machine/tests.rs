@@ -228,7 +228,6 @@ fn applications_get_their_share_of_the_sms_and_their_own_address_spaces() {
     assert!(err.is_err_and(|e| e.to_string().contains("2 applications cannot share 1 SMs")));
 }
 
-
 proptest::proptest! {
     /// `push_pop` gives what a push then a pop would, and leaves the heap as they would.
     #[test]
