@@ -334,7 +334,10 @@ impl<'p> Gpu<'p> {
         for f in self.flushed.drain(..) {
             self.invalidations += 1;
             self.l2.invalidate(f.app, f.vpn, f.large);
-            self.l1.iter_mut().for_each(|l1| l1.invalidate(f.app, f.vpn, f.large));
+            // An SM runs one application: only its SMs' L1 TLBs hold its entries.
+            for &s in &self.apps[usize::from(f.app)].sms {
+                self.l1[s].invalidate(f.app, f.vpn, f.large);
+            }
         }
         let moved = self.manager.stats().pages_migrated - migrated;
         if moved > 0 {

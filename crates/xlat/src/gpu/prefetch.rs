@@ -8,8 +8,15 @@
 //! whole lists of steps over a bounded channel, many warps a message (a message a warp made
 //! the two threads wait on each other more than they worked); the machine's thread only
 //! replays them. The steps, and so every result, are the same as the application's own.
+//!
+//! A message keeps its warps' steps in one array of words, each step a header word and its
+//! lines: a warp's next step is then one host cache line or a few, which the machine asks
+//! the host to load while the warp waits for its previous one (the words were written on the
+//! worker's core, so a first read of them otherwise waits for the other core's cache), and
+//! a message's memory is freed once, when its last warp exits, not warp by warp.
 
 use super::kernel::{Kernel, MemEvent, WarpInstr};
+use crate::host::prefetch;
 use crate::memref::AccessKind;
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
 use std::thread::JoinHandle;
@@ -24,35 +31,46 @@ const CHUNK_WARPS: usize = 1024;
 /// warps of long loops).
 const CHUNK_LINES: usize = 1 << 16;
 
-/// One step of a warp: its compute, its kind and how many lines follow in [`WarpSteps`].
-#[derive(Clone, Copy, Debug)]
-struct Step {
-    compute: u32,
-    kind: Option<AccessKind>,
-    lines: u32,
+/// The header word of a step: its compute instructions in the low 32 bits, its lines' count
+/// in the next 24, its kind in the top 8 (0 for none, else the kind's number + 1).
+fn header(instr: &WarpInstr) -> u64 {
+    let lines = u64::try_from(instr.lines.len()).ok().filter(|&n| n < 1 << 24).expect("a step of fewer than 2^24 requests");
+    let kind = instr.kind.map_or(0, |k| k as u64 + 1);
+    u64::from(instr.compute) | lines << 32 | kind << 56
 }
 
-/// Every step of one warp, in order.
-#[derive(Debug, Default)]
-struct WarpSteps {
-    steps: Vec<Step>,
-    lines: Vec<u64>,
+/// The compute, kind and count of lines a [`header`] word holds.
+fn step_of(header: u64) -> (u32, Option<AccessKind>, usize) {
+    let kind = (header >> 56) as u8;
+    ((header & 0xFFFF_FFFF) as u32, kind.checked_sub(1).and_then(AccessKind::from_u8), (header >> 32 & 0xFF_FFFF) as usize)
 }
 
-/// Consecutive warps of one launch.
+/// Consecutive warps of one launch: every step of each, a [`header`] word then its lines,
+/// warp after warp.
 #[derive(Debug)]
 struct Chunk {
     launch: usize,
     first: usize,
-    warps: Vec<WarpSteps>,
+    words: Vec<u64>,
+    /// Per warp, where its steps start in `words`; then `words`' length.
+    starts: Vec<usize>,
 }
 
-/// Where the machine is in one warp's steps.
+/// A received message's words, until every one of its warps has exited.
 #[derive(Debug)]
+struct Held {
+    words: Vec<u64>,
+    /// Its warps that have not exited.
+    live: usize,
+}
+
+/// Where the machine is in one warp's steps: the word of its next step in message `chunk`'s
+/// words, and the end of the warp's words.
+#[derive(Clone, Copy, Debug)]
 struct Cursor {
-    warp: WarpSteps,
-    step: usize,
-    line: usize,
+    chunk: usize,
+    at: usize,
+    end: usize,
 }
 
 /// A [`Kernel`] replaying the steps a worker thread generates from the application.
@@ -65,6 +83,8 @@ pub struct Prefetched {
     worker: Option<JoinHandle<()>>,
     /// The launch whose warps are in `cursors`.
     launch: usize,
+    /// The messages of `launch` received so far, in order.
+    chunks: Vec<Held>,
     /// Per warp of `launch`: its cursor once received, until it exits.
     cursors: Vec<Option<Cursor>>,
     /// Warps of `launch` received so far.
@@ -83,28 +103,33 @@ impl Prefetched {
             .name(format!("xlat-gpu-{name}"))
             .spawn(move || generate(kernel, &send))
             .expect("spawning a thread (the host is out of threads)");
-        Prefetched { name, events, warps, footprint, received, worker: Some(worker), launch: usize::MAX, cursors: Vec::new(), received_warps: 0 }
+        let (launch, chunks, cursors) = (usize::MAX, Vec::new(), Vec::new());
+        Prefetched { name, events, warps, footprint, received, worker: Some(worker), launch, chunks, cursors, received_warps: 0 }
     }
 
     /// The cursor of `warp` of `launch` (`None` once it exited), receiving warps until it
     /// has come. The machine asks for a launch's warps only once the previous launch's
-    /// have all exited, so a message of a new launch replaces the cursors.
-    fn cursor(&mut self, launch: usize, warp: usize) -> &mut Option<Cursor> {
+    /// have all exited, so a message of a new launch replaces the messages and cursors.
+    fn cursor(&mut self, launch: usize, warp: usize) -> Option<Cursor> {
         while self.launch != launch || self.received_warps <= warp {
             let chunk = self.receive();
             if chunk.launch != self.launch {
                 self.launch = chunk.launch;
+                self.chunks.clear();
                 self.cursors.clear();
-                self.cursors.resize_with(self.warps[chunk.launch], || None);
+                self.cursors.resize(self.warps[chunk.launch], None);
                 self.received_warps = 0;
             }
             debug_assert_eq!(chunk.first, self.received_warps, "warps arrive in order");
-            self.received_warps = chunk.first + chunk.warps.len();
-            for (i, steps) in chunk.warps.into_iter().enumerate() {
-                self.cursors[chunk.first + i] = Some(Cursor { warp: steps, step: 0, line: 0 });
+            let index = self.chunks.len();
+            for (i, span) in chunk.starts.windows(2).enumerate() {
+                self.cursors[chunk.first + i] = Some(Cursor { chunk: index, at: span[0], end: span[1] });
             }
+            let live = chunk.starts.len() - 1;
+            self.received_warps = chunk.first + live;
+            self.chunks.push(Held { words: chunk.words, live });
         }
-        &mut self.cursors[warp]
+        self.cursors[warp]
     }
 
     /// The next message. The worker sends every warp the machine can ask for unless it
@@ -118,41 +143,45 @@ impl Prefetched {
             }
         }
     }
+
+    /// Records that `warp`, of message `chunk`, exited: the message's words are freed with
+    /// its last warp.
+    fn exit(&mut self, warp: usize, chunk: usize) {
+        self.cursors[warp] = None;
+        let held = &mut self.chunks[chunk];
+        held.live -= 1;
+        if held.live == 0 {
+            held.words = Vec::new();
+        }
+    }
 }
 
 /// Runs `kernel` warp by warp, sending the warps' steps until the machine hangs up.
 fn generate(mut kernel: Box<dyn Kernel>, send: &SyncSender<Chunk>) {
+    let mut instr = WarpInstr::default();
     for launch in 0..kernel.launches() {
-        let mut chunk = Chunk { launch, first: 0, warps: Vec::new() };
+        let mut chunk = Chunk { launch, first: 0, words: Vec::new(), starts: vec![0] };
         let mut lines = 0;
         for warp in 0..kernel.warps(launch) {
-            let steps = warp_steps(kernel.as_mut(), launch, warp);
-            lines += steps.lines.len();
-            chunk.warps.push(steps);
-            if chunk.warps.len() == CHUNK_WARPS || lines >= CHUNK_LINES {
-                let next = Chunk { launch, first: warp + 1, warps: Vec::new() };
+            while kernel.next(launch, warp, &mut instr) {
+                chunk.words.push(header(&instr));
+                chunk.words.extend_from_slice(&instr.lines);
+                lines += instr.lines.len();
+                instr.clear();
+            }
+            chunk.starts.push(chunk.words.len());
+            if chunk.starts.len() > CHUNK_WARPS || lines >= CHUNK_LINES {
+                let next = Chunk { launch, first: warp + 1, words: Vec::new(), starts: vec![0] };
                 if send.send(std::mem::replace(&mut chunk, next)).is_err() {
                     return;
                 }
                 lines = 0;
             }
         }
-        if !chunk.warps.is_empty() && send.send(chunk).is_err() {
+        if chunk.starts.len() > 1 && send.send(chunk).is_err() {
             return;
         }
     }
-}
-
-/// Every step of `warp` of `launch`.
-fn warp_steps(kernel: &mut dyn Kernel, launch: usize, warp: usize) -> WarpSteps {
-    let mut steps = WarpSteps::default();
-    let mut instr = WarpInstr::default();
-    while kernel.next(launch, warp, &mut instr) {
-        steps.steps.push(Step { compute: instr.compute, kind: instr.kind, lines: instr.lines.len() as u32 });
-        steps.lines.extend_from_slice(&instr.lines);
-        instr.clear();
-    }
-    steps
 }
 
 impl Kernel for Prefetched {
@@ -173,19 +202,23 @@ impl Kernel for Prefetched {
     }
 
     fn next(&mut self, launch: usize, warp: usize, out: &mut WarpInstr) -> bool {
-        let slot = self.cursor(launch, warp);
-        let Some(cursor) = slot else { return false };
-        let Some(&step) = cursor.warp.steps.get(cursor.step) else {
-            // Exited: its steps are freed now, as many warps finish while others run.
-            *slot = None;
+        let Some(cursor) = self.cursor(launch, warp) else { return false };
+        if cursor.at == cursor.end {
+            self.exit(warp, cursor.chunk);
             return false;
-        };
-        let end = cursor.line + step.lines as usize;
-        out.compute = step.compute;
-        out.kind = step.kind;
-        out.lines.extend_from_slice(&cursor.warp.lines[cursor.line..end]);
-        cursor.step += 1;
-        cursor.line = end;
+        }
+        let words = &self.chunks[cursor.chunk].words;
+        let (compute, kind, lines) = step_of(words[cursor.at]);
+        let end = cursor.at + 1 + lines;
+        out.compute = compute;
+        out.kind = kind;
+        out.lines.extend_from_slice(&words[cursor.at + 1..end]);
+        if end < cursor.end {
+            // The warp's next step, asked for once this one's requests are served: loaded
+            // meanwhile.
+            prefetch(&words[end]);
+        }
+        self.cursors[warp] = Some(Cursor { at: end, ..cursor });
         true
     }
 
@@ -226,6 +259,16 @@ mod tests {
             let replayed = steps(&mut prefetched, |w| (0..w).rev().collect());
             assert!(!direct.is_empty());
             assert_eq!(direct, replayed, "{kind:?}");
+        }
+    }
+
+    #[test]
+    fn a_step_header_gives_back_its_compute_kind_and_count_of_lines() {
+        for kind in [None, Some(AccessKind::Load), Some(AccessKind::Store), Some(AccessKind::IFetch)] {
+            for (compute, lines) in [(0, 0), (1, 1), (u32::MAX, 32), (7, (1 << 24) - 1)] {
+                let instr = WarpInstr { compute, kind, lines: vec![0; lines] };
+                assert_eq!(step_of(header(&instr)), (compute, kind, lines));
+            }
         }
     }
 

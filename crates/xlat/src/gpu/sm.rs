@@ -93,6 +93,48 @@ impl Sm {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
+
+    /// GTO by its definition: the greedy warp if ready, else the oldest ready warp, else the
+    /// earliest ready cycle.
+    fn naive_pick(sm: &Sm) -> Option<Result<usize, u64>> {
+        let ready = |i: usize| sm.ready[i] <= sm.time;
+        if sm.ready.is_empty() {
+            return None;
+        }
+        Some(match sm.greedy.filter(|&g| ready(g)).or_else(|| (0..sm.ready.len()).find(|&i| ready(i))) {
+            Some(slot) => Ok(slot),
+            None => Err(*sm.ready.iter().min().expect("warps")),
+        })
+    }
+
+    proptest! {
+        /// The scheduler's picks among up to 48 warps, through admissions, issues, exits and
+        /// stalls, are those of GTO's definition.
+        #[test]
+        fn picks_follow_gto(warps in 1usize..48, ops in proptest::collection::vec((0u8..4, 0u64..200, 0usize..48), 1..300)) {
+            let mut sm = Sm::new(0);
+            (0..warps).for_each(|w| sm.admit(w as u32, 0));
+            for (op, cycles, slot) in ops {
+                match op {
+                    0 => sm.admit(slot as u32, sm.time + cycles % 4),
+                    1 if sm.warps() > 0 => sm.retire(slot % sm.warps()),
+                    2 => sm.time += cycles % 8,
+                    _ => {}
+                }
+                let picked = sm.pick();
+                prop_assert_eq!(picked, naive_pick(&sm));
+                match picked {
+                    Some(Ok(i)) => {
+                        sm.issued(i, sm.time + cycles);
+                        sm.time += 1;
+                    }
+                    Some(Err(ready)) => sm.time = ready,
+                    None => {}
+                }
+            }
+        }
+    }
 
     #[test]
     fn gto_keeps_the_greedy_warp_while_it_is_ready_and_falls_back_to_the_oldest() {

@@ -9,6 +9,7 @@ use super::slots::Slots;
 use rustc_hash::FxHashMap;
 use serde::Serialize;
 use std::cmp::Reverse;
+use std::collections::hash_map::Entry;
 use std::collections::BinaryHeap;
 
 /// Levels of the page table (x86-64-like: PML4, PDPT, PD, PT).
@@ -161,8 +162,11 @@ impl Walker {
     fn track(&mut self, app: AppId, key: u64, done: u64, now: u64) {
         while let Some(&Reverse((end, a, k))) = self.expiries.peek().filter(|Reverse((end, ..))| *end <= now) {
             self.expiries.pop();
-            if self.pending.get(&(a, k)) == Some(&end) {
-                self.pending.remove(&(a, k));
+            // Unless a later walk of the page replaced it.
+            if let Entry::Occupied(walk) = self.pending.entry((a, k)) {
+                if *walk.get() == end {
+                    walk.remove();
+                }
             }
         }
         self.large_tracked |= key & LARGE_KEY != 0;
