@@ -12,9 +12,12 @@
 //! and GDDR5's banks and row buffers (FR-FCFS); this model keeps only their latency and the
 //! total bandwidth (see docs/gpu.md).
 
+use super::memory::FRAME_LIMIT;
 use super::slots::Slots;
+use super::walker::TABLE_END;
 use crate::cache::tags::TagArray;
 use crate::tlb::Policy;
+use crate::types::BASE_PAGE_SHIFT;
 use serde::Serialize;
 
 /// Shape and timing of the data path, validated.
@@ -85,11 +88,17 @@ impl Caches {
     /// Empty caches for `sms` SMs.
     pub fn new(spec: &CacheSpec, sms: usize) -> Caches {
         let lines = |bytes: u64| (bytes / spec.line) as usize;
-        let l1 = (0..sms).map(|_| TagArray::new(lines(spec.l1_bytes), spec.l1_ways, Policy::Lru, 0)).collect();
-        let l2 = TagArray::new(lines(spec.l2_bytes), spec.l2_ways, Policy::Lru, 0);
+        let line_shift = spec.line.trailing_zeros();
+        // Tags are line addresses; bounded, they are kept in 32 bits where they fit, which
+        // halves a probe's host memory and lets 4 ways compare at once. L1s see data only
+        // (below the last frame's end); the L2 page-table entries too (below `TABLE_END`).
+        let line_after = |end: u64| ((end - 1) >> line_shift) + 1;
+        let data_end = line_after(FRAME_LIMIT << BASE_PAGE_SHIFT);
+        let l1 = (0..sms).map(|_| TagArray::with_bound(lines(spec.l1_bytes), spec.l1_ways, Policy::Lru, 0, data_end)).collect();
+        let l2 = TagArray::with_bound(lines(spec.l2_bytes), spec.l2_ways, Policy::Lru, 0, line_after(TABLE_END));
         let dram = Calendar::new(spec.dram_bytes_per_cycle, spec.line);
         let mshrs = (0..sms).map(|_| Slots::new(spec.l1_mshrs)).collect();
-        Caches { spec: *spec, line_shift: spec.line.trailing_zeros(), l1, mshrs, l2, dram, counts: CacheCounts::default() }
+        Caches { spec: *spec, line_shift, l1, mshrs, l2, dram, counts: CacheCounts::default() }
     }
 
     /// Cycles a load of physical byte `paddr` from SM `sm` issued at cycle `now` takes: a

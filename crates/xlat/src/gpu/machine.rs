@@ -12,7 +12,7 @@
 
 use super::caches::{CacheCounts, Caches};
 use super::kernel::{Kernel, MemEvent, WarpInstr};
-use super::memory::{AppId, ManagerStats, MemoryManager, PlaceError, PAGES_PER_LARGE};
+use super::memory::{AppId, ManagerStats, MemoryManager, PlaceError, FRAME_LIMIT, PAGES_PER_LARGE};
 use super::params::GpuParams;
 use super::prefetch::Prefetched;
 use super::sm::Sm;
@@ -243,6 +243,9 @@ impl<'p> Gpu<'p> {
         } else {
             self.translate(s, app, vpn, line, at)?
         };
+        if pfn >= FRAME_LIMIT {
+            return Err(Error::Simulation(format!("application {app}: page {vpn:#x} mapped to frame {pfn:#x}, beyond the frames memory managers number")));
+        }
         let paddr = pfn << BASE_PAGE_SHIFT | (line & ((1 << BASE_PAGE_SHIFT) - 1));
         let latency = match kind {
             AccessKind::Store => self.caches.store(paddr, translated),

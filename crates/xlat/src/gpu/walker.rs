@@ -24,6 +24,13 @@ const BITS_PER_LEVEL: u32 = 9;
 /// where they live.)
 const TABLE_BASE: u64 = 1 << 48;
 
+/// Page-table nodes a walker creates at most: 2^32, far beyond what fits in a host's memory
+/// (each is an entry of `Walker::nodes`), so that node addresses stay below [`TABLE_END`].
+const MAX_NODES: u64 = 1 << 32;
+
+/// Physical addresses of page-table entries are below this: what bounds the L2 cache's tags.
+pub const TABLE_END: u64 = TABLE_BASE + MAX_NODES * 4096;
+
 /// Bytes of a page-table entry.
 const ENTRY_BYTES: u64 = 8;
 
@@ -181,6 +188,7 @@ impl Walker {
     fn node(&mut self, app: AppId, vpn: u64, level: u32) -> u64 {
         let prefix = vpn >> (BITS_PER_LEVEL * (LEVELS - level));
         let count = self.nodes.len() as u64;
+        assert!(count < MAX_NODES, "2^32 page-table nodes: more than a host's memory holds");
         *self.nodes.entry((app, level, prefix)).or_insert(count)
     }
 

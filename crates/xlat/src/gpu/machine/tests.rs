@@ -6,7 +6,8 @@ use crate::gpu::memory::{Invalidation, Mapping, Touch};
 use crate::gpu::tlb::LevelShape;
 use std::collections::HashSet;
 
-/// A manager mapping every page of application `a` at frame `a * 2^30 + vpn`: base pages
+/// A manager mapping every page of application `a` at frame `a * 2^30 + vpn` (the tests'
+/// pages are below 2^30, which keeps frames below `FRAME_LIMIT`): base pages
 /// or, when `large`, large ones; every page resident from the start, or each on its first
 /// touch (`demand`).
 struct FlatManager {
@@ -161,7 +162,7 @@ fn enough_warps_hide_the_latency_of_every_miss() {
     // run here.)
     let params = cold_params(1);
     let (warps, steps, compute) = (480, 20, 20);
-    let stats = run_one(&params, FlatManager::boxed(false, false, false), Scripted::boxed(warps, steps, compute, |w, s| ((w * 1000 + s) as u64) << 30));
+    let stats = run_one(&params, FlatManager::boxed(false, false, false), Scripted::boxed(warps, steps, compute, |w, s| ((w * 1000 + s) as u64) << 21));
     let issue_cycles = (warps * steps) as u64 * (u64::from(compute) + 1);
     assert_eq!(stats.apps[0].instructions, issue_cycles);
     assert!(stats.apps[0].ipc > 0.94, "IPC {}", stats.apps[0].ipc);
@@ -171,7 +172,7 @@ fn enough_warps_hide_the_latency_of_every_miss() {
 fn too_few_warps_leave_the_latency_exposed() {
     // The same work on 2 warps: each load's ~560 cycles now dominate.
     let params = cold_params(1);
-    let stats = run_one(&params, FlatManager::boxed(false, false, false), Scripted::boxed(2, 200, 20, |w, s| ((w * 1000 + s) as u64) << 30));
+    let stats = run_one(&params, FlatManager::boxed(false, false, false), Scripted::boxed(2, 200, 20, |w, s| ((w * 1000 + s) as u64) << 21));
     assert!(stats.apps[0].ipc < 0.1, "IPC {}", stats.apps[0].ipc);
 }
 
@@ -226,6 +227,14 @@ fn applications_get_their_share_of_the_sms_and_their_own_address_spaces() {
     assert_eq!(stats.walker.walks, 2, "the same page of two applications is walked twice");
     let err = run(&cold_params(1), FlatManager::boxed(false, false, false), vec![Scripted::boxed(1, 1, 0, |_, _| 0), Scripted::boxed(1, 1, 0, |_, _| 0)], &AtomicBool::new(false));
     assert!(err.is_err_and(|e| e.to_string().contains("2 applications cannot share 1 SMs")));
+}
+
+#[test]
+fn a_frame_beyond_the_numbered_frames_is_an_error_not_a_wrong_cache_tag() {
+    // The data caches keep 32-bit tags because frames are below `FRAME_LIMIT`: a manager
+    // breaking that is stopped, with the page and frame named.
+    let err = run(&cold_params(1), FlatManager::boxed(false, false, false), vec![Scripted::boxed(1, 1, 0, |_, _| 1 << 45)], &AtomicBool::new(false));
+    assert!(err.is_err_and(|e| e.to_string().contains("page 0x200000000 mapped to frame 0x200000000")));
 }
 
 proptest::proptest! {

@@ -49,10 +49,14 @@ pub type AppId = u16;
 /// Base pages (and base frames) in a large (2 MiB) page or frame.
 pub const PAGES_PER_LARGE: u64 = 512;
 
+/// Base frames are numbered below this (in 32 bits, the largest value marking no frame):
+/// what bounds the physical addresses of data, and lets the data caches keep 32-bit tags.
+pub const FRAME_LIMIT: u64 = pages::NO_FRAME as u64;
+
 /// How one base page of an application is mapped, as a walk finds it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Mapping {
-    /// The base frame holding the page.
+    /// The base frame holding the page, below [`FRAME_LIMIT`].
     pub pfn: u64,
     /// True when the page is part of a large (2 MiB) mapping: the TLBs then cache one entry
     /// for its whole aligned 2 MiB virtual range, whose frames are contiguous and aligned.
