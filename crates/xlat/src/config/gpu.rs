@@ -92,7 +92,7 @@ pub struct RawGpuTlb {
 pub struct RawGpuManager {
     /// `gpu-mmu`, `large-only`, `mosaic` (default) or `ideal`.
     pub policy: Option<ManagerKind>,
-    /// GPU memory (default 3GiB).
+    /// GPU memory (default 3GiB; 2 MiB to 8 TiB).
     pub memory: Option<ByteSize>,
     /// Pages cross PCIe on first touch (default false).
     pub demand_paging: Option<bool>,
@@ -275,8 +275,9 @@ fn tlb(raw: Option<RawGpuTlb>, d: LevelShape, path: &str) -> Result<LevelShape> 
 fn manager(raw: RawGpuManager, path: &str) -> Result<ManagerSpec> {
     let d = ManagerSpec::default();
     let memory = raw.memory.map_or(d.memory_bytes, |b| b.0);
-    if !(2 << 20..=1 << 50).contains(&memory) {
-        return Err(Error::config(format!("{path}.memory"), format!("{memory} bytes: need 2 MiB to 1 PiB")));
+    // The managers number frames in 32 bits (`FRAME_LIMIT`): 16 TiB less a frame at most.
+    if !(2 << 20..=8 << 40).contains(&memory) {
+        return Err(Error::config(format!("{path}.memory"), format!("{memory} bytes: need 2 MiB to 8 TiB")));
     }
     let cac_threshold = raw.cac_threshold.unwrap_or(d.cac_threshold);
     if !(0.0..=1.0).contains(&cac_threshold) {
@@ -405,6 +406,8 @@ mod tests {
         assert!(error(&three).contains("workload[0].apps: 3 applications cannot share machine `g`'s 2 SMs"), "{}", error(&three));
         let big = format!("[[workload]]\nname = \"w\"\ntype = \"gpu\"\napps = [\"gups\"]\n{small}");
         assert!(error(&big).contains("more than machine `g`'s 16777216 bytes of GPU memory"), "{}", error(&big));
+        let huge = format!("[[workload]]\nname = \"w\"\ntype = \"gpu\"\napps = [\"bfs\"]\n{GPU}gpu = {{ manager = {{ memory = \"16TiB\" }} }}\n");
+        assert!(error(&huge).contains("machine[0].gpu.manager.memory: 17592186044416 bytes: need 2 MiB to 8 TiB"), "{}", error(&huge));
         let odd = format!("[[workload]]\nname = \"w\"\ntype = \"gpu\"\napps = [\"bfs\"]\n{GPU}gpu = {{ l2_tlb = {{ base_ways = 7 }} }}\n");
         assert!(error(&odd).contains("machine[0].gpu.l2_tlb.base_ways"), "{}", error(&odd));
     }
