@@ -24,12 +24,15 @@ const BITS_PER_LEVEL: u32 = 9;
 /// where they live.)
 const TABLE_BASE: u64 = 1 << 48;
 
+/// Bytes of a page-table node (512 entries).
+const NODE_BYTES: u64 = 4096;
+
 /// Page-table nodes a walker creates at most: 2^32, far beyond what fits in a host's memory
 /// (each is an entry of `Walker::nodes`), so that node addresses stay below [`TABLE_END`].
 const MAX_NODES: u64 = 1 << 32;
 
 /// Physical addresses of page-table entries are below this: what bounds the L2 cache's tags.
-pub const TABLE_END: u64 = TABLE_BASE + MAX_NODES * 4096;
+pub const TABLE_END: u64 = TABLE_BASE + MAX_NODES * NODE_BYTES;
 
 /// Bytes of a page-table entry.
 const ENTRY_BYTES: u64 = 8;
@@ -88,7 +91,7 @@ fn bucket(app: AppId, key: u64) -> usize {
 fn entry_address(node: u64, vpn: u64, level: u32) -> u64 {
     let below = BITS_PER_LEVEL * (LEVELS - level);
     let index = (vpn >> (below - BITS_PER_LEVEL)) & ((1 << BITS_PER_LEVEL) - 1);
-    TABLE_BASE + node * 4096 + index * ENTRY_BYTES
+    TABLE_BASE + node * NODE_BYTES + index * ENTRY_BYTES
 }
 
 /// The key of `vpn`'s walk: its base page, or its chunk (tagged) when mapped large.
@@ -188,8 +191,10 @@ impl Walker {
     fn node(&mut self, app: AppId, vpn: u64, level: u32) -> u64 {
         let prefix = vpn >> (BITS_PER_LEVEL * (LEVELS - level));
         let count = self.nodes.len() as u64;
-        assert!(count < MAX_NODES, "2^32 page-table nodes: more than a host's memory holds");
-        *self.nodes.entry((app, level, prefix)).or_insert(count)
+        *self.nodes.entry((app, level, prefix)).or_insert_with(|| {
+            assert!(count < MAX_NODES, "2^32 page-table nodes: more than a host's memory holds");
+            count
+        })
     }
 
     /// The nodes of levels 0 to 2 on `vpn`'s path.
