@@ -57,10 +57,17 @@ pub struct WalkCounts {
 pub struct Walker {
     /// The walk slots.
     slots: Slots,
-    /// In-flight walks by page (`key`), with the cycle each completes.
-    pending: FxHashMap<(AppId, u64), u64>,
-    /// The same walks by completion, earliest first, to drop them once done.
-    expiries: BinaryHeap<Reverse<(u64, AppId, u64)>>,
+    /// Walks by page (`key`): the last tracked of each, in flight until it ends unless
+    /// over (see [`Walker::is_over`]). Walks over are dropped now and then ([`Walker::sweep`]).
+    pending: FxHashMap<(AppId, u64), Tracked>,
+    /// The latest cycle a walk was tracked at: a walk that ended by then is over, unless it
+    /// was tracked after that cycle had been reached (`Tracked::late`).
+    latest: u64,
+    /// Walks tracked late, by end, earliest first: each is over from the first walk tracked
+    /// at or after its end.
+    late: BinaryHeap<Reverse<(u64, AppId, u64)>>,
+    /// The size of `pending` at which walks over are dropped next.
+    sweep_at: usize,
     /// A filter before `pending`: per bucket of keys (see [`bucket`]), the latest completion
     /// tracked for any of them. A request at or after its bucket's needs no lookup, which
     /// is nearly every request: the map is probed only for pages whose walk may be in flight.
@@ -75,6 +82,20 @@ pub struct Walker {
     large_tracked: bool,
     counts: WalkCounts,
 }
+
+/// A walk tracked in flight.
+#[derive(Clone, Copy, Debug)]
+struct Tracked {
+    /// The cycle it ends.
+    end: u64,
+    /// Whether it was tracked when a walk at or after its end had been tracked already (the
+    /// SMs' clocks are not in step: a walk of one may end before another's is tracked).
+    late: bool,
+}
+
+/// The smallest `pending` map swept of walks over: sweeps cost a pass over the map, so they
+/// wait until it has doubled since the last. (Tests sweep small maps, often.)
+const MIN_SWEEP: usize = if cfg!(test) { 1 << 4 } else { 1 << 10 };
 
 /// Buckets of the filter before the in-flight map: a power of two well above the walks in
 /// flight (64), so that a bucket rarely holds a walk of another page.
@@ -108,7 +129,9 @@ impl Walker {
         Walker {
             slots: Slots::new(max_walks),
             pending: FxHashMap::default(),
-            expiries: BinaryHeap::new(),
+            latest: 0,
+            late: BinaryHeap::new(),
+            sweep_at: MIN_SWEEP,
             recent: vec![0; BUCKETS],
             nodes: FxHashMap::default(),
             upper: FxHashMap::default(),
@@ -136,7 +159,15 @@ impl Walker {
         if self.recent[bucket(app, key)] <= now {
             return None;
         }
-        self.pending.get(&(app, key)).copied().filter(|&done| done > now)
+        self.pending.get(&(app, key)).filter(|walk| walk.end > now && !self.is_over(walk)).map(|walk| walk.end)
+    }
+
+    /// Whether `walk` is over for every request to come. A walk is over from the first walk
+    /// tracked at or after its end, whatever the time of requests after that (they may be
+    /// earlier, from SMs behind): the same as dropping walks in order of end as each walk is
+    /// tracked, without the order.
+    fn is_over(&self, walk: &Tracked) -> bool {
+        !walk.late && walk.end <= self.latest
     }
 
     /// Walks the table of `app` for base page `vpn`, which the memory manager maps `large`
@@ -167,23 +198,42 @@ impl Walker {
         self.track(app, key(vpn, large), until, now);
     }
 
-    /// Records a walk in flight until `done`, dropping those done by `now` so the map
-    /// stays the size of what is in flight.
+    /// Records a walk tracked at `now` in flight until `done`, which makes the walks that
+    /// ended by `now` over.
     fn track(&mut self, app: AppId, key: u64, done: u64, now: u64) {
-        while let Some(&Reverse((end, a, k))) = self.expiries.peek().filter(|Reverse((end, ..))| *end <= now) {
-            self.expiries.pop();
+        self.latest = self.latest.max(now);
+        self.end_late(now);
+        self.large_tracked |= key & LARGE_KEY != 0;
+        let late = done <= self.latest;
+        self.pending.insert((app, key), Tracked { end: done, late });
+        if late {
+            self.late.push(Reverse((done, app, key)));
+        }
+        let b = bucket(app, key);
+        self.recent[b] = self.recent[b].max(done);
+        if self.pending.len() >= self.sweep_at {
+            self.sweep();
+        }
+    }
+
+    /// Drops the late walks that ended by `now`.
+    fn end_late(&mut self, now: u64) {
+        while let Some(&Reverse((end, a, k))) = self.late.peek().filter(|Reverse((end, ..))| *end <= now) {
+            self.late.pop();
             // Unless a later walk of the page replaced it.
             if let Entry::Occupied(walk) = self.pending.entry((a, k)) {
-                if *walk.get() == end {
+                if walk.get().late && walk.get().end == end {
                     walk.remove();
                 }
             }
         }
-        self.large_tracked |= key & LARGE_KEY != 0;
-        self.pending.insert((app, key), done);
-        self.expiries.push(Reverse((done, app, key)));
-        let b = bucket(app, key);
-        self.recent[b] = self.recent[b].max(done);
+    }
+
+    /// Drops the walks over, so the map stays about the size of what is in flight.
+    fn sweep(&mut self) {
+        let latest = self.latest;
+        self.pending.retain(|_, walk| walk.late || walk.end > latest);
+        self.sweep_at = (2 * self.pending.len()).max(MIN_SWEEP);
     }
 
     /// The number of the level-`level` node (0: the root) on `vpn`'s path, created (numbered
@@ -253,6 +303,59 @@ mod tests {
         w.walk(&mut c, 3, 1024, true, 0, 0);
         assert!(w.in_flight(3, 1024 + 5, 10).is_some(), "a large page's walk covers its chunk");
         assert_eq!(w.counts().merged, 2);
+    }
+
+    /// In-flight walks by their definition: every walk tracked, dropped at the first walk
+    /// tracked at or after its end (unless a later walk of its page replaced it).
+    #[derive(Default)]
+    struct NaiveInFlight {
+        tracked: Vec<(AppId, u64, u64)>,
+        last: std::collections::HashMap<(AppId, u64), u64>,
+    }
+
+    impl NaiveInFlight {
+        fn track(&mut self, app: AppId, key: u64, done: u64, now: u64) {
+            let last = &mut self.last;
+            self.tracked.retain(|&(a, k, end)| {
+                if end <= now && last.get(&(a, k)) == Some(&end) {
+                    last.remove(&(a, k));
+                }
+                end > now
+            });
+            self.last.insert((app, key), done);
+            self.tracked.push((app, key, done));
+        }
+
+        fn pending_after(&self, app: AppId, key: u64, now: u64) -> Option<u64> {
+            self.last.get(&(app, key)).copied().filter(|&end| end > now)
+        }
+    }
+
+    proptest::proptest! {
+        /// The walker's in-flight walks, through walks tracked at cycles that go back and
+        /// forth (SMs' clocks are not in step) and enough of them to sweep the map, are
+        /// those of the definition at every query.
+        #[test]
+        fn in_flight_walks_follow_their_definition(ops in proptest::collection::vec((0u16..2, 0u64..400, 0u64..200, 0u64..600), 1..3000)) {
+            let mut w = Walker::new(64);
+            let mut naive = NaiveInFlight::default();
+            let mut clock = 0u64;
+            for (app, key, back, length) in ops {
+                // Half the walks on a few pages (queries find them), half on many (the map grows
+                // to sweeps).
+                let key = if key % 2 == 0 { key % 40 } else { key };
+                clock += 3;
+                let now = clock.saturating_sub(back);
+                if length % 3 == 0 {
+                    proptest::prop_assert_eq!(w.pending_after(app, key, now), naive.pending_after(app, key, now));
+                } else {
+                    // Some walks end before others already tracked: late ones.
+                    let done = now + length / 4;
+                    w.track(app, key, done, now);
+                    naive.track(app, key, done, now);
+                }
+            }
+        }
     }
 
     #[test]
