@@ -73,6 +73,12 @@ impl TlbCounts {
 pub struct SplitTlb {
     base: Option<TlbArray>,
     large: Option<TlbArray>,
+    /// The entry the last lookup hit or the last fill put in, while nothing else has been
+    /// filled or invalidated since: it is still the most recent of its array, and a lookup
+    /// it covers would find it and leave the arrays as they are, so it is answered without
+    /// searching. A warp's coalesced requests mostly fall in one page, and an SM's L1 sees
+    /// them one after another.
+    last_hit: Option<Translation>,
     counts: TlbCounts,
 }
 
@@ -80,7 +86,7 @@ impl SplitTlb {
     /// An empty TLB of `shape`.
     pub fn new(shape: &LevelShape) -> SplitTlb {
         let [base, large] = shape.arrays().map(|(g, entries)| (entries > 0).then(|| TlbArray::new(&g, 0)));
-        SplitTlb { base, large, counts: TlbCounts::default() }
+        SplitTlb { base, large, last_hit: None, counts: TlbCounts::default() }
     }
 
     /// Looks `vaddr` of `app` up in both arrays (as hardware probes them in parallel) and
@@ -88,16 +94,26 @@ impl SplitTlb {
     /// one under a manager that maps no large page) is not searched.
     #[inline]
     pub fn lookup(&mut self, app: AppId, vaddr: u64) -> Option<Translation> {
-        if let Some(t) = self.large.as_mut().filter(|a| !a.is_empty()).and_then(|a| a.lookup(app, vaddr)) {
-            self.counts.large_hits += 1;
-            return Some(t);
+        let hit = match self.last_hit.filter(|t| t.covers(app, vaddr)) {
+            Some(t) => Some(t),
+            None => self.search(app, vaddr),
+        };
+        match hit {
+            Some(t) if t.size == PageSize::Size2M => self.counts.large_hits += 1,
+            Some(_) => self.counts.base_hits += 1,
+            None => self.counts.misses += 1,
         }
-        if let Some(t) = self.base.as_mut().and_then(|a| a.lookup(app, vaddr)) {
-            self.counts.base_hits += 1;
-            return Some(t);
+        hit
+    }
+
+    /// [`SplitTlb::lookup`]'s search of the arrays, which remembers the entry it hits.
+    fn search(&mut self, app: AppId, vaddr: u64) -> Option<Translation> {
+        let large = self.large.as_mut().filter(|a| !a.is_empty()).and_then(|a| a.lookup(app, vaddr));
+        let hit = large.or_else(|| self.base.as_mut().and_then(|a| a.lookup(app, vaddr)));
+        if hit.is_some() {
+            self.last_hit = hit;
         }
-        self.counts.misses += 1;
-        None
+        hit
     }
 
     /// Counts a lookup that hits by definition (an ideal TLB's), without looking.
@@ -111,14 +127,17 @@ impl SplitTlb {
     /// check).
     pub fn fill(&mut self, t: &Translation) {
         let array = if t.size == PageSize::Size2M { &mut self.large } else { &mut self.base };
-        if let Some(array) = array {
+        // The entry filled is the most recent of its array, as one a lookup has just hit is.
+        self.last_hit = array.as_mut().map(|array| {
             array.insert_absent_quiet(t);
-        }
+            *t
+        });
     }
 
     /// Removes the entry of `app` for base page `vpn` (a base entry) or for the large page
     /// holding it (`large`).
     pub fn invalidate(&mut self, app: AppId, vpn: u64, large: bool) {
+        self.last_hit = None;
         let array = if large { &mut self.large } else { &mut self.base };
         if let Some(array) = array {
             array.invalidate(app, vpn << BASE_PAGE_SHIFT);
@@ -171,7 +190,7 @@ mod tests {
         }
 
         fn fill(&mut self, key: (AppId, u64)) {
-            if !self.hit(key) {
+            if self.capacity > 0 && !self.hit(key) {
                 if self.keys.len() == self.capacity {
                     self.keys.remove(0);
                 }
@@ -182,24 +201,50 @@ mod tests {
 
     proptest! {
         /// The split TLB hits exactly when naive fully associative LRU lists of its two
-        /// arrays do, with ASIDs kept apart and large entries covering their 512 pages.
+        /// arrays do, with ASIDs kept apart and large entries covering their 512 pages, and
+        /// translates and counts what it hits, through runs of lookups of one page (which
+        /// the last hit answers), nearby pages and invalidations.
         #[test]
-        fn split_tlb_matches_naive_lru_lists(ops in prop::collection::vec((0u16..3, 0u64..4096, any::<bool>()), 1..400)) {
-            let mut tlb = SplitTlb::new(&SHAPE);
-            let mut base = NaiveLru { capacity: 8, ..NaiveLru::default() };
-            let mut large = NaiveLru { capacity: 2, ..NaiveLru::default() };
+        fn split_tlb_matches_naive_lru_lists(no_large: bool, ops in prop::collection::vec((0u8..8, 0u16..3, 0u64..4096, any::<bool>()), 1..400)) {
+            // With no large array too: large pages then always miss.
+            let shape = if no_large { LevelShape { large_entries: 0, large_ways: 0, ..SHAPE } } else { SHAPE };
+            let mut tlb = SplitTlb::new(&shape);
+            let mut base = NaiveLru { capacity: shape.base_entries, ..NaiveLru::default() };
+            let mut large = NaiveLru { capacity: shape.large_entries, ..NaiveLru::default() };
             let mut is_large = HashMap::new();
-            for (app, vpn, want_large) in ops {
+            let mut counts = TlbCounts::default();
+            let (mut app, mut vpn) = (0, 0);
+            for (op, new_app, new_vpn, want_large) in ops {
+                match op {
+                    0..=2 => {} // the same page again
+                    3 => vpn ^= new_vpn % 4, // a neighbour, often in the same chunk
+                    _ => (app, vpn) = (new_app, new_vpn),
+                }
                 // A chunk keeps the size it was first seen with, as a mapping would.
                 let chunk_large = *is_large.entry((app, vpn / PAGES_PER_LARGE)).or_insert(want_large);
-                let hit = tlb.lookup(app, vpn << BASE_PAGE_SHIFT).is_some();
-                let naive = large.hit((app, vpn / PAGES_PER_LARGE)) || base.hit((app, vpn));
-                prop_assert_eq!(hit, naive);
-                if !hit {
-                    tlb.fill(&entry(app, vpn, vpn + 1_000_000, chunk_large));
-                    if chunk_large { large.fill((app, vpn / PAGES_PER_LARGE)) } else { base.fill((app, vpn)) }
+                if op == 7 {
+                    tlb.invalidate(app, vpn, chunk_large);
+                    let (list, key) = if chunk_large { (&mut large, (app, vpn / PAGES_PER_LARGE)) } else { (&mut base, (app, vpn)) };
+                    list.keys.retain(|&k| k != key);
+                    continue;
+                }
+                let hit = tlb.lookup(app, vpn << BASE_PAGE_SHIFT);
+                let naive_large = large.hit((app, vpn / PAGES_PER_LARGE));
+                let naive = naive_large || base.hit((app, vpn));
+                prop_assert_eq!(hit.is_some(), naive);
+                match hit {
+                    Some(t) => {
+                        prop_assert_eq!(t.pfn_of(vpn << BASE_PAGE_SHIFT), Pfn(vpn + 1_000_000));
+                        if naive_large { counts.large_hits += 1 } else { counts.base_hits += 1 }
+                    }
+                    None => {
+                        counts.misses += 1;
+                        tlb.fill(&entry(app, vpn, vpn + 1_000_000, chunk_large));
+                        if chunk_large { large.fill((app, vpn / PAGES_PER_LARGE)) } else { base.fill((app, vpn)) }
+                    }
                 }
             }
+            prop_assert_eq!(tlb.counts(), counts);
         }
     }
 
