@@ -58,7 +58,7 @@ pub struct Walker {
     /// The walk slots.
     slots: Slots,
     /// Walks by page (`key`): the last tracked of each, in flight until it ends unless
-    /// over (see [`Walker::is_over`]). Walks over are dropped now and then ([`Walker::sweep`]).
+    /// over (see [`Tracked::is_over`]). Walks over are dropped now and then ([`Walker::sweep`]).
     pending: FxHashMap<(AppId, u64), Tracked>,
     /// The latest cycle a walk was tracked at: a walk that ended by then is over, unless it
     /// was tracked after that cycle had been reached (`Tracked::late`).
@@ -91,6 +91,16 @@ struct Tracked {
     /// Whether it was tracked when a walk at or after its end had been tracked already (the
     /// SMs' clocks are not in step: a walk of one may end before another's is tracked).
     late: bool,
+}
+
+impl Tracked {
+    /// Whether the walk is over for every request to come, `latest` being the latest cycle
+    /// a walk was tracked at. A walk is over from the first walk tracked at or after its end,
+    /// whatever the time of requests after that (they may be earlier, from SMs behind): the
+    /// same as dropping walks in order of end as each walk is tracked, without the order.
+    fn is_over(&self, latest: u64) -> bool {
+        !self.late && self.end <= latest
+    }
 }
 
 /// The smallest `pending` map swept of walks over: sweeps cost a pass over the map, so they
@@ -159,15 +169,7 @@ impl Walker {
         if self.recent[bucket(app, key)] <= now {
             return None;
         }
-        self.pending.get(&(app, key)).filter(|walk| walk.end > now && !self.is_over(walk)).map(|walk| walk.end)
-    }
-
-    /// Whether `walk` is over for every request to come. A walk is over from the first walk
-    /// tracked at or after its end, whatever the time of requests after that (they may be
-    /// earlier, from SMs behind): the same as dropping walks in order of end as each walk is
-    /// tracked, without the order.
-    fn is_over(&self, walk: &Tracked) -> bool {
-        !walk.late && walk.end <= self.latest
+        self.pending.get(&(app, key)).filter(|walk| walk.end > now && !walk.is_over(self.latest)).map(|walk| walk.end)
     }
 
     /// Walks the table of `app` for base page `vpn`, which the memory manager maps `large`
@@ -232,7 +234,7 @@ impl Walker {
     /// Drops the walks over, so the map stays about the size of what is in flight.
     fn sweep(&mut self) {
         let latest = self.latest;
-        self.pending.retain(|_, walk| walk.late || walk.end > latest);
+        self.pending.retain(|_, walk| !walk.is_over(latest));
         self.sweep_at = (2 * self.pending.len()).max(MIN_SWEEP);
     }
 
