@@ -3,10 +3,13 @@
 //! fully associative; shared L2: 512 base 16-way + 256 large fully associative; LRU;
 //! entries tagged with the application's ASID).
 
+mod fully_associative;
+
 use super::memory::{AppId, PAGES_PER_LARGE};
-use crate::tlb::array::{ArrayGeometry, TlbArray};
+use crate::tlb::array::{ArrayGeometry, TlbArray, INDEX_ABOVE_WAYS};
 use crate::tlb::Policy;
 use crate::types::{PageSize, Pfn, Translation, Vpn, BASE_PAGE_SHIFT};
+use fully_associative::FullyAssociative;
 use serde::Serialize;
 
 /// The shape of one level: its base and large arrays.
@@ -25,15 +28,87 @@ pub struct LevelShape {
 impl LevelShape {
     /// Bytes of host memory the level's arrays take at most.
     pub fn host_bytes(&self) -> u64 {
-        self.arrays().iter().map(|(g, _)| g.host_bytes()).sum()
+        self.arrays().iter().map(Array::host_bytes).sum()
     }
 
-    fn arrays(&self) -> [(ArrayGeometry, usize); 2] {
+    fn arrays(&self) -> [ArrayGeometry; 2] {
         let geometry = |entries: usize, ways: usize, size| ArrayGeometry { entries, ways, policy: Policy::Lru, page_sizes: vec![size] };
-        [
-            (geometry(self.base_entries, self.base_ways, PageSize::Size4K), self.base_entries),
-            (geometry(self.large_entries, self.large_ways, PageSize::Size2M), self.large_entries),
-        ]
+        [geometry(self.base_entries, self.base_ways, PageSize::Size4K), geometry(self.large_entries, self.large_ways, PageSize::Size2M)]
+    }
+}
+
+/// One array of a level, of one page size: a [`FullyAssociative`] one when it is fully
+/// associative and wider than a set the general array scans (beyond that the general array
+/// goes through a hash index and replacement lists of its own, several times slower), else
+/// a [`TlbArray`] of its sets.
+#[derive(Clone, Debug)]
+#[expect(clippy::large_enum_variant, reason = "two arrays a TLB: a box would cost every probe an indirection")]
+enum Array {
+    Sets(TlbArray),
+    Full(FullyAssociative),
+}
+
+impl Array {
+    /// Whether `geometry` is served by a [`FullyAssociative`] array.
+    fn is_full(geometry: &ArrayGeometry) -> bool {
+        geometry.ways == geometry.entries && geometry.ways > INDEX_ABOVE_WAYS
+    }
+
+    /// An empty array of `geometry` (of one page size), or none for no entries.
+    fn new(geometry: &ArrayGeometry) -> Option<Array> {
+        match geometry.entries {
+            0 => None,
+            entries if Array::is_full(geometry) => Some(Array::Full(FullyAssociative::new(entries, geometry.page_sizes[0]))),
+            _ => Some(Array::Sets(TlbArray::new(geometry, 0))),
+        }
+    }
+
+    /// Bytes of host memory an array of `geometry` takes at most.
+    fn host_bytes(geometry: &ArrayGeometry) -> u64 {
+        if Array::is_full(geometry) { FullyAssociative::host_bytes(geometry.entries as u64) } else { geometry.host_bytes() }
+    }
+
+    #[inline]
+    fn is_empty(&self) -> bool {
+        match self {
+            Array::Sets(a) => a.is_empty(),
+            Array::Full(a) => a.is_empty(),
+        }
+    }
+
+    #[inline]
+    fn lookup(&mut self, app: AppId, vaddr: u64) -> Option<Translation> {
+        match self {
+            Array::Sets(a) => a.lookup(app, vaddr),
+            Array::Full(a) => a.lookup(app, vaddr),
+        }
+    }
+
+    /// Caches `t`, which must be absent.
+    #[inline]
+    fn insert_absent(&mut self, t: &Translation) {
+        match self {
+            Array::Sets(a) => a.insert_absent_quiet(t),
+            Array::Full(a) => a.insert_absent(t),
+        }
+    }
+
+    fn invalidate(&mut self, app: AppId, vaddr: u64) {
+        match self {
+            Array::Sets(a) => {
+                a.invalidate(app, vaddr);
+            }
+            Array::Full(a) => {
+                a.invalidate(app, vaddr);
+            }
+        }
+    }
+
+    fn valid_translations(&self) -> Box<dyn Iterator<Item = Translation> + '_> {
+        match self {
+            Array::Sets(a) => Box::new(a.valid_translations()),
+            Array::Full(a) => Box::new(a.valid_translations()),
+        }
     }
 }
 
@@ -71,8 +146,8 @@ impl TlbCounts {
 /// One TLB: a base-page array and a large-page array (an array of no entries is absent).
 #[derive(Clone, Debug)]
 pub struct SplitTlb {
-    base: Option<TlbArray>,
-    large: Option<TlbArray>,
+    base: Option<Array>,
+    large: Option<Array>,
     /// The entry the last lookup hit or the last fill put in, while nothing else has been
     /// filled or invalidated since: it is still the most recent of its array, and a lookup
     /// it covers would find it and leave the arrays as they are, so it is answered without
@@ -85,7 +160,7 @@ pub struct SplitTlb {
 impl SplitTlb {
     /// An empty TLB of `shape`.
     pub fn new(shape: &LevelShape) -> SplitTlb {
-        let [base, large] = shape.arrays().map(|(g, entries)| (entries > 0).then(|| TlbArray::new(&g, 0)));
+        let [base, large] = shape.arrays().map(|g| Array::new(&g));
         SplitTlb { base, large, last_hit: None, counts: TlbCounts::default() }
     }
 
@@ -129,7 +204,7 @@ impl SplitTlb {
         let array = if t.size == PageSize::Size2M { &mut self.large } else { &mut self.base };
         // The entry filled is the most recent of its array, as one a lookup has just hit is.
         self.last_hit = array.as_mut().map(|array| {
-            array.insert_absent_quiet(t);
+            array.insert_absent(t);
             *t
         });
     }
@@ -146,7 +221,7 @@ impl SplitTlb {
 
     /// Every valid entry, for checks against the memory manager's mappings.
     pub fn valid_translations(&self) -> impl Iterator<Item = Translation> + '_ {
-        self.base.iter().chain(&self.large).flat_map(TlbArray::valid_translations)
+        self.base.iter().chain(&self.large).flat_map(Array::valid_translations)
     }
 
     /// The counts so far.
@@ -174,22 +249,22 @@ mod tests {
 
     const SHAPE: LevelShape = LevelShape { base_entries: 8, base_ways: 8, large_entries: 2, large_ways: 2 };
 
-    /// A fully associative LRU list of (app, page, large) keys, for one array.
+    /// A fully associative LRU list of (app, page) keys, least recent first, for one array.
     #[derive(Default)]
-    struct NaiveLru {
-        keys: Vec<(AppId, u64)>,
-        capacity: usize,
+    pub(super) struct NaiveLru {
+        pub(super) keys: Vec<(AppId, u64)>,
+        pub(super) capacity: usize,
     }
 
     impl NaiveLru {
-        fn hit(&mut self, key: (AppId, u64)) -> bool {
+        pub(super) fn hit(&mut self, key: (AppId, u64)) -> bool {
             let Some(i) = self.keys.iter().position(|&k| k == key) else { return false };
             let k = self.keys.remove(i);
             self.keys.push(k);
             true
         }
 
-        fn fill(&mut self, key: (AppId, u64)) {
+        pub(super) fn fill(&mut self, key: (AppId, u64)) {
             if self.capacity > 0 && !self.hit(key) {
                 if self.keys.len() == self.capacity {
                     self.keys.remove(0);
@@ -203,11 +278,15 @@ mod tests {
         /// The split TLB hits exactly when naive fully associative LRU lists of its two
         /// arrays do, with ASIDs kept apart and large entries covering their 512 pages, and
         /// translates and counts what it hits, through runs of lookups of one page (which
-        /// the last hit answers), nearby pages and invalidations.
+        /// the last hit answers), nearby pages and invalidations; with arrays of sets and with
+        /// wide fully associative ones.
         #[test]
-        fn split_tlb_matches_naive_lru_lists(no_large: bool, ops in prop::collection::vec((0u8..8, 0u16..3, 0u64..4096, any::<bool>()), 1..400)) {
+        fn split_tlb_matches_naive_lru_lists(no_large: bool, wide: bool, ops in prop::collection::vec((0u8..8, 0u16..3, 0u64..4096, any::<bool>()), 1..400)) {
+            let wide_entries = INDEX_ABOVE_WAYS + 1;
+            let shape = if wide { LevelShape { base_entries: wide_entries, base_ways: wide_entries, large_entries: wide_entries, large_ways: wide_entries } } else { SHAPE };
             // With no large array too: large pages then always miss.
-            let shape = if no_large { LevelShape { large_entries: 0, large_ways: 0, ..SHAPE } } else { SHAPE };
+            let shape = if no_large { LevelShape { large_entries: 0, large_ways: 0, ..shape } } else { shape };
+            prop_assert_eq!(matches!(SplitTlb::new(&shape).base, Some(Array::Full(_))), wide);
             let mut tlb = SplitTlb::new(&shape);
             let mut base = NaiveLru { capacity: shape.base_entries, ..NaiveLru::default() };
             let mut large = NaiveLru { capacity: shape.large_entries, ..NaiveLru::default() };
