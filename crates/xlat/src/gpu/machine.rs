@@ -105,7 +105,8 @@ struct Gpu<'p> {
     caches: Caches,
     manager: Box<dyn MemoryManager>,
     apps: Vec<AppRun>,
-    heap: BinaryHeap<Reverse<(u64, usize)>>,
+    /// The SMs that have warps, by their next issue's [`Turn`].
+    heap: BinaryHeap<Reverse<Turn>>,
     stall_until: u64,
     stalled: u64,
     /// The cycle the PCIe bus is next free.
@@ -174,7 +175,8 @@ impl<'p> Gpu<'p> {
     fn simulate(&mut self, interrupt: &AtomicBool) -> Result<bool> {
         let mut steps = 0u64;
         let mut next = self.heap.pop();
-        while let Some(Reverse((time, s))) = next {
+        while let Some(Reverse(turn)) = next {
+            let (time, s) = turn.parts();
             steps += 1;
             if steps % INTERRUPT_EVERY == 0 && interrupt.load(Ordering::Relaxed) {
                 return Ok(true);
@@ -184,7 +186,7 @@ impl<'p> Gpu<'p> {
                 // The SM that stepped is often still the earliest (its warps issue in a
                 // row while the others wait): it goes on without a trip through the heap,
                 // as the heap would give it back (ties go to the lower SM either way).
-                After::Continue => Some(push_pop(&mut self.heap, Reverse((self.sms[s].time, s)))),
+                After::Continue => Some(push_pop(&mut self.heap, Reverse(Turn::new(self.sms[s].time, s)))),
                 After::Park => {
                     self.parked[s] = true;
                     self.heap.pop()
@@ -408,7 +410,7 @@ impl<'p> Gpu<'p> {
             if self.parked[s] && self.sms[s].warps() > 0 {
                 self.parked[s] = false;
                 self.sms[s].time = self.sms[s].time.max(now);
-                self.heap.push(Reverse((self.sms[s].time, s)));
+                self.heap.push(Reverse(Turn::new(self.sms[s].time, s)));
             }
         }
         Ok(())
@@ -472,10 +474,27 @@ fn app_stats(run: &AppRun, sms: &[Sm]) -> AppStats {
     }
 }
 
+/// An SM's next issue: its cycle and the SM, ordered by cycle and then by SM (the lower
+/// first), packed in one integer so that the scheduler's heap compares them in one step, not
+/// a branch per field.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+struct Turn(u128);
+
+impl Turn {
+    fn new(time: u64, sm: usize) -> Turn {
+        Turn(u128::from(time) << 64 | sm as u128)
+    }
+
+    /// The cycle and the SM.
+    fn parts(self) -> (u64, usize) {
+        ((self.0 >> 64) as u64, self.0 as u64 as usize)
+    }
+}
+
 /// Pushes `item` into `heap` and pops the earliest: `item` itself, without touching the heap,
 /// when it comes before every SM there; else the heap's first, `item` taking its place (one
 /// sift, where a push and a pop make two).
-fn push_pop(heap: &mut BinaryHeap<Reverse<(u64, usize)>>, item: Reverse<(u64, usize)>) -> Reverse<(u64, usize)> {
+fn push_pop(heap: &mut BinaryHeap<Reverse<Turn>>, item: Reverse<Turn>) -> Reverse<Turn> {
     match heap.peek_mut() {
         Some(mut first) if *first > item => std::mem::replace(&mut *first, item),
         _ => item,

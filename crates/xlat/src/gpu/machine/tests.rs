@@ -238,14 +238,17 @@ fn a_frame_beyond_the_numbered_frames_is_an_error_not_a_wrong_cache_tag() {
 }
 
 proptest::proptest! {
-    /// `push_pop` gives what a push then a pop would, and leaves the heap as they would.
+    /// `push_pop` of packed turns gives what a push then a pop of (cycle, SM) tuples would,
+    /// and leaves the heap as they would.
     #[test]
     fn push_pop_is_a_push_then_a_pop(heap in proptest::collection::vec((0u64..50, 0usize..30), 0..40), item in (0u64..50, 30usize..60)) {
-        let mut fast: BinaryHeap<_> = heap.iter().map(|&e| Reverse(e)).collect();
-        let mut naive = fast.clone();
-        let got = push_pop(&mut fast, Reverse(item));
+        let turn = |(time, sm): (u64, usize)| Reverse(Turn::new(time, sm));
+        let mut fast: BinaryHeap<_> = heap.iter().copied().map(turn).collect();
+        let mut naive: BinaryHeap<_> = heap.iter().map(|&e| Reverse(e)).collect();
+        let Reverse(got) = push_pop(&mut fast, turn(item));
         naive.push(Reverse(item));
-        proptest::prop_assert_eq!(Some(got), naive.pop());
-        proptest::prop_assert_eq!(fast.into_sorted_vec(), naive.into_sorted_vec());
+        proptest::prop_assert_eq!(Some(Reverse(got.parts())), naive.pop());
+        let left = |heap: Vec<Reverse<Turn>>| heap.into_iter().map(|Reverse(t)| t.parts()).collect::<Vec<_>>();
+        proptest::prop_assert_eq!(left(fast.into_sorted_vec()), naive.into_sorted_vec().into_iter().map(|Reverse(e)| e).collect::<Vec<_>>());
     }
 }
