@@ -39,10 +39,10 @@ impl LevelShape {
 
 /// One array of a level, of one page size: a [`FullyAssociative`] one when it is fully
 /// associative and wider than a set the general array scans (beyond that the general array
-/// goes through a hash index and replacement lists of its own, several times slower), else
-/// a [`TlbArray`] of its sets.
+/// goes through a hash index and replacement lists of its own, at nearly twice the
+/// instructions a fill), else a [`TlbArray`] of its sets.
 #[derive(Clone, Debug)]
-#[expect(clippy::large_enum_variant, reason = "two arrays a TLB: a box would cost every probe an indirection")]
+#[expect(clippy::large_enum_variant, reason = "two arrays per TLB: a box would cost every probe an indirection")]
 enum Array {
     Sets(TlbArray),
     Full(FullyAssociative),

@@ -241,7 +241,10 @@ proptest::proptest! {
     /// `push_pop` of packed turns gives what a push then a pop of (cycle, SM) tuples would,
     /// and leaves the heap as they would.
     #[test]
-    fn push_pop_is_a_push_then_a_pop(heap in proptest::collection::vec((0u64..50, 0usize..30), 0..40), item in (0u64..50, 30usize..60)) {
+    fn push_pop_is_a_push_then_a_pop(late: bool, heap in proptest::collection::vec((0u64..50, 0usize..30), 0..40), item in (0u64..50, 30usize..60)) {
+        // Cycles near the top of their range too, where the packed turn's upper half is full.
+        let shift = |(time, sm): (u64, usize)| (if late { u64::MAX - time } else { time }, sm);
+        let (heap, item): (Vec<_>, _) = (heap.into_iter().map(shift).collect(), shift(item));
         let turn = |(time, sm): (u64, usize)| Reverse(Turn::new(time, sm));
         let mut fast: BinaryHeap<_> = heap.iter().copied().map(turn).collect();
         let mut naive: BinaryHeap<_> = heap.iter().map(|&e| Reverse(e)).collect();

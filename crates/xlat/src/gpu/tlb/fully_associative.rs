@@ -1,9 +1,9 @@
 //! A fully associative TLB array of one page size under exact LRU: the GPU's wide arrays (an
-//! SM's 128 base entries, the shared L2's 256 large ones). An entry is found through a hash
-//! table of (page, ASID) keys and the entries are kept in order of use in a doubly linked
-//! list, so a lookup or a fill costs a few dozen host instructions whatever the number of
-//! entries. The general [`crate::tlb::array::TlbArray`] serves these geometries too, through
-//! its path for any policy and page-size mix, at about four times the cost
+//! SM's 128 base entries, the shared L2's 256 large ones). A hash table holds the entries'
+//! numbers, found by their (page, ASID) keys, and the entries are kept in order of use in a
+//! doubly linked list, so a lookup or a fill costs the same whatever the number of entries.
+//! The general [`crate::tlb::array::TlbArray`] serves these geometries too, through its path
+//! for any policy and page-size mix, at nearly twice the instructions a fill
 //! (docs/performance.md); it stays the reference the property test holds this array to.
 
 use crate::types::{Asid, PageSize, Pfn, Translation, Vpn, BASE_PAGE_SHIFT};
@@ -55,15 +55,19 @@ impl FullyAssociative {
             tail: NIL,
             // Popped from the end: entry 0 is filled first.
             free: (0..entries as u32).rev().collect(),
-            index: HashTable::with_capacity(entries),
+            // Room for twice the entries: the slots that removals leave marked are then
+            // reclaimed by rehashing in place, never by growing the table.
+            index: HashTable::with_capacity(2 * entries),
         }
     }
 
     /// Bytes of host memory an array of `entries` takes at most: per entry its tag, ASID,
-    /// frame, list links and free-list word (30 bytes), and the hash table's slot and control
-    /// byte for up to twice as many slots as entries.
+    /// frame, list links and free-list word (30 bytes), and the hash table's slots (an entry
+    /// number and a control byte each, as many as `hashbrown` gives a capacity of twice the
+    /// entries: the next power of two above 8/7 of it) and its 16 trailing control bytes.
     pub fn host_bytes(entries: u64) -> u64 {
-        entries.saturating_mul(30 + 2 * 5)
+        let slots = (entries.saturating_mul(16) / 7).checked_next_power_of_two().unwrap_or(u64::MAX);
+        entries.saturating_mul(30).saturating_add(slots.saturating_mul(5)).saturating_add(16)
     }
 
     /// True when no entry is valid.
@@ -204,7 +208,9 @@ mod tests {
         /// valid entries are the list's, most recent first.
         #[test]
         fn matches_a_naive_lru_list_and_the_general_array(
-            entries in 1usize..12,
+            // Narrow arrays, and arrays wider than a set `TlbArray` scans, which it serves
+            // through its hash index (the path this array replaces at the GPU's TLBs).
+            entries in prop_oneof![1usize..12, 33usize..48],
             large: bool,
             ops in prop::collection::vec((0u8..8, 0u16..3, 0u64..40), 1..500),
         ) {
