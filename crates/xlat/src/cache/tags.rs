@@ -269,8 +269,7 @@ impl TagArray {
     /// [`TagArray::insert_in`]. A hit updates the replacement state as a use.
     #[inline]
     fn probe(&mut self, tag: u64) -> Result<(), usize> {
-        debug_assert_ne!(tag, u64::EMPTY, "a tag of all ones");
-        debug_assert!(matches!(self.tags, Tags::Wide(_)) || tag >> self.set_bits < u64::from(u32::MAX), "tag {tag:#x} above the array's bound");
+        self.debug_check(tag);
         let hit = if self.repl.is_none() {
             let set = self.set_of(tag);
             let range = set * self.ways..(set + 1) * self.ways;
@@ -284,6 +283,14 @@ impl TagArray {
         };
         self.count(hit.is_ok());
         hit
+    }
+
+    /// Checks, in debug builds, that `tag` can be stored: not the invalid mark, and below
+    /// the bound of a narrow array.
+    #[inline(always)]
+    fn debug_check(&self, tag: u64) {
+        debug_assert_ne!(tag, u64::EMPTY, "a tag of all ones");
+        debug_assert!(matches!(self.tags, Tags::Wide(_)) || tag >> self.set_bits < u64::from(u32::MAX), "tag {tag:#x} above the array's bound");
     }
 
     /// Counts a lookup that hit or missed.
@@ -351,8 +358,7 @@ impl TagArray {
 /// [`TagArray::access`] of an LRU array of a power-of-two number of sets of `W` ways whose
 /// tags are stored as `T`.
 fn access_lru<T: Stored, const W: usize>(array: &mut TagArray, tag: u64) -> bool {
-    debug_assert_ne!(tag, u64::EMPTY, "a tag of all ones");
-    debug_assert!(matches!(array.tags, Tags::Wide(_)) || tag >> array.set_bits < u64::from(u32::MAX), "tag {tag:#x} above the array's bound");
+    array.debug_check(tag);
     let base = (tag & array.mask) as usize * W;
     let key = T::stored(tag, array.set_bits);
     let tags = T::of(&mut array.tags).expect("tags of the width the array was built with");

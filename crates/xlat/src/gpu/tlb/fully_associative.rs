@@ -40,6 +40,13 @@ fn hash(tag: u64, asid: Asid) -> u64 {
     FxBuildHasher.hash_one((tag, asid))
 }
 
+/// Whether an entry number of the index, given the entries' `tags` and `asids`, holds the key
+/// (`tag`, `asid`).
+#[inline]
+fn holds<'a>(tags: &'a [u64], asids: &'a [Asid], tag: u64, asid: Asid) -> impl Fn(&u32) -> bool + 'a {
+    move |&e| tags[e as usize] == tag && asids[e as usize] == asid
+}
+
 impl FullyAssociative {
     /// An empty array of `entries` entries (fewer than 2^32) for pages of `size`.
     pub fn new(entries: usize, size: PageSize) -> FullyAssociative {
@@ -79,7 +86,7 @@ impl FullyAssociative {
     /// The entry holding `tag` of `asid`, if valid.
     #[inline]
     fn find(&self, tag: u64, asid: Asid) -> Option<u32> {
-        self.index.find(hash(tag, asid), |&e| self.tags[e as usize] == tag && self.asids[e as usize] == asid).copied()
+        self.index.find(hash(tag, asid), holds(&self.tags, &self.asids, tag, asid)).copied()
     }
 
     /// Looks up `vaddr` of `asid`; a hit makes the entry the most recent and is returned.
@@ -110,8 +117,7 @@ impl FullyAssociative {
     /// Removes the entry of `asid` covering `vaddr`, if valid; true if there was one.
     pub fn invalidate(&mut self, asid: Asid, vaddr: u64) -> bool {
         let tag = vaddr >> self.size.shift();
-        let (tags, asids) = (&self.tags, &self.asids);
-        let Ok(found) = self.index.find_entry(hash(tag, asid), |&e| tags[e as usize] == tag && asids[e as usize] == asid) else {
+        let Ok(found) = self.index.find_entry(hash(tag, asid), holds(&self.tags, &self.asids, tag, asid)) else {
             return false;
         };
         let (e, _) = found.remove();
